@@ -1,0 +1,28 @@
+// All decoder I/O goes through this one small interface (after cogeotiff's Source):
+// a source is one pinned snapshot of one object, read by byte ranges.
+
+export interface Source {
+  /** Opaque snapshot identity (S3 VersionId, or a local file's size+mtime validator). */
+  readonly version: string;
+  /** Object size in bytes. */
+  readonly size: number;
+  /** Human-safe description for logs and error labels: no credentials, no query strings. */
+  readonly label: string;
+  /**
+   * Reads `length` bytes at `offset` from exactly this snapshot. Fails (never returns bytes
+   * of another version) if the object changed underneath; aborts promptly on `signal`.
+   */
+  read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
+
+/** Maps a public source id to a Source. */
+export interface SourceCatalog {
+  /**
+   * Opens the source `id`, pinned to `version` when given (else to its current version).
+   * Unknown ids, and versions that no longer exist, throw HttpError not_found.
+   */
+  open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source>;
+  /** A human-readable description of where sources come from, for the startup log. */
+  readonly description: string;
+}

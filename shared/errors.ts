@@ -1,0 +1,64 @@
+// One error table for the edge and the decoder (DESIGN.md "HTTP errors").
+// Everything thrown on purpose is an HttpError; anything else becomes a 502 at the edge
+// or a 500-free 502 at the decoder, never a stack trace on the wire.
+
+export type ErrorKind =
+  | "bad_request" // 400: malformed request, message names the bad part
+  | "unauthorized" // 401: decoder request without a valid edge signature
+  | "not_found" // 404: unknown source
+  | "deadline" // 408: deadline exceeded
+  | "too_large" // 413: can never fit the budget
+  | "unsupported" // 501: valid but not implemented
+  | "bad_gateway" // 502: decoder or store failure
+  | "overloaded" // 503 + Retry-After
+  | "gateway_timeout"; // 504: store did not answer in time
+
+const STATUS: Record<ErrorKind, number> = {
+  bad_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  deadline: 408,
+  too_large: 413,
+  unsupported: 501,
+  bad_gateway: 502,
+  overloaded: 503,
+  gateway_timeout: 504,
+};
+
+export class HttpError extends Error {
+  readonly status: number;
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+    this.name = "HttpError";
+    this.status = STATUS[kind];
+  }
+}
+
+export const badRequest = (message: string) => new HttpError("bad_request", message);
+export const notFound = (message: string) => new HttpError("not_found", message);
+export const unsupported = (message: string) => new HttpError("unsupported", message);
+
+/** Kind for a status received from another tier (the decoder's answer seen by the edge). */
+export function kindOfStatus(status: number): ErrorKind {
+  const found = (Object.keys(STATUS) as ErrorKind[]).find((k) => STATUS[k] === status);
+  return found ?? "bad_gateway";
+}
+
+/** The JSON body every error answer carries. */
+export interface ErrorBody {
+  error: ErrorKind;
+  message: string;
+}
+
+export function errorResponse(err: unknown, headers: HeadersInit = {}): Response {
+  const e = err instanceof HttpError ? err : new HttpError("bad_gateway", "internal failure");
+  const h = new Headers(headers);
+  h.set("content-type", "application/json; charset=utf-8");
+  if (e.retryAfterSeconds !== undefined) h.set("retry-after", String(e.retryAfterSeconds));
+  const body: ErrorBody = { error: e.kind, message: e.message };
+  return new Response(JSON.stringify(body), { status: e.status, headers: h });
+}

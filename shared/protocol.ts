@@ -1,0 +1,80 @@
+// The edge ↔ decoder protocol: paths, the info document, and request signing.
+// Runs in workerd and Node alike (WebCrypto only, no Node built-ins).
+
+import { HttpError } from "./errors";
+
+/** What the decoder knows about one opened (pinned) source; the edge builds info.json from it. */
+export interface SourceInfo {
+  id: string;
+  /** Opaque snapshot identity: S3 VersionId, or a local file's size+mtime validator. */
+  version: string;
+  width: number;
+  height: number;
+  tileWidth: number;
+  tileHeight: number;
+  /** Every stored resolution, full size first, then overviews in decreasing size. */
+  levels: { width: number; height: number }[];
+  /** Size in bytes of the source object. */
+  bytes: number;
+}
+
+/** Decoder routes. The image path carries the canonical IIIF 3.0 parts of a resolved request. */
+export const DECODER = {
+  health: "/health",
+  info: (id: string) => `/v1/info/${encodeURIComponent(id)}`,
+  image: (id: string, canonical: string, version: string) =>
+    `/v1/image/${encodeURIComponent(id)}/${canonical}?version=${encodeURIComponent(version)}`,
+};
+
+/** Response header naming the snapshot an answer was made from. */
+export const VERSION_HEADER = "x-tessera-version";
+export const SIGNATURE_HEADER = "x-tessera-signature";
+/** How long a signature stays valid; bounds replay of a captured request. */
+const SIGNATURE_TTL_MS = 60_000;
+
+const encoder = new TextEncoder();
+
+async function hmac(secret: string, message: string): Promise<string> {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(message)));
+  return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const signedText = (method: string, pathAndQuery: string, expires: number) =>
+  `${method}\n${pathAndQuery}\n${expires}`;
+
+/** The signature header value for a request from the edge (or DO) to a decoder. */
+export async function signRequest(secret: string, method: string, pathAndQuery: string, now = Date.now()) {
+  const expires = now + SIGNATURE_TTL_MS;
+  return `${expires}.${await hmac(secret, signedText(method, pathAndQuery, expires))}`;
+}
+
+/** Throws 401 unless the header is a current signature of this method and path. */
+export async function verifyRequest(
+  secret: string,
+  method: string,
+  pathAndQuery: string,
+  header: string | null,
+  now = Date.now(),
+): Promise<void> {
+  const [expiresText, mac] = (header ?? "").split(".");
+  const expires = Number(expiresText);
+  if (!mac || !Number.isFinite(expires) || expires < now || expires > now + 2 * SIGNATURE_TTL_MS) {
+    throw new HttpError("unauthorized", "missing or expired edge signature");
+  }
+  const expected = await hmac(secret, signedText(method, pathAndQuery, expires));
+  if (!constantTimeEqual(mac, expected)) throw new HttpError("unauthorized", "bad edge signature");
+}
+
+function constantTimeEqual(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}

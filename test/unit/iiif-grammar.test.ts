@@ -1,0 +1,74 @@
+import { describe, expect, it } from "vitest";
+import { parseImageRequest } from "../../shared/iiif/image-request";
+import { canonicalParts, resolveImageRequest } from "../../shared/iiif/resolve";
+import { HttpError } from "../../shared/errors";
+
+const img = { width: 1000, height: 800 };
+const parse = (path: string, version: 2 | 3 = 3) => {
+  const [region, size, rotation, qualityFormat] = path.split("/");
+  return parseImageRequest({ region, size, rotation, qualityFormat }, version);
+};
+const canonical = (path: string, version: 2 | 3 = 3, limits = img) =>
+  canonicalParts(resolveImageRequest(parse(path, version), limits), limits, version);
+const status = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (e) {
+    return (e as HttpError).status;
+  }
+  return 200;
+};
+
+describe("IIIF 3.0 grammar", () => {
+  it("canonicalizes equivalent requests to one form", () => {
+    expect(canonical("full/max/0/default.jpg")).toBe("full/max/0/default.jpg");
+    expect(canonical("0,0,1000,800/max/0/default.jpg")).toBe("full/max/0/default.jpg");
+    expect(canonical("0,0,5000,5000/1000,/0/default.jpg")).toBe("full/max/0/default.jpg");
+    expect(canonical("full/500,/0/default.jpg")).toBe("full/500,400/0/default.jpg");
+    expect(canonical("full/,400/0/default.jpg")).toBe("full/500,400/0/default.jpg");
+    expect(canonical("full/pct:50/0/default.jpg")).toBe("full/500,400/0/default.jpg");
+    expect(canonical("full/!500,500/0/default.jpg")).toBe("full/500,400/0/default.jpg");
+    expect(canonical("pct:10,10,50,50/max/0/default.jpg")).toBe("100,80,500,400/max/0/default.jpg");
+    expect(canonical("square/100,/!90/gray.png")).toBe("100,0,800,800/100,100/!90/gray.png");
+  });
+
+  it("crops a region that reaches past the edge", () => {
+    expect(canonical("900,700,500,500/max/0/default.jpg")).toBe("900,700,100,100/max/0/default.jpg");
+  });
+
+  it("answers 400 for malformed and impossible requests", () => {
+    for (const bad of [
+      "1000,0,10,10/max/0/default.jpg", // wholly outside
+      "0,0,0,10/max/0/default.jpg", // zero width
+      "a,b,c,d/max/0/default.jpg",
+      "full/2000,/0/default.jpg", // upscale without ^
+      "full/pct:101/0/default.jpg",
+      "full/0,/0/default.jpg",
+      "full/pct:0.01/0/default.jpg", // rounds to zero
+      "full/max/361/default.jpg",
+      "full/max/0/fancy.jpg",
+      "full/max/0/default.bmp",
+      "full/max/0/default",
+      "full/full/0/default.jpg", // 2.1 spelling in 3.0
+    ]) {
+      expect(status(() => canonical(bad)), bad).toBe(400);
+    }
+  });
+
+  it("upscales only with ^ and within maxWidth", () => {
+    expect(canonical("full/^2000,/0/default.jpg")).toBe("full/^2000,1600/0/default.jpg");
+    const limits = { ...img, maxWidth: 1500 };
+    expect(status(() => canonical("full/^2000,/0/default.jpg", 3, limits))).toBe(400);
+    expect(canonical("full/^max/0/default.jpg", 3, limits)).toBe("full/^1500,1200/0/default.jpg");
+    expect(canonical("full/max/0/default.jpg", 3, { ...img, maxWidth: 500 })).toBe("full/max/0/default.jpg");
+  });
+});
+
+describe("IIIF 2.1 grammar", () => {
+  it("uses full and w, canonical sizes and upscales without ^", () => {
+    expect(canonical("full/full/0/default.jpg", 2)).toBe("full/full/0/default.jpg");
+    expect(canonical("full/,400/0/default.jpg", 2)).toBe("full/500,/0/default.jpg");
+    expect(canonical("full/2000,/0/default.jpg", 2)).toBe("full/2000,/0/default.jpg");
+    expect(canonical("full/100,100/0/default.jpg", 2)).toBe("full/100,100/0/default.jpg");
+  });
+});
