@@ -8,7 +8,13 @@ export default defineConfig({
     projects: [
       { test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" } },
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            // No decoder listens on port 9 (discard): these tests prove which paths never need one.
+            miniflare: { bindings: { DECODER_SECRET: "workers-test-secret", DECODER_URL: "http://127.0.0.1:9" } },
+          }),
+        ],
         test: { name: "workers", include: ["test/workers/**/*.test.ts"] },
       },
       {

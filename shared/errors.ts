@@ -62,3 +62,16 @@ export function errorResponse(err: unknown, headers: HeadersInit = {}): Response
   const body: ErrorBody = { error: e.kind, message: e.message };
   return new Response(JSON.stringify(body), { status: e.status, headers: h });
 }
+
+/** Rebuilds the HttpError a non-OK answer from another tier carries (decoder → DO → edge). */
+export async function errorFromResponse(res: Response): Promise<HttpError> {
+  let message = `upstream answered ${res.status}`;
+  try {
+    const body = (await res.json()) as Partial<ErrorBody>;
+    if (typeof body.message === "string") message = body.message;
+  } catch {
+    // not our JSON error body: keep the generic message
+  }
+  const retry = res.headers.get("retry-after");
+  return new HttpError(kindOfStatus(res.status), message, retry ? Number(retry) : undefined);
+}

@@ -1,0 +1,123 @@
+// The whole stack on one machine, as `npm start`, the end-to-end tests and the benchmarks run
+// it: N regional decoder processes (Node), and the edge Worker + admission DO in workerd via
+// Miniflare (configured from wrangler.toml, so local and deployed bindings cannot drift).
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
+
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface DecoderProcess {
+  url: string;
+  process: ChildProcess;
+}
+
+export interface StackOptions {
+  /** Edge port; 0 picks a free one. */
+  port?: number;
+  /** First decoder port; 0 picks free ones. */
+  decoderPort?: number;
+  /** Decoder environment beyond the secret and port (source kind, data dir, S3 settings). */
+  decoderEnv?: Record<string, string>;
+  /** Worker vars overriding wrangler.toml's. */
+  vars?: Record<string, string>;
+  /** Forward the decoders' logs to this process's stderr. */
+  verbose?: boolean;
+}
+
+export interface Stack {
+  url: string;
+  decoders: DecoderProcess[];
+  miniflare: Miniflare;
+  stop(): Promise<void>;
+}
+
+/** Starts one decoder process and resolves once it prints where it listens. */
+export function startDecoder(env: Record<string, string>, verbose = false): Promise<DecoderProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "regional/main.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", verbose ? "inherit" : "ignore"],
+  });
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    child.once("exit", (code) => reject(new Error(`decoder exited with ${code} before listening`)));
+    lines.on("line", (line) => {
+      const listening = /"listening":"([^"]+)"/.exec(line)?.[1];
+      if (listening) resolve({ url: listening, process: child });
+      else if (verbose) process.stderr.write(line + "\n");
+    });
+  });
+}
+
+export async function stopDecoder(d: DecoderProcess): Promise<void> {
+  if (d.process.exitCode !== null || d.process.signalCode !== null) return;
+  const exited = new Promise((r) => d.process.once("exit", r));
+  d.process.kill("SIGCONT"); // a test may have frozen it
+  d.process.kill("SIGTERM");
+  const timer = setTimeout(() => d.process.kill("SIGKILL"), 3000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Bundles the Worker exactly as wrangler would deploy it. */
+export async function buildEdge(): Promise<string> {
+  const outfile = `${ROOT}dist/edge/index.js`;
+  await build({
+    entryPoints: [`${ROOT}edge/index.ts`],
+    outfile,
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    target: "es2022",
+    external: ["cloudflare:*"],
+    logLevel: "warning",
+  });
+  return outfile;
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const secret = randomBytes(32).toString("hex");
+  const decoder = await startDecoder(
+    {
+      TESSERA_DECODER_SECRET: secret,
+      TESSERA_DECODER_PORT: String(opts.decoderPort ?? 0),
+      ...opts.decoderEnv,
+    },
+    opts.verbose,
+  );
+  try {
+    const { workerOptions } = unstable_getMiniflareWorkerOptions(`${ROOT}wrangler.toml`);
+    const miniflare = new Miniflare({
+      ...workerOptions,
+      name: "tessera",
+      modules: true,
+      scriptPath: await buildEdge(),
+      bindings: {
+        ...workerOptions.bindings,
+        DECODER_URL: decoder.url,
+        DECODER_SECRET: secret,
+        ...opts.vars,
+      },
+      host: "127.0.0.1",
+      port: opts.port ?? 0,
+    } as ConstructorParameters<typeof Miniflare>[0]);
+    const url = (await miniflare.ready).toString().replace(/\/$/, "");
+    return {
+      url,
+      decoders: [decoder],
+      miniflare,
+      async stop() {
+        await miniflare.dispose();
+        await stopDecoder(decoder);
+      },
+    };
+  } catch (err) {
+    await stopDecoder(decoder);
+    throw err;
+  }
+}

@@ -1,0 +1,62 @@
+// `npm start`: the whole stack on this machine, on the embedded default (local files),
+// or on a local versioned S3 (Ceph RGW) with TESSERA_SOURCE=s3. Ctrl-C stops everything.
+import { readdir } from "node:fs/promises";
+import { startStack, ROOT } from "./stack";
+
+const port = Number(process.env.TESSERA_PORT ?? 8787);
+const source = process.env.TESSERA_SOURCE ?? "local";
+const cleanups: (() => Promise<void>)[] = [];
+
+async function s3DecoderEnv(): Promise<Record<string, string>> {
+  const { startLocalS3, makeS3Client, ensureVersionedBucket } = await import("./s3");
+  const { PutObjectCommand } = await import("@aws-sdk/client-s3");
+  const { readFile } = await import("node:fs/promises");
+  const s3 = await startLocalS3();
+  cleanups.push(() => s3.stop());
+  const bucket = process.env.TESSERA_S3_BUCKET ?? "tessera";
+  const client = makeS3Client(s3);
+  await ensureVersionedBucket(client, bucket);
+  const dir = process.env.TESSERA_DATA_DIR ?? `${ROOT}samples`;
+  for (const name of (await readdir(dir)).filter((n) => n.endsWith(".tif"))) {
+    await client.send(new PutObjectCommand({ Bucket: bucket, Key: name, Body: await readFile(`${dir}/${name}`) }));
+  }
+  console.log(`local S3 at ${s3.endpoint}, bucket "${bucket}" holds the .tif files of ${dir}`);
+  return {
+    TESSERA_SOURCE: "s3",
+    TESSERA_S3_ENDPOINT: s3.endpoint,
+    TESSERA_S3_BUCKET: bucket,
+    AWS_ACCESS_KEY_ID: s3.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+  };
+}
+
+async function main() {
+  const decoderEnv = source === "s3" ? await s3DecoderEnv() : {};
+  const stack = await startStack({
+    port,
+    decoderPort: Number(process.env.TESSERA_DECODER_PORT ?? 9100),
+    decoderEnv,
+    verbose: true,
+  });
+  cleanups.unshift(() => stack.stop());
+  console.log(`
+Tessera is running (${source} sources).
+  Open a tile:   ${stack.url}/iiif/3/test-pattern/full/max/0/default.jpg
+  info.json:     ${stack.url}/iiif/3/test-pattern/info.json
+  metrics:       ${stack.url}/metrics
+Ctrl-C stops it.`);
+}
+
+let stopping = false;
+async function stop(code: number) {
+  if (stopping) return;
+  stopping = true;
+  for (const cleanup of cleanups) await cleanup().catch((e) => console.error(e));
+  process.exit(code);
+}
+process.on("SIGINT", () => stop(0));
+process.on("SIGTERM", () => stop(0));
+main().catch((err) => {
+  console.error(err instanceof Error ? err.message : err);
+  return stop(1);
+});

@@ -1,0 +1,26 @@
+// Parsing of configuration variables, shared by the Worker (wrangler vars) and the decoder
+// (process env). A bad value fails loudly and names the variable.
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`${variable} ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+export const badConfig = (variable: string, message: string) => new ConfigError(variable, message);
+
+/** A whole-number variable; `fallback` is used when it is unset or empty. */
+export function intVar<T extends object>(
+  vars: T,
+  name: keyof T & string,
+  { min = 0, fallback }: { min?: number; fallback?: number } = {},
+): number {
+  const raw: unknown = vars[name];
+  if ((raw === undefined || raw === "") && fallback !== undefined) return fallback;
+  const text = String(raw ?? "").trim();
+  if (!/^\d+$/.test(text) || Number(text) < min) {
+    throw badConfig(name, `must be a whole number ≥ ${min}, got ${JSON.stringify(raw ?? null)}`);
+  }
+  return Number(text);
+}

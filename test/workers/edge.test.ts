@@ -1,0 +1,105 @@
+// The Worker and the admission DO inside workerd, without a decoder: everything here must be
+// answered by the edge alone (validation, CORS, cache hits) or fail cleanly (decoder down).
+import { createExecutionContext, env } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { SourceInfo } from "../../shared/protocol";
+import { infoKey } from "../../edge/source-info";
+import worker from "../../edge/index";
+import type { Env } from "../../edge/env";
+
+const BASE = "http://tessera.test";
+const get = (path: string, init?: RequestInit) => exports.default.fetch(new Request(BASE + path, init));
+
+async function metric(name: string): Promise<number> {
+  const text = await (await get("/metrics")).text();
+  const line = text.split("\n").find((l) => l.startsWith(`tessera_admission_${name} `));
+  return Number(line?.split(" ")[1]);
+}
+
+const info: SourceInfo = {
+  id: "cached",
+  version: "v1",
+  width: 1000,
+  height: 1000,
+  tileWidth: 256,
+  tileHeight: 256,
+  levels: [
+    { width: 1000, height: 1000 },
+    { width: 500, height: 500 },
+  ],
+  bytes: 1234,
+};
+
+describe("edge worker in workerd", () => {
+  it("answers malformed IIIF requests with 400, a message and CORS, before any admission", async () => {
+    for (const path of [
+      "/iiif/3/x/a,b,c,d/max/0/default.jpg",
+      "/iiif/3/x/full/full/0/default.jpg",
+      "/iiif/3/x/full/max/0/default.bmp",
+      "/iiif/3/x/full/max/999/default.jpg",
+      "/iiif/3/%E0%A4%A/info.json",
+    ]) {
+      const res = await get(path);
+      expect(res.status, path).toBe(400);
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+      const body = (await res.json()) as { error: string; message: string };
+      expect(body.error).toBe("bad_request");
+      expect(body.message.length).toBeGreaterThan(5);
+    }
+    expect(await metric("released_total")).toBe(0);
+  });
+
+  it("answers unknown routes with 404 and preflights with CORS", async () => {
+    expect((await get("/nope")).status).toBe(404);
+    const pre = await get("/iiif/3/x/info.json", { method: "OPTIONS", headers: { origin: "https://viewer.example" } });
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get("access-control-allow-origin")).toBe("*");
+  });
+
+  it("redirects the base URI to info.json with 303", async () => {
+    const res = await get("/iiif/3/abc", { redirect: "manual" });
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe(`${BASE}/iiif/3/abc/info.json`);
+  });
+
+  it("answers 502 when the decoder is unreachable, and releases the permit", async () => {
+    const before = await metric("released_total");
+    const res = await get("/iiif/3/missing/info.json");
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { message: string }).message).toMatch(/decoder unreachable/);
+    expect(await metric("permits_in_use")).toBe(0);
+    expect(await metric("released_total")).toBe(before + 1);
+  });
+
+  it("serves info.json and a cached tile with the decoder down (cache hits never admit)", async () => {
+    // Warm the edge cache the way a previous miss would have (fake: no Cloudflare network here).
+    await caches.default.put(infoKey("cached"), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
+    const tile = new Uint8Array([0xff, 0xd8, 0xff, 0xd9]);
+    await caches.default.put(
+      `${BASE}/iiif/3/cached/0,0,256,256/max/0/default.jpg?version=v1`,
+      new Response(tile, { headers: { "content-type": "image/jpeg", "cache-control": "max-age=60" } }),
+    );
+    const released = await metric("released_total");
+
+    const infoRes = await get("/iiif/3/cached/info.json");
+    expect(infoRes.status).toBe(200);
+    const doc = (await infoRes.json()) as { id: string; tiles: { scaleFactors: number[] }[] };
+    expect(doc.id).toBe(`${BASE}/iiif/3/cached`);
+    expect(doc.tiles[0].scaleFactors).toEqual([1, 2]);
+
+    // An equivalent, non-canonical spelling of the same tile finds the same entry.
+    const res = await get("/iiif/3/cached/0,0,256,256/256,/0/default.jpg");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-tessera-cache")).toBe("hit");
+    expect(new Uint8Array(await res.arrayBuffer())).toEqual(tile);
+    expect(await metric("released_total")).toBe(released);
+  });
+
+  it("fails loudly on a bad variable, naming it", async () => {
+    const badEnv: Env = { ...(env as Env), NTHREADS: "many" };
+    const res = await worker.fetch(new Request(`${BASE}/iiif/3/x/info.json`), badEnv, createExecutionContext());
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { message: string }).message).toMatch(/NTHREADS must be a whole number/);
+  });
+});
