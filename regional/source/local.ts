@@ -1,0 +1,132 @@
+// Local-file sources: `<dir>/<id>.tif`, one snapshot per (size, mtime) validator.
+// The embedded default for `npm start` and the unit tests. A pinned source keeps one open
+// FileHandle and re-checks the validator before answering each read, so a file replaced or
+// rewritten underneath fails the read (502) instead of yielding bytes of another version.
+
+import { open, stat, type FileHandle } from "node:fs/promises";
+import path from "node:path";
+import { HttpError, notFound } from "../../shared/errors";
+import type { Source, SourceCatalog } from "./source";
+
+/** Public source ids: plain file-name characters, no leading dot, so never a path escape. */
+const SOURCE_ID = /^[A-Za-z0-9._-]+$/;
+
+export function isValidSourceId(id: string): boolean {
+  return SOURCE_ID.test(id) && !id.startsWith(".");
+}
+
+/** The snapshot identity of a local file: changes whenever its size or mtime does. */
+export function localVersion(st: { size: number; mtimeMs: number }): string {
+  return `${st.size}-${st.mtimeMs}`;
+}
+
+function throwIfAborted(signal?: AbortSignal) {
+  if (signal?.aborted) throw signal.reason ?? new DOMException("aborted", "AbortError");
+}
+
+export class LocalCatalog implements SourceCatalog {
+  readonly description: string;
+
+  constructor(readonly dir: string) {
+    this.description = `local directory ${path.resolve(dir)}`;
+  }
+
+  async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
+    if (!isValidSourceId(id)) throw notFound(`unknown source "${id}"`);
+    throwIfAborted(signal);
+    const file = path.join(this.dir, `${id}.tif`);
+    let handle: FileHandle;
+    try {
+      handle = await open(file, "r");
+    } catch (e) {
+      if (isMissing(e)) throw notFound(`unknown source "${id}"`);
+      throw e;
+    }
+    try {
+      const st = await handle.stat();
+      if (!st.isFile()) throw notFound(`unknown source "${id}"`);
+      const current = localVersion(st);
+      // A local directory keeps only the current version of each file.
+      if (version !== undefined && version !== current) {
+        throw notFound(`source "${id}" version no longer available`);
+      }
+      throwIfAborted(signal);
+      return new LocalSource(handle, id, current, st.size, st.mtimeMs);
+    } catch (e) {
+      await handle.close();
+      throw e;
+    }
+  }
+
+  /** The current version of `id` without opening it (undefined when unknown). */
+  async currentVersion(id: string): Promise<string | undefined> {
+    if (!isValidSourceId(id)) return undefined;
+    try {
+      return localVersion(await stat(path.join(this.dir, `${id}.tif`)));
+    } catch (e) {
+      if (isMissing(e)) return undefined;
+      throw e;
+    }
+  }
+}
+
+function isMissing(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException)?.code;
+  return code === "ENOENT" || code === "ENOTDIR" || code === "EISDIR";
+}
+
+class LocalSource implements Source {
+  readonly label: string;
+  private closed = false;
+
+  constructor(
+    private readonly handle: FileHandle,
+    id: string,
+    readonly version: string,
+    readonly size: number,
+    private readonly mtimeMs: number,
+  ) {
+    this.label = `local:${id}`;
+  }
+
+  async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+    throwIfAborted(signal);
+    if (this.closed) throw new HttpError("bad_gateway", `${this.label}: source closed`);
+    if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0) {
+      throw new HttpError("bad_gateway", `${this.label}: invalid byte range`);
+    }
+    if (offset + length > this.size) {
+      throw new HttpError("bad_gateway", `${this.label}: read past the end of the object`);
+    }
+    const buf = new Uint8Array(length);
+    let done = 0;
+    while (done < length) {
+      throwIfAborted(signal);
+      const { bytesRead } = await this.handle.read(buf, done, length - done, offset + done);
+      if (bytesRead === 0) break;
+      done += bytesRead;
+    }
+    // Checked after reading, before answering: if the open file still carries the pinned
+    // validator, the bytes are that snapshot's. A rewrite (truncate/append/overwrite) changes
+    // size or mtime and fails here. A replace-by-rename leaves our handle on the old inode,
+    // whose bytes are still the pinned version; a new open then sees the new version.
+    // Writes that restore both size and mtime are beyond what this validator can see.
+    await this.assertUnchanged();
+    if (done !== length) throw new HttpError("bad_gateway", `${this.label}: short read`);
+    throwIfAborted(signal);
+    return buf;
+  }
+
+  private async assertUnchanged(): Promise<void> {
+    const st = await this.handle.stat();
+    if (st.size !== this.size || st.mtimeMs !== this.mtimeMs) {
+      throw new HttpError("bad_gateway", "source changed");
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.handle.close();
+  }
+}
