@@ -1,0 +1,134 @@
+// Adapts a Tessera Source to the source interface geotiff.js reads through
+// (`fetch(slices, signal) => ArrayBuffer[]` plus `fileSize`).
+//
+// geotiff.js reads headers in many small pieces: 1 KiB per IFD, and for large tile tables one
+// 4- or 8-byte read per TileOffsets/TileByteCounts entry. Over S3 each would be a GET, so small
+// reads are served from aligned blocks kept in a small per-snapshot LRU (as GDAL and
+// geotiff's own BlockedSource do). Large reads (tile data) go straight to the Source.
+//
+// Cancellation: geotiff passes the request's signal only with tile reads; header reads come
+// without one and their promises are shared (and cached) by geotiff across requests. So a
+// shared block fetch is never aborted by one caller: each caller stops waiting on its own
+// signal, and a failed block fetch is dropped from the cache rather than remembered.
+
+import type { Source } from "../source/source";
+
+export interface BlockCacheOptions {
+  /** Alignment and size of cached blocks. */
+  blockSize?: number;
+  /** How many blocks one snapshot keeps. */
+  maxBlocks?: number;
+}
+
+interface Slice {
+  offset: number;
+  length: number;
+}
+
+const DEFAULT_BLOCK_SIZE = 64 * 1024;
+const DEFAULT_MAX_BLOCKS = 8;
+
+export class GeoTiffSource {
+  private readonly blockSize: number;
+  private readonly maxBlocks: number;
+  /** Block index → pending or finished block bytes; Map order is the LRU order. */
+  private readonly blocks = new Map<number, Promise<Uint8Array>>();
+
+  constructor(
+    private readonly source: Source,
+    options: BlockCacheOptions = {},
+  ) {
+    this.blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE;
+    this.maxBlocks = options.maxBlocks ?? DEFAULT_MAX_BLOCKS;
+  }
+
+  get fileSize(): number {
+    return this.source.size;
+  }
+
+  async fetch(slices: Slice[], signal?: AbortSignal): Promise<ArrayBuffer[]> {
+    return Promise.all(slices.map((s) => this.fetchOne(s, signal)));
+  }
+
+  async close(): Promise<void> {
+    this.blocks.clear();
+    await this.source.close();
+  }
+
+  private async fetchOne({ offset, length }: Slice, signal?: AbortSignal): Promise<ArrayBuffer> {
+    // geotiff.js asks for a fixed 1 KiB (4 KiB BigTIFF) at each IFD, which may run past
+    // the end of a small file: answer with what exists, as its own sources do.
+    const end = Math.min(offset + length, this.source.size);
+    if (offset < 0 || end <= offset) return new ArrayBuffer(0);
+    if (end - offset > this.blockSize) {
+      return toArrayBuffer(await this.source.read(offset, end - offset, signal));
+    }
+    return toArrayBuffer(await this.fromBlocks(offset, end, signal));
+  }
+
+  private async fromBlocks(offset: number, end: number, signal?: AbortSignal): Promise<Uint8Array> {
+    const first = Math.floor(offset / this.blockSize);
+    const last = Math.floor((end - 1) / this.blockSize);
+    const out = new Uint8Array(end - offset);
+    for (let b = first; b <= last; b++) {
+      const block = await untilAborted(this.block(b), signal);
+      const blockStart = b * this.blockSize;
+      const from = Math.max(offset, blockStart);
+      const to = Math.min(end, blockStart + block.length);
+      out.set(block.subarray(from - blockStart, to - blockStart), from - offset);
+    }
+    return out;
+  }
+
+  private block(index: number): Promise<Uint8Array> {
+    const cached = this.blocks.get(index);
+    if (cached) {
+      this.blocks.delete(index);
+      this.blocks.set(index, cached);
+      return cached;
+    }
+    const start = index * this.blockSize;
+    const length = Math.min(this.blockSize, this.source.size - start);
+    const pending = this.source.read(start, length);
+    this.blocks.set(index, pending);
+    pending.catch(() => {
+      if (this.blocks.get(index) === pending) this.blocks.delete(index);
+    });
+    while (this.blocks.size > this.maxBlocks) {
+      const oldest = this.blocks.keys().next().value as number;
+      this.blocks.delete(oldest);
+    }
+    return pending;
+  }
+}
+
+function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) {
+    return bytes.buffer;
+  }
+  return bytes.slice().buffer as ArrayBuffer;
+}
+
+/** Waits for `promise`, but rejects as soon as `signal` aborts (the work itself continues). */
+export function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortReason(signal));
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("aborted", "AbortError");
+}
