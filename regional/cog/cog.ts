@@ -7,9 +7,13 @@ import { GeoTIFF, type GeoTIFFImage } from "geotiff";
 import { HttpError, unsupported } from "../../shared/errors";
 import type { SourceInfo } from "../../shared/protocol";
 import type { Source } from "../source/source";
+import { untilAborted } from "../abort";
 import { GeoTiffSource } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "./levels";
 import type { Rect } from "../../shared/iiif/resolve";
+
+/** Tile reads always carry a signal: that is how GeoTiffSource tells them from header reads. */
+const NEVER_ABORTED = new AbortController().signal;
 
 /** TIFF PhotometricInterpretation values we decode. */
 const PHOTOMETRIC = { whiteIsZero: 0, blackIsZero: 1, rgb: 2, palette: 3, cmyk: 5, ycbcr: 6, cieLab: 8 };
@@ -93,19 +97,21 @@ export class Cog {
   }
 
   /** Reads `region` (full-resolution pixels) from level `index` at that level's resolution. */
-  async readWindow(index: number, region: Rect, signal?: AbortSignal): Promise<Pixels> {
+  async readWindow(index: number, region: Rect, signal: AbortSignal = NEVER_ABORTED): Promise<Pixels> {
     const level = this.levels[index];
     const window = windowAtLevel(this.levels[0], level, region);
     const width = window[2] - window[0];
     const height = window[3] - window[1];
     try {
-      const { data, channels } = await readInterleaved(level.image, window, signal);
+      // Tile reads abort on the signal; shared header reads (tile tables) finish for the
+      // next request, but this caller stops waiting for them at once.
+      const { data, channels } = await untilAborted(readInterleaved(level.image, window, signal), signal);
       if (data.length !== width * height * channels) {
         throw new HttpError("bad_gateway", `${this.source.label}: decoded block has the wrong size`);
       }
       return { data, width, height, channels };
     } catch (e) {
-      if (signal?.aborted) throw signal.reason ?? e;
+      if (signal.aborted) throw signal.reason ?? e;
       throw asHttpError(e, this.source);
     }
   }

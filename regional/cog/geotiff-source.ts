@@ -1,15 +1,15 @@
 // Adapts a Tessera Source to the source interface geotiff.js reads through
 // (`fetch(slices, signal) => ArrayBuffer[]` plus `fileSize`).
 //
-// geotiff.js reads headers in many small pieces: 1 KiB per IFD, and for large tile tables one
-// 4- or 8-byte read per TileOffsets/TileByteCounts entry. Over S3 each would be a GET, so small
-// reads are served from aligned blocks kept in a small per-snapshot LRU (as GDAL and
-// geotiff's own BlockedSource do). Large reads (tile data) go straight to the Source.
-//
-// Cancellation: geotiff passes the request's signal only with tile reads; header reads come
-// without one and their promises are shared (and cached) by geotiff across requests. So a
-// shared block fetch is never aborted by one caller: each caller stops waiting on its own
-// signal, and a failed block fetch is dropped from the cache rather than remembered.
+// geotiff.js (3.0) makes two kinds of reads, told apart by the signal:
+// - Header reads (the TIFF header, 1 KiB per IFD, and for large tile tables one 4- or 8-byte
+//   read per TileOffsets/TileByteCounts entry) come without a signal, and their promises are
+//   shared and cached by geotiff across requests. Over S3 each would be a GET, so they are
+//   served from aligned blocks kept in a small per-snapshot LRU (as GDAL and geotiff's own
+//   BlockedSource do). A shared block fetch is never aborted by one caller: each caller stops
+//   waiting on its own signal, and a failed block is dropped, not remembered.
+// - Tile reads (readRasters) carry the caller's signal and go straight to the Source as exact
+//   ranges; Cog always passes a signal, so pixel data never crowds headers out of the cache.
 
 import type { Source } from "../source/source";
 
@@ -60,18 +60,18 @@ export class GeoTiffSource {
     // the end of a small file: answer with what exists, as its own sources do.
     const end = Math.min(offset + length, this.source.size);
     if (offset < 0 || end <= offset) return new ArrayBuffer(0);
-    if (end - offset > this.blockSize) {
+    if (signal || end - offset > this.blockSize) {
       return toArrayBuffer(await this.source.read(offset, end - offset, signal));
     }
-    return toArrayBuffer(await this.fromBlocks(offset, end, signal));
+    return toArrayBuffer(await this.fromBlocks(offset, end));
   }
 
-  private async fromBlocks(offset: number, end: number, signal?: AbortSignal): Promise<Uint8Array> {
+  private async fromBlocks(offset: number, end: number): Promise<Uint8Array> {
     const first = Math.floor(offset / this.blockSize);
     const last = Math.floor((end - 1) / this.blockSize);
     const out = new Uint8Array(end - offset);
     for (let b = first; b <= last; b++) {
-      const block = await untilAborted(this.block(b), signal);
+      const block = await this.block(b);
       const blockStart = b * this.blockSize;
       const from = Math.max(offset, blockStart);
       const to = Math.min(end, blockStart + block.length);
@@ -107,28 +107,4 @@ function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
     return bytes.buffer;
   }
   return bytes.slice().buffer as ArrayBuffer;
-}
-
-/** Waits for `promise`, but rejects as soon as `signal` aborts (the work itself continues). */
-export function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(abortReason(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortReason(signal));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
-}
-
-export function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException("aborted", "AbortError");
 }

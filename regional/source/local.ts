@@ -7,22 +7,15 @@ import { open, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { HttpError, notFound } from "../../shared/errors";
 import type { Source, SourceCatalog } from "./source";
+import { isValidSourceId } from "./source-id";
 
-/** Public source ids: plain file-name characters, no leading dot, so never a path escape. */
-const SOURCE_ID = /^[A-Za-z0-9._-]+$/;
-
-export function isValidSourceId(id: string): boolean {
-  return SOURCE_ID.test(id) && !id.startsWith(".");
-}
 
 /** The snapshot identity of a local file: changes whenever its size or mtime does. */
 export function localVersion(st: { size: number; mtimeMs: number }): string {
   return `${st.size}-${st.mtimeMs}`;
 }
 
-function throwIfAborted(signal?: AbortSignal) {
-  if (signal?.aborted) throw signal.reason ?? new DOMException("aborted", "AbortError");
-}
+const throwIfAborted = (signal?: AbortSignal) => signal?.throwIfAborted();
 
 export class LocalCatalog implements SourceCatalog {
   readonly description: string;
