@@ -1,0 +1,60 @@
+// Regional decoder entry point: `tsx regional/main.ts`. Configuration is the environment:
+//
+//   TESSERA_DECODER_HOST      listen address                        (127.0.0.1)
+//   TESSERA_DECODER_PORT      listen port, 0 = ephemeral            (9100)
+//   TESSERA_DECODER_SECRET    HMAC secret shared with the edge      (required)
+//   TESSERA_DECODER_CAPACITY  decodes run well at once              (os.availableParallelism())
+//   TESSERA_SOURCE            local | s3                            (local)
+//   TESSERA_DATA_DIR          local: directory of <id>.tif          (<repo>/samples)
+//   TESSERA_S3_ENDPOINT       s3: endpoint URL (RGW, MinIO; unset = AWS)
+//   TESSERA_S3_BUCKET         s3: bucket                            (required for s3)
+//   TESSERA_S3_PREFIX         s3: key prefix                        ("")
+//   TESSERA_S3_REGION         s3: region                            (us-east-1)
+//   AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY   s3 credentials (the SDK's default chain)
+//
+// On listen it prints one JSON line with "listening":"http://host:port" (the start script
+// parses it). SIGTERM/SIGINT close the server and exit 0. A bad setting exits 1 naming it.
+
+import type { AddressInfo } from "node:net";
+import { ConfigError, readConfig, type DecoderConfig } from "./config";
+import { createDecoderServer, jsonLog } from "./server";
+
+async function main(): Promise<void> {
+  let config: DecoderConfig;
+  try {
+    config = readConfig();
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`tessera decoder: ${e.message}\n`);
+    process.exit(1);
+  }
+  const { host, port, secret, capacity, catalog } = config;
+  const server = createDecoderServer({ catalog, secret, capacity });
+  server.on("error", (err) => {
+    jsonLog({ level: "error", msg: "server error", error: err.message });
+    process.exit(1);
+  });
+  server.listen(port, host, () => {
+    const addr = server.address() as AddressInfo;
+    const shownHost = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+    jsonLog({
+      level: "info",
+      msg: "decoder listening",
+      listening: `http://${shownHost}:${addr.port}`,
+      capacity,
+      source: catalog.description,
+    });
+  });
+
+  const shutdown = (signal: string) => {
+    jsonLog({ level: "info", msg: "shutting down", signal });
+    server.close(() => process.exit(0));
+    server.closeIdleConnections();
+    // In-flight decodes get a moment to finish; then go regardless.
+    setTimeout(() => process.exit(0), 5000).unref();
+  };
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.once("SIGINT", () => shutdown("SIGINT"));
+}
+
+await main();
