@@ -1,0 +1,120 @@
+// Shared by the regional-*.test.ts files: fixtures, a started decoder, signed requests,
+// and pixel comparison against the reference PNG.
+
+import { copyFile, mkdtemp, rm } from "node:fs/promises";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import sharp from "sharp";
+import { signRequest } from "../../shared/protocol";
+import { createDecoderServer, type LogRecord } from "../../regional/server";
+import type { Source, SourceCatalog } from "../../regional/source/source";
+
+export const SAMPLES = fileURLToPath(new URL("../../samples/", import.meta.url));
+/** The IIIF validator test pattern: 1000×1000, 10×10 px coloured squares. */
+export const REFERENCE_PNG = path.join(SAMPLES, "test-pattern.png");
+
+/** A temp directory holding copies of the sample COGs as `jpeg.tif` and `deflate.tif`. */
+export async function fixtureDir(): Promise<{ dir: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(path.join(tmpdir(), "tessera-regional-"));
+  await copyFile(path.join(SAMPLES, "test-pattern.tif"), path.join(dir, "jpeg.tif"));
+  await copyFile(path.join(SAMPLES, "test-pattern-deflate.tif"), path.join(dir, "deflate.tif"));
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+export interface Decoder {
+  url: string;
+  secret: string;
+  logs: LogRecord[];
+  close(): Promise<void>;
+}
+
+export async function startDecoder(catalog: SourceCatalog, capacity = 3): Promise<Decoder> {
+  const secret = "unit-test-secret";
+  const logs: LogRecord[] = [];
+  const server = createDecoderServer({
+    catalog,
+    secret,
+    capacity,
+    log: (r) => logs.push(r),
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    secret,
+    logs,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** GET `pathAndQuery` with a valid edge signature (or the given header value). */
+export async function signedGet(d: Decoder, pathAndQuery: string, signature?: string | null): Promise<Response> {
+  const headers: Record<string, string> = {};
+  const value = signature === undefined ? await signRequest(d.secret, "GET", pathAndQuery) : signature;
+  if (value !== null) headers["x-tessera-signature"] = value;
+  return fetch(d.url + pathAndQuery, { headers });
+}
+
+export interface Raster {
+  data: Buffer;
+  width: number;
+  height: number;
+}
+
+export async function decodeRgb(input: Buffer | string): Promise<Raster> {
+  const { data, info } = await sharp(input).removeAlpha().toColourspace("srgb").raw().toBuffer({ resolveWithObject: true });
+  if (info.channels !== 3) throw new Error(`expected 3 channels, got ${info.channels}`);
+  return { data, width: info.width, height: info.height };
+}
+
+/** The reference pattern's pixels of a full-resolution rect, optionally resized. */
+export async function referenceRgb(
+  rect: { x: number; y: number; w: number; h: number },
+  size?: { width: number; height: number },
+): Promise<Raster> {
+  let img = sharp(REFERENCE_PNG).removeAlpha().extract({ left: rect.x, top: rect.y, width: rect.w, height: rect.h });
+  if (size) {
+    // Resize in a second pipeline so the extract happens first.
+    img = sharp(await img.png().toBuffer()).resize(size.width, size.height, { fit: "fill" });
+  }
+  return decodeRgb(await img.png().toBuffer());
+}
+
+/** Mean absolute difference per channel value between two same-sized RGB rasters. */
+export function meanAbsDiff(a: Raster, b: Raster): number {
+  if (a.width !== b.width || a.height !== b.height) {
+    throw new Error(`size mismatch: ${a.width}x${a.height} vs ${b.width}x${b.height}`);
+  }
+  let sum = 0;
+  for (let i = 0; i < a.data.length; i++) sum += Math.abs(a.data[i] - b.data[i]);
+  return sum / a.data.length;
+}
+
+/** A catalog that records every byte range read through the sources it opens. */
+export class RecordingCatalog implements SourceCatalog {
+  readonly reads: { id: string; offset: number; length: number }[] = [];
+  readonly signals: (AbortSignal | undefined)[] = [];
+  constructor(private readonly inner: SourceCatalog) {}
+  get description() {
+    return `recording ${this.inner.description}`;
+  }
+  async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
+    const src = await this.inner.open(id, version, signal);
+    const read = src.read.bind(src);
+    src.read = async (offset, length, sig) => {
+      this.reads.push({ id, offset, length });
+      this.signals.push(sig);
+      return read(offset, length, sig);
+    };
+    return src;
+  }
+  bytesRead(): number {
+    return this.reads.reduce((n, r) => n + r.length, 0);
+  }
+}

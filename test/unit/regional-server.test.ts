@@ -1,0 +1,239 @@
+// The decoder service end to end over HTTP: a real server on port 0 over the local catalog.
+
+import { request } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LocalCatalog } from "../../regional/source/local";
+import { DECODER, signRequest, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
+import {
+  decodeRgb,
+  fixtureDir,
+  meanAbsDiff,
+  RecordingCatalog,
+  referenceRgb,
+  signedGet,
+  startDecoder,
+  type Decoder,
+} from "./regional-helpers";
+
+let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
+let decoder: Decoder;
+let catalog: RecordingCatalog;
+const versions: Record<string, string> = {};
+
+beforeAll(async () => {
+  fixtures = await fixtureDir();
+  catalog = new RecordingCatalog(new LocalCatalog(fixtures.dir));
+  decoder = await startDecoder(catalog);
+  for (const id of ["jpeg", "deflate"]) {
+    const info = (await (await signedGet(decoder, DECODER.info(id))).json()) as SourceInfo;
+    versions[id] = info.version;
+  }
+});
+
+afterAll(async () => {
+  await decoder?.close();
+  await fixtures?.remove();
+});
+
+const imagePath = (id: string, canonical: string) => DECODER.image(id, canonical, versions[id]);
+
+describe("GET /health", () => {
+  it("answers without a signature and reports capacity", async () => {
+    const res = await fetch(decoder.url + DECODER.health);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true, capacity: 3 });
+  });
+});
+
+describe("GET /v1/info", () => {
+  it("describes the pinned source", async () => {
+    const res = await signedGet(decoder, DECODER.info("jpeg"));
+    expect(res.status).toBe(200);
+    const info = (await res.json()) as SourceInfo;
+    expect(info).toMatchObject({ id: "jpeg", width: 1000, height: 1000, tileWidth: 256, tileHeight: 256 });
+    expect(info.levels).toEqual([
+      { width: 1000, height: 1000 },
+      { width: 500, height: 500 },
+      { width: 250, height: 250 },
+    ]);
+    expect(info.bytes).toBeGreaterThan(0);
+    expect(info.version).toMatch(/^\d+-[\d.]+$/);
+    expect(res.headers.get(VERSION_HEADER)).toBe(info.version);
+  });
+
+  it("accepts the current version explicitly and 404s a version that is gone", async () => {
+    expect((await signedGet(decoder, `${DECODER.info("jpeg")}?version=${versions.jpeg}`)).status).toBe(200);
+    const res = await signedGet(decoder, `${DECODER.info("jpeg")}?version=123-456`);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: "not_found", message: 'source "jpeg" version no longer available' });
+  });
+});
+
+describe("GET /v1/image", () => {
+  // The pattern is a grid of 100×100 px squares; most regions straddle square edges, so a
+  // misplaced window shows up as a large difference.
+  const cases = [
+    { id: "deflate", rect: { x: 100, y: 100, w: 100, h: 100 }, tolerance: 2 },
+    { id: "deflate", rect: { x: 150, y: 250, w: 200, h: 100 }, tolerance: 3 },
+    { id: "jpeg", rect: { x: 100, y: 100, w: 100, h: 100 }, tolerance: 4 },
+    { id: "jpeg", rect: { x: 150, y: 250, w: 200, h: 100 }, tolerance: 6 },
+    { id: "jpeg", rect: { x: 0, y: 0, w: 256, h: 300 }, tolerance: 6 }, // crosses a tile edge
+    { id: "jpeg", rect: { x: 900, y: 850, w: 100, h: 150 }, tolerance: 6 }, // last, partial tiles
+  ];
+  for (const { id, rect, tolerance } of cases) {
+    it(`renders ${id} region ${rect.x},${rect.y},${rect.w},${rect.h} at full resolution`, async () => {
+      const res = await signedGet(decoder, imagePath(id, `${rect.x},${rect.y},${rect.w},${rect.h}/max/0/default.jpg`));
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe("image/jpeg");
+      expect(res.headers.get(VERSION_HEADER)).toBe(versions[id]);
+      const body = Buffer.from(await res.arrayBuffer());
+      expect(Number(res.headers.get("content-length"))).toBe(body.length);
+      const got = await decodeRgb(body);
+      expect([got.width, got.height]).toEqual([rect.w, rect.h]);
+      expect(meanAbsDiff(got, await referenceRgb(rect))).toBeLessThan(tolerance);
+    });
+  }
+
+  it("a misplaced window does not pass (the comparison can fail)", async () => {
+    const res = await signedGet(decoder, imagePath("deflate", "150,250,200,100/max/0/default.jpg"));
+    const got = await decodeRgb(Buffer.from(await res.arrayBuffer()));
+    expect(meanAbsDiff(got, await referenceRgb({ x: 170, y: 250, w: 200, h: 100 }))).toBeGreaterThan(10);
+  });
+
+  it("reads the smallest overview that still covers the output size", async () => {
+    const tileReads = async (canonical: string) => {
+      const before = catalog.reads.length;
+      const res = await signedGet(decoder, imagePath("deflate", canonical));
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      // Tile reads carry the request's signal; header reads (shared, cached) do not.
+      return catalog.signals.slice(before).filter((s) => s !== undefined).length;
+    };
+    expect(await tileReads("full/max/0/default.jpg")).toBe(16); // 4×4 tiles of 1000×1000
+    expect(await tileReads("full/500,500/0/default.jpg")).toBe(4); // the 500 overview, 2×2 tiles
+    expect(await tileReads("full/250,250/0/default.jpg")).toBe(1); // the 250 overview, one tile
+    expect(await tileReads("full/251,251/0/default.jpg")).toBe(4); // never upsample the 250 one
+    expect(await tileReads("0,0,200,200/100,100/0/default.jpg")).toBe(1); // 500 overview, 100×100 of it
+  });
+  for (const [size, expected] of [
+    ["250,250", 250],
+    ["500,500", 500],
+    ["200,200", 200],
+  ] as const) {
+    it(`scales full/${size} from an overview to exactly ${expected}x${expected}`, async () => {
+      const res = await signedGet(decoder, imagePath("deflate", `full/${size}/0/default.jpg`));
+      expect(res.status).toBe(200);
+      const got = await decodeRgb(Buffer.from(await res.arrayBuffer()));
+      expect([got.width, got.height]).toEqual([expected, expected]);
+      const want = await referenceRgb({ x: 0, y: 0, w: 1000, h: 1000 }, { width: expected, height: expected });
+      expect(meanAbsDiff(got, want)).toBeLessThan(12);
+    });
+  }
+
+  it("stretches to exactly the requested non-proportional size", async () => {
+    const res = await signedGet(decoder, imagePath("jpeg", "0,0,400,200/100,150/0/color.jpg"));
+    expect(res.status).toBe(200);
+    const got = await decodeRgb(Buffer.from(await res.arrayBuffer()));
+    expect([got.width, got.height]).toEqual([100, 150]);
+  });
+
+  it("answers 400 for a malformed request, naming the part", async () => {
+    for (const canonical of ["full/max/0/default.png.x", "0,0,10/max/0/default.jpg", "full/0,/0/default.jpg", "full/max/abc/default.jpg"]) {
+      const res = await signedGet(decoder, imagePath("jpeg", canonical));
+      expect(res.status, canonical).toBe(400);
+      const body = (await res.json()) as { error: string; message: string };
+      expect(body.error).toBe("bad_request");
+    }
+    const res = await signedGet(decoder, imagePath("jpeg", "2000,0,10,10/max/0/default.jpg"));
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { message: string }).message).toContain("outside");
+  });
+
+  it("answers 501 for valid but unsupported features", async () => {
+    for (const [canonical, message] of [
+      ["full/max/90/default.jpg", "rotation 90 is not supported yet"],
+      ["full/max/!0/default.jpg", "mirroring is not supported yet"],
+      ["full/max/0/gray.jpg", "quality gray is not supported yet"],
+      ["full/max/0/default.png", "format png is not supported yet"],
+    ]) {
+      const res = await signedGet(decoder, imagePath("jpeg", canonical));
+      expect(res.status, canonical).toBe(501);
+      expect(await res.json()).toEqual({ error: "unsupported", message });
+    }
+  });
+});
+
+describe("authentication", () => {
+  it("answers 401 without a signature", async () => {
+    const res = await signedGet(decoder, DECODER.info("jpeg"), null);
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { error: string }).error).toBe("unauthorized");
+  });
+
+  it("answers 401 for a bad, foreign or misapplied signature", async () => {
+    const path = DECODER.info("jpeg");
+    const good = await signRequest(decoder.secret, "GET", path);
+    const [expires, mac] = good.split(".");
+    const flipped = `${expires}.${mac.slice(0, -1)}${mac.endsWith("0") ? "1" : "0"}`;
+    const foreign = await signRequest("another-secret", "GET", path);
+    const otherPath = await signRequest(decoder.secret, "GET", DECODER.info("deflate"));
+    const expired = await signRequest(decoder.secret, "GET", path, Date.now() - 120_000);
+    for (const signature of [flipped, foreign, otherPath, expired, "garbage"]) {
+      expect((await signedGet(decoder, path, signature)).status, signature).toBe(401);
+    }
+    // The signature covers the query too: changing the pinned version invalidates it.
+    const img = imagePath("jpeg", "full/100,100/0/default.jpg");
+    const sig = await signRequest(decoder.secret, "GET", img);
+    const res = await fetch(decoder.url + img.replace(/version=[^&]+/, "version=1-2"), {
+      headers: { "x-tessera-signature": sig },
+    });
+    expect(res.status).toBe(401);
+  });
+
+  it("checks the signature before anything else", async () => {
+    expect((await signedGet(decoder, DECODER.info("no-such-source"), null)).status).toBe(401);
+    expect((await signedGet(decoder, "/v1/nothing-here", null)).status).toBe(401);
+  });
+});
+
+describe("unknown sources and routes", () => {
+  it("answers 404 for unknown ids and for ids that try to leave the directory", async () => {
+    // ("." and ".." as a whole segment are normalized away by fetch; rawGet below sends them.)
+    for (const id of ["no-such-source", "../etc/passwd", "../jpeg", "...", ".hidden", "a/b", "jpeg.tif\u0000", "jpeg.tif"]) {
+      const res = await signedGet(decoder, DECODER.info(id));
+      expect(res.status, JSON.stringify(id)).toBe(404);
+      expect(((await res.json()) as { error: string }).error).toBe("not_found");
+    }
+    for (const raw of ["/v1/info/..", "/v1/info/../../etc/passwd", "/v1/image/../full/max/0/default.jpg?version=1"]) {
+      expect(await rawGet(raw), raw).toBe(404);
+    }
+    expect((await signedGet(decoder, DECODER.image("../jpeg", "full/max/0/default.jpg", "1"))).status).toBe(404);
+  });
+
+  it("answers 404 for an unknown route and 400 for bad percent-encoding", async () => {
+    expect((await signedGet(decoder, "/v1/frobnicate/jpeg")).status).toBe(404);
+    expect((await fetch(decoder.url + "/nope")).status).toBe(404);
+    expect((await signedGet(decoder, "/v1/info/%E0%A4%A")).status).toBe(400);
+  });
+
+  it("logs one structured line per request", async () => {
+    const before = decoder.logs.length;
+    await fetch(decoder.url + DECODER.health);
+    const line = decoder.logs.slice(before).find((r) => r.msg === "request");
+    expect(line).toMatchObject({ level: "info", method: "GET", path: "/health", status: 200 });
+    expect(typeof line?.ms).toBe("number");
+  });
+});
+
+/** A signed GET of `path` exactly as written (no URL normalization of dot segments). */
+async function rawGet(path: string): Promise<number> {
+  const signature = await signRequest(decoder.secret, "GET", path);
+  return new Promise((resolve, reject) => {
+    const req = request(decoder.url + "/", { path, headers: { "x-tessera-signature": signature } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
