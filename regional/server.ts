@@ -62,7 +62,10 @@ export function createDecoderServer(options: DecoderOptions): Server {
     res.on("close", () => {
       if (!res.writableFinished) controller.abort(new DOMException("client disconnected", "AbortError"));
     });
-    const url = new URL(req.url ?? "/", "http://decoder");
+    // Only the path and query are ours to read; an unparsable target is answered like any 400.
+    const url = URL.canParse(req.url ?? "/", "http://decoder")
+      ? new URL(req.url ?? "/", "http://decoder")
+      : new URL("http://decoder/");
     handle(req, url, controller.signal)
       .catch((err) => failure(err, req, url, controller.signal))
       .then((answer) => {
@@ -79,12 +82,18 @@ export function createDecoderServer(options: DecoderOptions): Server {
           status: controller.signal.aborted ? "aborted" : answer.status,
           ms: Math.round(performance.now() - started),
         });
+      })
+      .catch((err) => {
+        // Last resort (a failing log sink, a broken socket): never an unhandled rejection.
+        process.stderr.write(`${JSON.stringify({ level: "error", msg: "response failed", error: String(err) })}\n`);
+        res.destroy();
       });
   });
   server.on("close", () => cogs.closeAll());
   return server;
 
   async function handle(req: IncomingMessage, url: URL, signal: AbortSignal): Promise<Answer> {
+    if (!URL.canParse(req.url ?? "/", "http://decoder")) throw badRequest("unparsable request target");
     if (url.pathname === DECODER.health) {
       requireGet(req);
       return json(200, { ok: true, capacity: options.capacity });
