@@ -16,7 +16,8 @@
 // parses it). SIGTERM/SIGINT close the server and exit 0. A bad setting exits 1 naming it.
 
 import type { AddressInfo } from "node:net";
-import { ConfigError, readConfig, type DecoderConfig } from "./config";
+import { ConfigError } from "../shared/config";
+import { readConfig, type DecoderConfig } from "./config";
 import { createDecoderServer, jsonLog } from "./server";
 
 async function main(): Promise<void> {

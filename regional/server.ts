@@ -15,6 +15,7 @@ import { parseImageRequest } from "../shared/iiif/image-request";
 import { resolveImageRequest } from "../shared/iiif/resolve";
 import { DECODER, SIGNATURE_HEADER, VERSION_HEADER, verifyRequest } from "../shared/protocol";
 import { CogCache } from "./cog-cache";
+import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
 import type { Cog } from "./cog/cog";
 import { checkSupported, configureSharp, render } from "./render";
 import { isValidSourceId } from "./source/source-id";
@@ -73,13 +74,17 @@ export function createDecoderServer(options: DecoderOptions): Server {
           res.writeHead(answer.status, { ...answer.headers, "content-length": String(answer.body.length) });
           res.end(answer.body);
         }
+        const route = routeOf(url.pathname);
+        const status = controller.signal.aborted ? "aborted" : answer.status;
+        requestsTotal.inc({ route, status });
+        requestSeconds.observe({ route }, (performance.now() - started) / 1000);
         log({
           level: "info",
           msg: "request",
           method: req.method,
           path: url.pathname,
           version: url.searchParams.get("version") ?? undefined,
-          status: controller.signal.aborted ? "aborted" : answer.status,
+          status,
           ms: Math.round(performance.now() - started),
         });
       })
@@ -97,6 +102,11 @@ export function createDecoderServer(options: DecoderOptions): Server {
     if (url.pathname === DECODER.health) {
       requireGet(req);
       return json(200, { ok: true, capacity: options.capacity });
+    }
+    if (url.pathname === "/metrics") {
+      requireGet(req);
+      const body = Buffer.from(await registry.metrics());
+      return { status: 200, headers: { "content-type": registry.contentType }, body };
     }
     const segments = url.pathname.split("/").slice(1);
     if (segments[0] !== "v1") throw notFound(`no route ${url.pathname}`);

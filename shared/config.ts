@@ -14,13 +14,14 @@ export const badConfig = (variable: string, message: string) => new ConfigError(
 export function intVar<T extends object>(
   vars: T,
   name: keyof T & string,
-  { min = 0, fallback }: { min?: number; fallback?: number } = {},
+  { min = 0, max = Number.MAX_SAFE_INTEGER, fallback }: { min?: number; max?: number; fallback?: number } = {},
 ): number {
   const raw: unknown = vars[name];
   if ((raw === undefined || raw === "") && fallback !== undefined) return fallback;
   const text = String(raw ?? "").trim();
-  if (!/^\d+$/.test(text) || Number(text) < min) {
-    throw badConfig(name, `must be a whole number ≥ ${min}, got ${JSON.stringify(raw ?? null)}`);
+  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`;
+    throw badConfig(name, `must be a whole number ${range}, got ${JSON.stringify(raw ?? null)}`);
   }
   return Number(text);
 }

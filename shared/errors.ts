@@ -54,7 +54,7 @@ export interface ErrorBody {
   message: string;
 }
 
-export function errorResponse(err: unknown, headers: HeadersInit = {}): Response {
+export function errorResponse(err: unknown, headers: ConstructorParameters<typeof Headers>[0] = {}): Response {
   const e = err instanceof HttpError ? err : new HttpError("bad_gateway", "internal failure");
   const h = new Headers(headers);
   h.set("content-type", "application/json; charset=utf-8");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseImageRequest } from "../../shared/iiif/image-request";
-import { canonicalParts, resolveImageRequest } from "../../shared/iiif/resolve";
+import { canonicalParts, resolveImageRequest, type ImageLimits } from "../../shared/iiif/resolve";
 import { HttpError } from "../../shared/errors";
 
 const img = { width: 1000, height: 800 };
@@ -8,7 +8,7 @@ const parse = (path: string, version: 2 | 3 = 3) => {
   const [region, size, rotation, qualityFormat] = path.split("/");
   return parseImageRequest({ region, size, rotation, qualityFormat }, version);
 };
-const canonical = (path: string, version: 2 | 3 = 3, limits = img) =>
+const canonical = (path: string, version: 2 | 3 = 3, limits: ImageLimits = img) =>
   canonicalParts(resolveImageRequest(parse(path, version), limits), limits, version);
 const status = (fn: () => unknown) => {
   try {
