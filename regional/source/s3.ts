@@ -1,0 +1,199 @@
+// S3 sources (DESIGN.md "Sources and snapshots", policy RequireValidator): open() pins the
+// object's current VersionId (or, in an unversioned bucket, its strong ETag), and every read is
+// a ranged GET of exactly that snapshot, so a tile can never mix bytes of two versions.
+import {
+  GetObjectCommand,
+  HeadObjectCommand,
+  type GetObjectCommandInput,
+  type S3Client,
+} from "@aws-sdk/client-s3";
+import { HttpError, notFound } from "../../shared/errors.js";
+import type { Source, SourceCatalog } from "./source.js";
+
+export interface S3CatalogConfig {
+  client: S3Client;
+  bucket: string;
+  /** Key prefix; source id `x` lives at `<prefix>x.tif`. */
+  prefix: string;
+}
+
+/** What the SDK puts on a failed command (no credentials in any of these fields). */
+interface SdkError {
+  name?: string;
+  $metadata?: { httpStatusCode?: number };
+}
+const statusOf = (e: unknown) => (e as SdkError).$metadata?.httpStatusCode;
+const nameOf = (e: unknown) => (e as SdkError).name ?? "Error";
+const badGateway = (message: string) => new HttpError("bad_gateway", message);
+
+/** An aborted call rejects with the signal's reason (e.g. the deadline's own HttpError). */
+function rethrowIfAborted(signal: AbortSignal | undefined, e: unknown): void {
+  if (signal?.aborted) throw signal.reason ?? e;
+}
+
+function storeFailure(what: string, label: string, e: unknown): HttpError {
+  const status = statusOf(e);
+  const kind = nameOf(e) === "TimeoutError" ? "gateway_timeout" : "bad_gateway";
+  const code = status === undefined ? "" : `${status} `;
+  const err = new HttpError(kind, `S3 ${what} failed for ${label}: ${code}${nameOf(e)}`);
+  err.cause = e; // for logs; the message above is what clients see
+  return err;
+}
+
+// S3 VersionIds never contain '"', ETags always start with it (or W/): that tells the two kinds
+// of pinned version apart when a version comes back in a URL.
+const isEtag = (version: string) => version.startsWith('"') || version.startsWith("W/");
+
+export class S3SourceCatalog implements SourceCatalog {
+  readonly description: string;
+
+  constructor(private readonly cfg: S3CatalogConfig) {
+    this.description = `s3://${cfg.bucket}/${cfg.prefix}<id>.tif`;
+  }
+
+  async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
+    const { client, bucket, prefix } = this.cfg;
+    if (id === "") throw notFound("empty source id");
+    const key = `${prefix}${id}.tif`;
+    const label = `s3://${bucket}/${key}`;
+    const byEtag = version !== undefined && isEtag(version);
+    let head;
+    try {
+      head = await client.send(
+        new HeadObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          VersionId: byEtag ? undefined : version,
+          IfMatch: byEtag ? version : undefined,
+        }),
+        { abortSignal: signal },
+      );
+    } catch (e) {
+      rethrowIfAborted(signal, e);
+      const status = statusOf(e);
+      const name = nameOf(e);
+      // 404: no such key/version, or the current version is a delete marker. 405: the VersionId
+      // names a delete marker. 400: a VersionId the store cannot parse. 412: the ETag pin is gone.
+      // From the client's side all of them mean "this source (version) does not exist".
+      const missing =
+        status === 404 || name === "NotFound" || name === "NoSuchKey" || name === "NoSuchVersion";
+      if (missing && version === undefined) throw notFound(`unknown source "${id}"`);
+      const badVersion = status === 400 || status === 405 || status === 412;
+      if (missing || (version !== undefined && badVersion)) {
+        throw notFound(`source "${id}" has no version "${version}"`);
+      }
+      throw storeFailure("HeadObject", label, e);
+    }
+    const size = head.ContentLength;
+    if (size === undefined || !Number.isSafeInteger(size) || size < 0) {
+      throw badGateway(`S3 HeadObject for ${label} returned no object size`);
+    }
+    const etag = head.ETag;
+    // A versioned bucket returns the VersionId; an unversioned one returns none, and then the
+    // strong ETag plus If-Match is the only way to detect a replaced object.
+    const versionId = head.VersionId;
+    if (!versionId && (!etag || etag.startsWith("W/"))) {
+      throw badGateway(`${label} has neither a VersionId nor a strong ETag; cannot pin it`);
+    }
+    return new S3Source(client, bucket, key, label, size, versionId, etag);
+  }
+}
+
+class S3Source implements Source {
+  readonly version: string;
+
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+    private readonly key: string,
+    readonly label: string,
+    readonly size: number,
+    private readonly versionId: string | undefined,
+    private readonly etag: string | undefined,
+  ) {
+    this.version = versionId ?? etag!;
+  }
+
+  async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+    // Validate before any fetch: a range past the end comes from a broken header, not from I/O.
+    const valid = Number.isSafeInteger(offset) && Number.isSafeInteger(length);
+    if (!valid || offset < 0 || length < 0 || offset + length > this.size) {
+      throw badGateway(`read ${offset}+${length} is outside ${this.label} (${this.size} bytes)`);
+    }
+    signal?.throwIfAborted();
+    if (length === 0) return new Uint8Array(0);
+    const input: GetObjectCommandInput = {
+      Bucket: this.bucket,
+      Key: this.key,
+      VersionId: this.versionId,
+      Range: `bytes=${offset}-${offset + length - 1}`,
+    };
+    // The "null" VersionId (object written while versioning was off or suspended) can be
+    // overwritten in place, so it needs the ETag check as well.
+    if (!this.versionId || this.versionId === "null") input.IfMatch = this.etag;
+    let out;
+    try {
+      out = await this.client.send(new GetObjectCommand(input), { abortSignal: signal });
+    } catch (e) {
+      rethrowIfAborted(signal, e);
+      if (statusOf(e) === 412 || statusOf(e) === 404) {
+        throw badGateway(`source changed: ${this.label} version ${this.version} is gone`);
+      }
+      throw storeFailure("GetObject", this.label, e);
+    }
+    if (this.versionId && out.VersionId && out.VersionId !== this.versionId) {
+      const sent = out.VersionId;
+      throw badGateway(`source changed: ${this.label} sent version ${sent}, not ${this.versionId}`);
+    }
+    const want = `bytes ${offset}-${offset + length - 1}/${this.size}`;
+    if (out.ContentRange !== undefined && out.ContentRange !== want) {
+      throw badGateway(`source changed: ${this.label} sent ${out.ContentRange}, not ${want}`);
+    }
+    return readFully(out.Body as Body | undefined, length, this.label, signal);
+  }
+
+  async close(): Promise<void> {
+    // Nothing to release: the S3Client (and its sockets) belongs to whoever built the catalog.
+  }
+}
+
+type Body = AsyncIterable<Uint8Array> & { destroy?(e?: unknown): void }; // Node Readable
+
+/** Copies a response body into one buffer; anything but exactly `length` bytes is an error. */
+async function readFully(
+  body: Body | undefined,
+  length: number,
+  label: string,
+  signal?: AbortSignal,
+): Promise<Uint8Array> {
+  if (!body) throw badGateway(`S3 GetObject for ${label} returned no body`);
+  const buf = new Uint8Array(length);
+  let got = 0;
+  // The SDK aborts the request on `signal`, but once headers are in, destroying the body stream
+  // ourselves is what stops a long transfer promptly.
+  const onAbort = () => body.destroy?.(signal?.reason);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    for await (const chunk of body) {
+      if (got + chunk.byteLength > length) {
+        throw badGateway(`source changed: ${label} sent more than the ${length} bytes asked`);
+      }
+      buf.set(chunk, got);
+      got += chunk.byteLength;
+    }
+  } catch (e) {
+    rethrowIfAborted(signal, e);
+    if (e instanceof HttpError) {
+      body.destroy?.();
+      throw e;
+    }
+    throw storeFailure("GetObject body", label, e);
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+  }
+  signal?.throwIfAborted();
+  if (got !== length) {
+    throw badGateway(`short read from ${label}: ${got} of ${length} bytes`);
+  }
+  return buf;
+}
