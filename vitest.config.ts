@@ -2,6 +2,7 @@
 // tests that start the real stack (RGW, decoders, Miniflare) and drive it over HTTP.
 import { defineConfig } from "vitest/config";
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { WORKERS_TEST_SECRET } from "./test/support/workers-global-setup";
 
 export default defineConfig({
   test: {
@@ -9,13 +10,23 @@ export default defineConfig({
       { test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" } },
       {
         plugins: [
-          cloudflareTest({
+          cloudflareTest(({ inject }) => ({
             wrangler: { configPath: "./wrangler.toml" },
-            // No decoder listens on port 9 (discard): these tests prove which paths never need one.
-            miniflare: { bindings: { DECODER_SECRET: "workers-test-secret", DECODER_URL: "http://127.0.0.1:9" } },
-          }),
+            miniflare: {
+              bindings: {
+                DECODER_SECRET: WORKERS_TEST_SECRET,
+                DECODER_URL: inject("frozenDecoderUrl"),
+                REQUEST_TIMEOUT: "2",
+                QUEUE_TIMEOUT: "1",
+              },
+            },
+          })),
         ],
-        test: { name: "workers", include: ["test/workers/**/*.test.ts"] },
+        test: {
+          name: "workers",
+          include: ["test/workers/**/*.test.ts"],
+          globalSetup: ["test/support/workers-global-setup.ts"],
+        },
       },
       {
         test: {
@@ -23,6 +34,7 @@ export default defineConfig({
           include: ["test/e2e/**/*.test.ts"],
           environment: "node",
           fileParallelism: false,
+          globalSetup: ["test/e2e/global-setup.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },

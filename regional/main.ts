@@ -56,6 +56,11 @@ async function main(): Promise<void> {
   };
   process.once("SIGTERM", () => shutdown("SIGTERM"));
   process.once("SIGINT", () => shutdown("SIGINT"));
+  // Started by the local stack: its stdin is a pipe from the parent, which closes when the
+  // parent dies by any means (even SIGKILL), so a decoder is never left behind.
+  if (process.env.TESSERA_DECODER_EXIT_WITH_PARENT === "1") {
+    process.stdin.on("close", () => shutdown("parent exited")).resume();
+  }
 }
 
 await main();

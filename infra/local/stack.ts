@@ -40,8 +40,8 @@ export interface Stack {
 export function startDecoder(env: Record<string, string>, verbose = false): Promise<DecoderProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", "regional/main.ts"], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", verbose ? "inherit" : "ignore"],
+    env: { ...process.env, TESSERA_DECODER_EXIT_WITH_PARENT: "1", ...env },
+    stdio: ["pipe", "pipe", verbose ? "inherit" : "ignore"],
   });
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });

@@ -1,7 +1,10 @@
 // Types for `cloudflare:test` / `cloudflare:workers` in the workerd tests.
+type TesseraEnv = import("../../edge/env").Env;
+type TesseraWorker = typeof import("../../edge/index");
+
 declare namespace Cloudflare {
-  interface Env extends import("../../edge/env").Env {}
+  interface Env extends TesseraEnv {}
   interface GlobalProps {
-    mainModule: typeof import("../../edge/index");
+    mainModule: TesseraWorker;
   }
 }

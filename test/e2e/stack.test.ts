@@ -1,0 +1,155 @@
+// The whole path: a COG in a versioned bucket on a real Ceph RGW, the real decoder process,
+// the edge Worker and admission DO in workerd (Miniflare), driven over HTTP like a viewer.
+// (A client's disconnect is tested in test/workers: Miniflare's HTTP entry does not pass it on.)
+import { readFile } from "node:fs/promises";
+import { PutObjectCommand } from "@aws-sdk/client-s3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureVersionedBucket, makeS3Client, startLocalS3 } from "../../infra/local/s3";
+import { startStack, stopDecoder, type Stack } from "../../infra/local/stack";
+import { meanAbsDiff, reference } from "../support/pixels";
+
+const JPEG_TOLERANCE = 6; // mean absolute difference per channel, 0..255
+const bucket = `e2e-${Date.now()}`;
+let stack: Stack;
+
+/** Sum of a metric's samples whose name and labels start with `prefix`. */
+async function sumMetric(url: string, prefix: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(prefix))
+    .reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
+}
+const decoderRequests = async () =>
+  (await sumMetric(stack.decoders[0].url, 'tessera_decoder_requests_total{route="image"')) +
+  (await sumMetric(stack.decoders[0].url, 'tessera_decoder_requests_total{route="info"'));
+const edgeMetric = (name: string) => sumMetric(stack.url, `tessera_admission_${name} `);
+const get = (path: string, init?: RequestInit) => fetch(stack.url + path, init);
+const bytes = async (res: Response) => new Uint8Array(await res.arrayBuffer());
+
+beforeAll(async () => {
+  const s3 = await startLocalS3();
+  const client = makeS3Client(s3);
+  await ensureVersionedBucket(client, bucket);
+  const body = await readFile(new URL("../../samples/test-pattern.tif", import.meta.url));
+  await client.send(new PutObjectCommand({ Bucket: bucket, Key: "test-pattern.tif", Body: body }));
+  stack = await startStack({
+    decoderEnv: {
+      TESSERA_SOURCE: "s3",
+      TESSERA_S3_ENDPOINT: s3.endpoint,
+      TESSERA_S3_BUCKET: bucket,
+      AWS_ACCESS_KEY_ID: s3.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    },
+    vars: { REQUEST_TIMEOUT: "3", QUEUE_TIMEOUT: "1", NTHREADS: "2" },
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+describe("IIIF through edge, admission and decoder from a versioned S3 COG", () => {
+  it("answers info.json from the COG's real structure", async () => {
+    const res = await get("/iiif/3/test-pattern/info.json");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    const info = await res.json();
+    expect(info).toMatchObject({
+      id: `${stack.url}/iiif/3/test-pattern`,
+      type: "ImageService3",
+      width: 1000,
+      height: 1000,
+      tiles: [{ width: 256, height: 256, scaleFactors: [1, 2, 4] }],
+    });
+  });
+
+  it("serves tiles whose pixels match the reference, at native and reduced resolution", async () => {
+    for (const [path, region, w, h] of [
+      ["/iiif/3/test-pattern/0,0,256,256/max/0/default.jpg", { x: 0, y: 0, w: 256, h: 256 }, 256, 256],
+      ["/iiif/3/test-pattern/100,100,100,100/max/0/default.jpg", { x: 100, y: 100, w: 100, h: 100 }, 100, 100],
+      ["/iiif/3/test-pattern/full/250,/0/default.jpg", { x: 0, y: 0, w: 1000, h: 1000 }, 250, 250],
+      ["/iiif/3/test-pattern/512,512,488,488/244,244/0/default.jpg", { x: 512, y: 512, w: 488, h: 488 }, 244, 244],
+    ] as const) {
+      const res = await get(path);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-type")).toBe("image/jpeg");
+      expect(await meanAbsDiff(await bytes(res), reference(region, w, h)), path).toBeLessThan(JPEG_TOLERANCE);
+    }
+  });
+
+  it("answers a repeat, and an equivalent spelling, from the edge cache without the decoder", async () => {
+    const first = await get("/iiif/3/test-pattern/256,0,256,256/max/0/default.jpg");
+    expect(first.headers.get("x-tessera-cache")).toBe("miss");
+    const firstBytes = await bytes(first);
+    await new Promise((r) => setTimeout(r, 100)); // the cache write runs after the answer
+    const before = await decoderRequests();
+    for (const path of [
+      "/iiif/3/test-pattern/256,0,256,256/max/0/default.jpg",
+      "/iiif/3/test-pattern/256,0,256,256/256,/0/default.jpg",
+      "/iiif/3/test-pattern/256,0,256,256/,256/0/default.jpg",
+    ]) {
+      const res = await get(path);
+      expect(res.headers.get("x-tessera-cache"), path).toBe("hit");
+      expect(await bytes(res)).toEqual(firstBytes);
+    }
+    expect(await decoderRequests()).toBe(before);
+  });
+
+  it("answers malformed URLs with 400 and unknown sources with 404, and frees every permit", async () => {
+    for (const path of [
+      "/iiif/3/test-pattern/0,0,0,10/max/0/default.jpg",
+      "/iiif/3/test-pattern/full/2000,/0/default.jpg",
+      "/iiif/3/test-pattern/5000,5000,10,10/max/0/default.jpg",
+      "/iiif/3/test-pattern/full/max/0/default.bmp",
+    ]) {
+      const res = await get(path);
+      expect(res.status, path).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toBe("bad_request");
+    }
+    expect((await get("/iiif/3/no-such-image/info.json")).status).toBe(404);
+    expect((await get("/iiif/3/test-pattern/full/max/90/default.jpg")).status).toBe(501);
+    expect(await edgeMetric("permits_in_use")).toBe(0);
+  });
+
+  it("refuses a direct decoder request without the edge's signature", async () => {
+    const res = await fetch(`${stack.decoders[0].url}/v1/info/test-pattern`);
+    expect(res.status).toBe(401);
+  });
+
+  it("releases the permit when the decoder hangs past the deadline (408)", async () => {
+    const released = await edgeMetric("released_total");
+    stack.decoders[0].process.kill("SIGSTOP"); // a real hang: the process is frozen
+    try {
+      const started = Date.now();
+      const res = await get("/iiif/3/test-pattern/0,0,100,100/max/0/default.jpg");
+      expect(res.status).toBe(408);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
+      expect(await edgeMetric("permits_in_use")).toBe(0);
+      expect(await edgeMetric("released_total")).toBe(released + 1);
+    } finally {
+      stack.decoders[0].process.kill("SIGCONT");
+    }
+  });
+
+  it("sheds with 503 + Retry-After when every permit stays busy past the queue timeout", async () => {
+    stack.decoders[0].process.kill("SIGSTOP");
+    try {
+      const paths = [1, 2, 3].map((i) => `/iiif/3/test-pattern/0,0,${130 + i},${130 + i}/max/0/default.jpg`);
+      const answers = await Promise.all(paths.map((p) => get(p)));
+      const statuses = answers.map((r) => r.status).sort();
+      expect(statuses).toEqual([408, 408, 503]);
+      expect(answers.find((r) => r.status === 503)!.headers.get("retry-after")).toBe("1");
+    } finally {
+      stack.decoders[0].process.kill("SIGCONT");
+    }
+    expect(await edgeMetric("permits_in_use")).toBe(0);
+  });
+
+  it("answers 502 when the decoder is gone, and frees the permit", async () => {
+    await stopDecoder(stack.decoders[0]);
+    const res = await get("/iiif/3/test-pattern/0,0,140,140/max/0/default.jpg");
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { message: string }).message).toMatch(/decoder unreachable/);
+    expect(await edgeMetric("permits_in_use")).toBe(0);
+  });
+});
