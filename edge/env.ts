@@ -1,5 +1,6 @@
 // The Worker's bindings (wrangler.toml) and their parsed, validated form.
 import { badConfig, intVar } from "../shared/config";
+import type { SizeLimits } from "../shared/iiif/info";
 
 export interface Env {
   ADMISSION: DurableObjectNamespace;
@@ -10,6 +11,11 @@ export interface Env {
   QUEUE_TIMEOUT: string;
   IMAGE_MAX_AGE: string;
   INFO_MAX_AGE: string;
+  STALE_WHILE_REVALIDATE: string;
+  ERROR_MAX_AGE: string;
+  MAX_WIDTH: string;
+  MAX_HEIGHT: string;
+  MAX_AREA: string;
 }
 
 export interface EdgeConfig {
@@ -20,6 +26,10 @@ export interface EdgeConfig {
   queueTimeoutMs: number;
   imageMaxAge: number;
   infoMaxAge: number;
+  staleWhileRevalidate: number;
+  errorMaxAge: number;
+  /** Output limits declared in info.json and enforced (undefined: unlimited). */
+  limits: SizeLimits;
 }
 
 export function edgeConfig(env: Env): EdgeConfig {
@@ -32,5 +42,12 @@ export function edgeConfig(env: Env): EdgeConfig {
     queueTimeoutMs: intVar(env, "QUEUE_TIMEOUT", { min: 0 }) * 1000,
     imageMaxAge: intVar(env, "IMAGE_MAX_AGE", { min: 0 }),
     infoMaxAge: intVar(env, "INFO_MAX_AGE", { min: 0 }),
+    staleWhileRevalidate: intVar(env, "STALE_WHILE_REVALIDATE", { min: 0 }),
+    errorMaxAge: intVar(env, "ERROR_MAX_AGE", { min: 0 }),
+    limits: {
+      maxWidth: intVar(env, "MAX_WIDTH", { min: 0 }) || undefined,
+      maxHeight: intVar(env, "MAX_HEIGHT", { min: 0 }) || undefined,
+      maxArea: intVar(env, "MAX_AREA", { min: 0 }) || undefined,
+    },
   };
 }
