@@ -2,7 +2,8 @@
 # Installs the system packages the local stack needs (single-node Ceph RGW for S3, GDAL for the
 # sample COGs, curl for readiness probes, Chromium for the viewer's browser test) on Debian
 # bookworm. Idempotent: a package is installed only when its binary is missing and dpkg does not
-# list it as installed, and `apt-get update` runs at most once, only when something must be installed. Run as root (CI) or with sudo available.
+# list it as installed, and `apt-get update` runs at most once, only when something must be
+# installed. Run as root (CI) or with sudo available.
 set -euo pipefail
 
 # package -> a binary it provides (the check that matters: scripts call these binaries)
