@@ -133,7 +133,7 @@ async function checkColours(): Promise<number> {
         centres.push({ image, element: { x: Math.round(at.x), y: Math.round(at.y) } });
       }
     }
-    return { width: Math.round(box.width), height: Math.round(box.height), covered, centres };
+    return { covered, centres };
   }, SQUARE);
   const shot = await sharp(await page.locator("#viewer").screenshot())
     .removeAlpha()
