@@ -7,6 +7,7 @@ import { unsupported } from "../shared/errors";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
 import { chooseLevel } from "./cog/levels";
+import type { Reservation } from "./work-budget";
 
 /** JPEG quality of encoded answers. */
 const JPEG_QUALITY = 85;
@@ -43,10 +44,11 @@ export function checkSupported(req: ResolvedImageRequest): void {
   if (!CONTENT_TYPES[req.format]) throw unsupported(`format ${req.format} is not supported yet`);
 }
 
-export async function render(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal): Promise<RenderedImage> {
+/** `work`: the request's admitted work reservation (else the read reserves its own, fail-fast). */
+export async function render(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal, work?: Reservation): Promise<RenderedImage> {
   checkSupported(req);
   const level = chooseLevel(cog.levels, req.region, req.width, req.height);
-  const pixels = await cog.readWindow(level, req.region, signal);
+  const pixels = await cog.readWindow(level, req.region, signal, work);
   signal?.throwIfAborted();
   const body = await sharp(pixels.data, {
     raw: { width: pixels.width, height: pixels.height, channels: pixels.channels },

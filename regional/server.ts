@@ -5,21 +5,36 @@
 //   GET /v1/info/{id}?version=V                  → SourceInfo JSON
 //   GET /v1/image/{id}/{region}/{size}/{rotation}/{quality}.{format}?version=V → image bytes
 //
-// Each request gets an AbortController that fires when the client goes away; its signal is
-// passed down to every Source read. (Seed 003's request limiter, work budget and deadline
-// will wrap `handle` here, with the same signal.)
+// Seed 003's runtime limits wrap every /v1 request here: a request-limiter permit (or 503 at
+// once), a deadline covering opening, budget waits, I/O and encoding (408), and one
+// AbortSignal that fires on the client's disconnect or the deadline and reaches every Source
+// read and every stage boundary. Images reserve their estimated work memory from the work
+// budget before any pixel I/O (one exclusive retry when the allowance is taken; 413 when the
+// request alone exceeds it).
 
 import { createServer, type IncomingMessage, type Server } from "node:http";
+import { Registry } from "prom-client";
 import { badRequest, errorResponse, HttpError, notFound } from "../shared/errors";
 import { parseImageRequest } from "../shared/iiif/image-request";
 import { resolveImageRequest } from "../shared/iiif/resolve";
-import { DECODER, SIGNATURE_HEADER, VERSION_HEADER, verifyRequest } from "../shared/protocol";
+import { DECODER, SIGNATURE_HEADER, TIMEOUT_HEADER, VERSION_HEADER, verifyRequest } from "../shared/protocol";
+import { withDeadline } from "./abort";
 import { CogCache } from "./cog-cache";
+import { DecodedBlockCache } from "./cog/block-cache";
 import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
 import type { Cog } from "./cog/cog";
+import { passthroughTile, storedJpeg } from "./passthrough";
 import { checkSupported, configureSharp, render } from "./render";
+import { DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./request-limiter";
+import { runtimeMetrics } from "./runtime-metrics";
 import { isValidSourceId } from "./source/source-id";
 import type { SourceCatalog } from "./source/source";
+import { admitWork, WorkBudget } from "./work-budget";
+import { renderCost } from "./work-estimate";
+
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** Longest per-request deadline a caller may ask for with TIMEOUT_HEADER. */
+const MAX_REQUEST_TIMEOUT_MS = 600_000;
 
 export interface DecoderOptions {
   catalog: SourceCatalog;
@@ -29,6 +44,16 @@ export interface DecoderOptions {
   capacity: number;
   /** How many opened snapshots to keep (default 64). */
   cogCacheSize?: number;
+  /** Work allowance shared by this server's requests (default: WorkBudget.global(), 512 MiB). */
+  budget?: WorkBudget;
+  /** Public requests admitted at once (default 64); inject one to share it between servers. */
+  limiter?: RequestLimiter;
+  /** Default request deadline in ms (30 s), overridable per request with TIMEOUT_HEADER. */
+  requestTimeoutMs?: number;
+  /** Decoded-block cache (default: 128 MiB of its own). */
+  blockCache?: DecodedBlockCache;
+  /** Header blocks kept per snapshot and tile-table prefetch (0 = none; default 8). */
+  prefetchRing?: number;
   /** Receives one structured record per line (default: JSON on stdout, errors on stderr). */
   log?: (record: LogRecord) => void;
 }
@@ -54,7 +79,17 @@ interface Answer {
 export function createDecoderServer(options: DecoderOptions): Server {
   configureSharp();
   const log = options.log ?? jsonLog;
-  const cogs = new CogCache(options.catalog, options.cogCacheSize);
+  const budget = options.budget ?? WorkBudget.global();
+  const limiter = options.limiter ?? new RequestLimiter(DEFAULT_MAX_IN_FLIGHT);
+  const blockCache = options.blockCache ?? new DecodedBlockCache();
+  const defaultTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const runtime = runtimeMetrics(budget, limiter, blockCache);
+  const metricsRegistry = Registry.merge([registry, runtime.registry]);
+  const cogs = new CogCache(options.catalog, options.cogCacheSize, {
+    cache: blockCache,
+    budget,
+    prefetchRing: options.prefetchRing,
+  });
 
   const server = createServer((req, res) => {
     const started = performance.now();
@@ -105,8 +140,8 @@ export function createDecoderServer(options: DecoderOptions): Server {
     }
     if (url.pathname === "/metrics") {
       requireGet(req);
-      const body = Buffer.from(await registry.metrics());
-      return { status: 200, headers: { "content-type": registry.contentType }, body };
+      const body = Buffer.from(await metricsRegistry.metrics());
+      return { status: 200, headers: { "content-type": metricsRegistry.contentType }, body };
     }
     const segments = url.pathname.split("/").slice(1);
     if (segments[0] !== "v1") throw notFound(`no route ${url.pathname}`);
@@ -121,14 +156,22 @@ export function createDecoderServer(options: DecoderOptions): Server {
     const version = url.searchParams.get("version") ?? undefined;
     // One id rule for every catalog (S3 keys included), before any I/O.
     if (parts.length >= 2 && !isValidSourceId(parts[1])) throw notFound(`unknown source "${parts[1]}"`);
-    if (parts[0] === "info" && parts.length === 2) {
-      return info(parts[1], version, signal);
+    const route =
+      parts[0] === "info" && parts.length === 2
+        ? (s: AbortSignal) => info(parts[1], version, s)
+        : parts[0] === "image" && parts.length === 6
+          ? (s: AbortSignal) => image(parts[1], { region: parts[2], size: parts[3], rotation: parts[4], qualityFormat: parts[5] }, version, s)
+          : undefined;
+    if (!route) throw notFound(`no route ${url.pathname}`);
+    const timeout = timeoutOf(req) ?? defaultTimeout;
+    const release = limiter.acquire();
+    const deadline = withDeadline(signal, timeout);
+    try {
+      return await route(deadline.signal);
+    } finally {
+      deadline.done();
+      release();
     }
-    if (parts[0] === "image" && parts.length === 6) {
-      const [, id, region, size, rotation, qualityFormat] = parts;
-      return image(id, { region, size, rotation, qualityFormat }, version, signal);
-    }
-    throw notFound(`no route ${url.pathname}`);
   }
 
   async function info(id: string, version: string | undefined, signal: AbortSignal): Promise<Answer> {
@@ -149,12 +192,23 @@ export function createDecoderServer(options: DecoderOptions): Server {
     return withCog(id, version, signal, async (cog) => {
       const resolved = resolveImageRequest(parsed, { width: cog.width, height: cog.height });
       checkSupported(resolved);
-      const out = await render(cog, resolved, signal);
-      return {
-        status: 200,
-        headers: { "content-type": out.contentType, [VERSION_HEADER]: cog.source.version },
-        body: out.body,
-      };
+      const what = `${id} ${parts.region}/${parts.size}`;
+      const cost = renderCost(cog, resolved);
+      const work = await admitWork(budget, cost, what, signal, () => runtime.budgetRetries.inc());
+      try {
+        const tile = passthroughTile(cog, resolved);
+        if (tile) runtime.passthrough.inc();
+        const out = tile
+          ? { body: await storedJpeg(cog, tile, signal), contentType: "image/jpeg" }
+          : await render(cog, resolved, signal, work);
+        return {
+          status: 200,
+          headers: { "content-type": out.contentType, [VERSION_HEADER]: cog.source.version },
+          body: out.body,
+        };
+      } finally {
+        work.release();
+      }
     });
   }
 
@@ -186,12 +240,32 @@ export function createDecoderServer(options: DecoderOptions): Server {
         stack: err instanceof Error ? err.stack : undefined,
       });
     }
+    if (err instanceof HttpError && REJECTIONS[err.kind]) runtime.rejected.inc({ reason: REJECTIONS[err.kind] });
+    else if (signal.aborted) runtime.rejected.inc({ reason: "cancelled" });
     // The one error table; anything not an HttpError is a generic 502, no detail on the wire.
     const response = errorResponse(err);
     const headers: Record<string, string> = {};
     response.headers.forEach((v, k) => (headers[k] = v));
     return { status: response.status, headers, body: Buffer.from(await response.arrayBuffer()) };
   }
+}
+
+/** Error kinds that are the runtime limits at work, as labels of tessera_decoder_rejected_total. */
+const REJECTIONS: Partial<Record<HttpError["kind"], string>> = {
+  overloaded: "overloaded",
+  deadline: "deadline",
+  too_large: "too_large",
+};
+
+/** A per-request deadline from the edge (ms), within bounds; undefined when absent. */
+function timeoutOf(req: IncomingMessage): number | undefined {
+  const raw = headerValue(req.headers[TIMEOUT_HEADER]);
+  if (raw === null) return undefined;
+  const ms = Number(raw);
+  if (!/^\d+$/.test(raw) || ms < 1 || ms > MAX_REQUEST_TIMEOUT_MS) {
+    throw badRequest(`${TIMEOUT_HEADER} must be whole milliseconds from 1 to ${MAX_REQUEST_TIMEOUT_MS}`);
+  }
+  return ms;
 }
 
 /** Failures that may mean the snapshot (or our copy of its headers) is unusable. */

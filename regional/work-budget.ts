@@ -161,11 +161,18 @@ const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
  * admission and retry once, all under the request's own signal (deadline and client).
  * Direct low-level callers use `tryReserve` and stay fail-fast.
  */
-export async function admitWork(budget: WorkBudget, bytes: number, what: string, signal: AbortSignal): Promise<Reservation> {
+export async function admitWork(
+  budget: WorkBudget,
+  bytes: number,
+  what: string,
+  signal: AbortSignal,
+  onRetry?: () => void,
+): Promise<Reservation> {
   try {
     return budget.tryReserve(bytes, what);
   } catch (e) {
     if (!(e instanceof ResourceLimitError)) throw e;
+    onRetry?.();
     return budget.reserveExclusive(bytes, what, signal);
   }
 }

@@ -29,6 +29,8 @@ export const DECODER = {
 /** Response header naming the snapshot an answer was made from. */
 export const VERSION_HEADER = "x-tessera-version";
 export const SIGNATURE_HEADER = "x-tessera-signature";
+/** Optional request header: this request's deadline in ms at the decoder (default 30 s there). */
+export const TIMEOUT_HEADER = "x-tessera-timeout-ms";
 /** How long a signature stays valid; bounds replay of a captured request. */
 const SIGNATURE_TTL_MS = 60_000;
 

@@ -8,7 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
 import { signRequest } from "../../shared/protocol";
-import { createDecoderServer, type LogRecord } from "../../regional/server";
+import { createDecoderServer, type DecoderOptions, type LogRecord } from "../../regional/server";
 import type { Source, SourceCatalog } from "../../regional/source/source";
 
 export const SAMPLES = fileURLToPath(new URL("../../samples/", import.meta.url));
@@ -30,7 +30,11 @@ export interface Decoder {
   close(): Promise<void>;
 }
 
-export async function startDecoder(catalog: SourceCatalog, capacity = 3): Promise<Decoder> {
+export async function startDecoder(
+  catalog: SourceCatalog,
+  capacity = 3,
+  options: Partial<DecoderOptions> = {},
+): Promise<Decoder> {
   const secret = "unit-test-secret";
   const logs: LogRecord[] = [];
   const server = createDecoderServer({
@@ -38,6 +42,7 @@ export async function startDecoder(catalog: SourceCatalog, capacity = 3): Promis
     secret,
     capacity,
     log: (r) => logs.push(r),
+    ...options,
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
@@ -51,6 +56,13 @@ export async function startDecoder(catalog: SourceCatalog, capacity = 3): Promis
         server.closeAllConnections();
       }),
   };
+}
+
+/** The value of one sample (no labels, or the given label text) on the decoder's /metrics. */
+export async function metricValue(d: Decoder, name: string, labels = ""): Promise<number> {
+  const text = await (await fetch(`${d.url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${name}${labels} `));
+  return line ? Number(line.split(" ")[1]) : 0;
 }
 
 /** GET `pathAndQuery` with a valid edge signature (or the given header value). */
