@@ -1,0 +1,276 @@
+// `npm run bench:decode`: Tessera's regional decoder against iipsrv, side by side, same run.
+//
+// Fixture: an 8192² RGB image with texture (gradients plus noise), made here with GDAL into a
+// JPEG q85 COG with 512² blocks and overviews (not committed; cached under BENCH_DIR). Both
+// servers serve that same file. Each server runs on core 0 (taskset; iipsrv with
+// OMP_NUM_THREADS=1 behind lighttpd, Tessera's decoder with one libvips thread and a 1-thread
+// libuv pool), one after the other; this client runs on core 1 with 8 requests in flight, the
+// same URL lists in the same order for both:
+//   native   random distinct 256² tiles at full resolution (256² out of 512² blocks)
+//   lower    random distinct 256² tiles one zoom level down (512² regions → 256²)
+//   aligned  random distinct 512² tiles at full resolution (one stored block each:
+//            Tessera answers these by codec passthrough)
+// plus the per-core limit: libjpeg-turbo (sharp) decoding one stored 512² block, cropping
+// 256² and encoding it, in a loop on one core, nothing else.
+//
+// Needs: gdal-bin, iipimage-server, lighttpd (apt-get install -y gdal-bin iipimage-server
+// lighttpd). The last line is the summary the issue asks for.
+
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync, openSync, writeSync, closeSync, rmSync } from "node:fs";
+import { Agent, request } from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import sharp from "sharp";
+import { fromFile } from "geotiff";
+import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
+import { mergeJpegTables } from "../regional/cog/jpeg-tables";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
+const ID = "rgb-jpeg";
+const FILE = path.join(DIR, `${ID}.tif`);
+const SIZE = 8192;
+const IN_FLIGHT = 8;
+const DECODER_PORT = 9190;
+const IIP_PORT = 9191;
+const LIGHTTPD_PORT = 9192;
+const SECRET = "bench-secret";
+
+type Phase = "native" | "lower" | "aligned";
+interface Tile {
+  region: [number, number, number, number];
+  out: number;
+}
+
+function log(msg: string) {
+  process.stdout.write(`${msg}\n`);
+}
+
+/** Gradients plus noise, so JPEG blocks cost what photographs cost (a flat image is too cheap). */
+function makeFixture(): void {
+  if (existsSync(FILE)) return;
+  mkdirSync(DIR, { recursive: true });
+  const ppm = path.join(DIR, "base.ppm");
+  log(`making ${FILE} (8192² RGB, JPEG q85, 512² blocks, overviews) with GDAL…`);
+  const fd = openSync(ppm, "w");
+  writeSync(fd, `P6\n${SIZE} ${SIZE}\n255\n`);
+  const row = Buffer.alloc(SIZE * 3);
+  let seed = 12345;
+  const noise = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff - 0.5) * 48;
+  for (let y = 0; y < SIZE; y++) {
+    for (let x = 0; x < SIZE; x++) {
+      const n = noise();
+      row[x * 3] = 128 + 100 * Math.sin(x / 300) + n;
+      row[x * 3 + 1] = (y / SIZE) * 255 + n;
+      row[x * 3 + 2] = 128 + 90 * Math.cos((x + y) / 500) + n;
+    }
+    writeSync(fd, row);
+  }
+  closeSync(fd);
+  execFileSync("gdal_translate", ["-q", "-of", "COG", "-co", "COMPRESS=JPEG", "-co", "QUALITY=85", "-co", "BLOCKSIZE=512", "-co", "OVERVIEWS=AUTO", ppm, FILE]);
+  rmSync(ppm);
+}
+
+/** Seeded shuffle, so both servers get the same order and runs are comparable. */
+function shuffled<T>(items: T[], seed: number): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    const j = seed % (i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+function grid(step: number, regionSize: number, out: number): Tile[] {
+  const tiles: Tile[] = [];
+  for (let y = 0; y < SIZE; y += step) for (let x = 0; x < SIZE; x += step) tiles.push({ region: [x, y, regionSize, regionSize], out });
+  return tiles;
+}
+
+const PHASES: Record<Phase, Tile[]> = {
+  native: shuffled(grid(256, 256, 256), 1),
+  lower: shuffled(grid(512, 512, 256), 2),
+  aligned: shuffled(grid(512, 512, 512), 3),
+};
+
+const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
+
+function get(port: number, pathAndQuery: string, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, path: pathAndQuery, agent, headers }, (res) => {
+      let bytes = 0;
+      res.on("data", (c: Buffer) => (bytes += c.length));
+      res.on("end", () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`${pathAndQuery}: HTTP ${res.statusCode}`))));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** Runs every request with IN_FLIGHT at once; returns requests per second. */
+async function drive(requests: (() => Promise<number>)[]): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < requests.length) await requests[next++]();
+    }),
+  );
+  return requests.length / ((performance.now() - started) / 1000);
+}
+
+async function waitFor(port: number, pathAndQuery: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      await get(port, pathAndQuery);
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error(`nothing answered on port ${port}`);
+}
+
+function stop(p: ChildProcess): Promise<void> {
+  if (p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    p.once("exit", () => resolve());
+    p.kill("SIGTERM");
+  });
+}
+
+async function benchTessera(): Promise<{ rates: Record<Phase, number>; peakRss: number; budgetPeak: number; cacheHits: number }> {
+  // BENCH_DECODER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the decoder.
+  const nodeArgs = (process.env.BENCH_DECODER_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const decoder = spawn("taskset", ["-c", "0", process.execPath, ...nodeArgs, "--import", "tsx", "regional/main.ts"], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      TESSERA_DECODER_SECRET: SECRET,
+      TESSERA_DECODER_PORT: String(DECODER_PORT),
+      TESSERA_DATA_DIR: DIR,
+      UV_THREADPOOL_SIZE: "1",
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  try {
+    await waitFor(DECODER_PORT, DECODER.health);
+    const version = JSON.parse(await fetchText(DECODER_PORT, DECODER.info(ID), true)).version as string;
+    const rates = {} as Record<Phase, number>;
+    for (const phase of Object.keys(PHASES) as Phase[]) {
+      const paths = PHASES[phase].map(({ region, out }) => DECODER.image(ID, `${region.join(",")}/${out},${out}/0/default.jpg`, version));
+      const signed = await Promise.all(paths.map(async (p) => [p, await signRequest(SECRET, "GET", p)] as const));
+      rates[phase] = await drive(signed.map(([p, sig]) => () => get(DECODER_PORT, p, { [SIGNATURE_HEADER]: sig })));
+    }
+    const metrics = await fetchText(DECODER_PORT, "/metrics", false);
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN);
+    const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${decoderPid(decoder)}/status`, "utf8"))?.[1]) * 1024;
+    return {
+      rates,
+      peakRss,
+      budgetPeak: value("tessera_decoder_work_budget_peak_bytes"),
+      cacheHits: value("tessera_decoder_block_cache_hits_total"),
+    };
+  } finally {
+    await stop(decoder);
+  }
+}
+
+/** taskset execs the decoder in place, so the child's pid is the decoder's. */
+const decoderPid = (p: ChildProcess) => p.pid!;
+
+async function fetchText(port: number, pathAndQuery: string, signed: boolean): Promise<string> {
+  const headers: Record<string, string> = signed ? { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", pathAndQuery) } : {};
+  const res = await fetch(`http://127.0.0.1:${port}${pathAndQuery}`, { headers });
+  if (!res.ok) throw new Error(`${pathAndQuery}: HTTP ${res.status}`);
+  return res.text();
+}
+
+async function benchIipsrv(): Promise<Record<Phase, number>> {
+  const conf = path.join(DIR, "lighttpd.conf");
+  mkdirSync(path.join(DIR, "www"), { recursive: true });
+  writeFileSync(
+    conf,
+    [
+      `server.modules = ( "mod_fastcgi" )`,
+      `server.bind = "127.0.0.1"`,
+      `server.port = ${LIGHTTPD_PORT}`,
+      `server.document-root = "${path.join(DIR, "www")}"`,
+      `server.errorlog = "${path.join(DIR, "lighttpd.log")}"`,
+      `server.max-keep-alive-requests = 100000`,
+      `fastcgi.server = ( "/iiif" => ( ( "host" => "127.0.0.1", "port" => ${IIP_PORT}, "check-local" => "disable" ) ) )`,
+    ].join("\n"),
+  );
+  const iip = spawn("taskset", ["-c", "0", "/usr/lib/iipimage-server/iipsrv.fcgi", "--bind", `127.0.0.1:${IIP_PORT}`], {
+    env: { ...process.env, FILESYSTEM_PREFIX: `${DIR}/`, URI_MAP: "iiif=>IIIF", OMP_NUM_THREADS: "1", MAX_IMAGE_CACHE_SIZE: "5", JPEG_QUALITY: "85", LOGFILE: "/dev/null" },
+    stdio: "ignore", // it warns about GeoTIFF tags on every request
+  });
+  const httpd = spawn("taskset", ["-c", "0", "lighttpd", "-D", "-f", conf], { stdio: "ignore" });
+  try {
+    await waitFor(LIGHTTPD_PORT, `/iiif/${ID}.tif/info.json`);
+    const rates = {} as Record<Phase, number>;
+    for (const phase of Object.keys(PHASES) as Phase[]) {
+      const paths = PHASES[phase].map(({ region, out }) => `/iiif/${ID}.tif/${region.join(",")}/${out},/0/default.jpg`);
+      rates[phase] = await drive(paths.map((p) => () => get(LIGHTTPD_PORT, p)));
+    }
+    return rates;
+  } finally {
+    await stop(httpd);
+    await stop(iip);
+  }
+}
+
+/** libjpeg-turbo's own rate on one core: decode a stored 512² block, crop 256², encode q85. */
+async function jpegLimit(): Promise<number> {
+  const tiff = await fromFile(FILE);
+  const image = await tiff.getImage(0);
+  const dir = image.getFileDirectory();
+  const offsets = (await dir.loadValue("TileOffsets")) as ArrayLike<number>;
+  const counts = (await dir.loadValue("TileByteCounts")) as ArrayLike<number>;
+  const tables = Uint8Array.from((await dir.loadValue("JPEGTables")) as ArrayLike<number>);
+  const file = readFileSync(FILE);
+  const blocks = Array.from({ length: 64 }, (_, i) => mergeJpegTables(file.subarray(offsets[i], offsets[i] + counts[i]), tables));
+  sharp.concurrency(1);
+  sharp.cache(false);
+  const n = 400;
+  const started = performance.now();
+  // Two in flight keep the one libvips worker busy while JS hands the next one over.
+  let next = 0;
+  await Promise.all(
+    [0, 1].map(async () => {
+      while (next < n) {
+        const i = next++;
+        await sharp(blocks[i % blocks.length]).extract({ left: (i % 2) * 256, top: 0, width: 256, height: 256 }).jpeg({ quality: 85 }).toBuffer();
+      }
+    }),
+  );
+  return n / ((performance.now() - started) / 1000);
+}
+
+async function main(): Promise<void> {
+  // This process is the client: keep it off the servers' core.
+  execFileSync("taskset", ["-cp", "1", String(process.pid)], { stdio: "ignore" });
+  makeFixture();
+  const limit = await jpegLimit();
+  const tessera = await benchTessera();
+  if (process.env.BENCH_ONLY_TESSERA) return log(JSON.stringify(tessera));
+  const iip = await benchIipsrv();
+  for (const phase of Object.keys(PHASES) as Phase[]) {
+    const t = tessera.rates[phase];
+    const y = iip[phase];
+    log(`${phase.padEnd(8)} tessera=${t.toFixed(0)}/s iipsrv=${y.toFixed(0)}/s ratio=${(t / y).toFixed(2)} (${PHASES[phase].length} distinct tiles, ${IN_FLIGHT} in flight)`);
+  }
+  log(`decoder peak_rss_bytes=${tessera.peakRss} work_budget_peak_bytes=${tessera.budgetPeak} block_cache_hits=${tessera.cacheHits}`);
+  log(`limit (one core, decode 512² + crop + encode 256²) ${limit.toFixed(0)}/s`);
+  const x = tessera.rates.native;
+  const y = iip.native;
+  const p = tessera.rates.aligned;
+  log(
+    `tiles_per_s=${x.toFixed(1)} iipsrv_tiles_per_s=${y.toFixed(1)} ratio=${(x / y).toFixed(2)} limit_tiles_per_s=${limit.toFixed(1)} passthrough_ratio=${(p / y).toFixed(2)}`,
+  );
+  agent.destroy();
+}
+
+await main();
