@@ -66,8 +66,13 @@ export async function metricValue(d: Decoder, name: string, labels = ""): Promis
 }
 
 /** GET `pathAndQuery` with a valid edge signature (or the given header value). */
-export async function signedGet(d: Decoder, pathAndQuery: string, signature?: string | null): Promise<Response> {
-  const headers: Record<string, string> = {};
+export async function signedGet(
+  d: Decoder,
+  pathAndQuery: string,
+  signature?: string | null,
+  extraHeaders: Record<string, string> = {},
+): Promise<Response> {
+  const headers: Record<string, string> = { ...extraHeaders };
   const value = signature === undefined ? await signRequest(d.secret, "GET", pathAndQuery) : signature;
   if (value !== null) headers["x-tessera-signature"] = value;
   return fetch(d.url + pathAndQuery, { headers });
@@ -128,5 +133,57 @@ export class RecordingCatalog implements SourceCatalog {
   }
   bytesRead(): number {
     return this.reads.reduce((n, r) => n + r.length, 0);
+  }
+}
+
+/**
+ * A catalog whose tile reads (the reads that carry a request's signal) wait for `open()` of
+ * the gate, so a test can hold requests in flight. Records every tile read and every abort.
+ */
+export class GatedCatalog implements SourceCatalog {
+  readonly description = "gated";
+  readonly tileReads: { offset: number; length: number }[] = [];
+  readonly aborted: unknown[] = [];
+  private gate!: Promise<void>;
+  private release!: () => void;
+  private waiting: (() => void)[] = [];
+
+  constructor(private readonly inner: SourceCatalog) {
+    this.close();
+  }
+
+  /** Lets every held and future tile read through. */
+  pass(): void {
+    this.release();
+  }
+
+  /** Holds tile reads from now on. */
+  close(): void {
+    this.gate = new Promise((r) => (this.release = r));
+  }
+
+  /** Resolves once `n` tile reads have started. */
+  async readsStarted(n: number): Promise<void> {
+    while (this.tileReads.length < n) await new Promise<void>((r) => this.waiting.push(r));
+  }
+
+  async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
+    const src = await this.inner.open(id, version, signal);
+    const read = src.read.bind(src);
+    src.read = async (offset, length, sig) => {
+      if (!sig) return read(offset, length, sig);
+      this.tileReads.push({ offset, length });
+      this.waiting.splice(0).forEach((w) => w());
+      await new Promise<void>((resolve, reject) => {
+        if (sig.aborted) return reject(sig.reason);
+        sig.addEventListener("abort", () => {
+          this.aborted.push(sig.reason);
+          reject(sig.reason);
+        });
+        void this.gate.then(resolve);
+      });
+      return read(offset, length, sig);
+    };
+    return src;
   }
 }
