@@ -10,7 +10,8 @@
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
 import { COMPRESSION } from "./cog/codecs";
-import { mergeJpegTables } from "./cog/jpeg-tables";
+import { jpegFrame, mergeJpegTables } from "./cog/jpeg-tables";
+import { malformed } from "./cog/tiff-guard";
 import { chooseLevel } from "./cog/levels";
 
 /** Float slack when checking that a region maps onto whole pixels of an overview. */
@@ -46,9 +47,18 @@ export function passthroughTile(cog: Cog, req: ResolvedImageRequest): StoredTile
   return { level, bx, by };
 }
 
-/** The stored bytes of `tile` as a standalone JPEG. */
+/**
+ * The stored bytes of `tile` as a standalone JPEG. Its frame header must declare exactly the
+ * block's shape: a lying tile is a 502, not a different picture passed on.
+ */
 export async function storedJpeg(cog: Cog, tile: StoredTile, signal: AbortSignal): Promise<Buffer> {
   const blocks = cog.levels[tile.level].blocks!;
   const stored = await blocks.storedBlock(tile.bx, tile.by, signal);
-  return Buffer.from(mergeJpegTables(stored, blocks.layout.params.JPEGTables));
+  const { tileWidth, tileHeight, params } = blocks.layout;
+  const frame = jpegFrame(stored);
+  if (frame?.width !== tileWidth || frame.height !== tileHeight || frame.components !== params.samplesPerPixel) {
+    const found = frame ? `${frame.width}x${frame.height}x${frame.components}` : "no frame header";
+    throw malformed(cog.source.label, `JPEG block is ${found}, declared ${tileWidth}x${tileHeight}x${params.samplesPerPixel}`);
+  }
+  return Buffer.from(mergeJpegTables(stored, params.JPEGTables));
 }

@@ -18,3 +18,25 @@ export function mergeJpegTables(tile: Uint8Array, tables: Uint8Array | undefined
   out.set(tile.subarray(2), 2 + segments.length);
   return out;
 }
+
+/** Frame size of a JPEG stream from its SOF marker (undefined when there is none). */
+export function jpegFrame(bytes: Uint8Array): { width: number; height: number; components: number } | undefined {
+  let i = 2;
+  while (i + 4 <= bytes.length) {
+    if (bytes[i] !== 0xff) return undefined;
+    const marker = bytes[i + 1];
+    if (marker === 0xff) {
+      i++; // fill byte
+      continue;
+    }
+    const length = (bytes[i + 2] << 8) | bytes[i + 3];
+    // SOF0..SOF15, except DHT (C4), JPG (C8) and DAC (CC).
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+      if (i + 10 > bytes.length) return undefined;
+      return { height: (bytes[i + 5] << 8) | bytes[i + 6], width: (bytes[i + 7] << 8) | bytes[i + 8], components: bytes[i + 9] };
+    }
+    if (marker === 0xda) return undefined; // scan data before any frame header
+    i += 2 + length;
+  }
+  return undefined;
+}
