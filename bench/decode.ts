@@ -17,7 +17,7 @@
 // lighttpd). The last line is the summary the issue asks for.
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync, openSync, writeSync, closeSync, rmSync } from "node:fs";
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { Agent, request } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -89,11 +89,22 @@ function grid(step: number, regionSize: number, out: number): Tile[] {
   return tiles;
 }
 
-const PHASES: Record<Phase, Tile[]> = {
+const ALL_PHASES: Record<Phase, Tile[]> = {
   native: shuffled(grid(256, 256, 256), 1),
   lower: shuffled(grid(512, 512, 256), 2),
   aligned: shuffled(grid(512, 512, 512), 3),
 };
+// BENCH_PHASES=aligned (comma-separated) runs only those, e.g. to profile one path.
+const PHASES = Object.fromEntries(
+  Object.entries(ALL_PHASES).filter(([k]) => !process.env.BENCH_PHASES || process.env.BENCH_PHASES.split(",").includes(k)),
+) as Record<Phase, Tile[]>;
+/**
+ * Each phase's list is cut into this many chunks, run alternately on the two servers (T I, I T,
+ * …), so load from anything else on the machine falls on both alike.
+ */
+const ROUNDS = 4;
+/** Warm-up: every phase's kind of request, on a copy of the file (its own caches), untimed. */
+const WARM_ID = `${ID}-warm`;
 
 const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
 
@@ -141,7 +152,14 @@ function stop(p: ChildProcess): Promise<void> {
   });
 }
 
-async function benchTessera(): Promise<{ rates: Record<Phase, number>; peakRss: number; budgetPeak: number; cacheHits: number }> {
+interface Server {
+  name: string;
+  /** One request for `tile` of source `id`. */
+  request(id: string, tile: Tile): Promise<() => Promise<number>>;
+  stop(): Promise<void>;
+}
+
+async function startTessera(): Promise<Server & { pid: number; metrics(): Promise<string> }> {
   // BENCH_DECODER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the decoder.
   const nodeArgs = (process.env.BENCH_DECODER_NODE_ARGS ?? "").split(" ").filter(Boolean);
   const decoder = spawn("taskset", ["-c", "0", process.execPath, ...nodeArgs, "--import", "tsx", "regional/main.ts"], {
@@ -151,35 +169,33 @@ async function benchTessera(): Promise<{ rates: Record<Phase, number>; peakRss: 
       TESSERA_DECODER_SECRET: SECRET,
       TESSERA_DECODER_PORT: String(DECODER_PORT),
       TESSERA_DATA_DIR: DIR,
-      UV_THREADPOOL_SIZE: "1",
+      // The README's service setting: a few pool threads so file reads never queue behind a
+      // decode; libvips itself runs one thread per request (sharp.concurrency(1)).
+      UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? "4",
     },
     stdio: ["ignore", "ignore", "inherit"],
   });
-  try {
-    await waitFor(DECODER_PORT, DECODER.health);
-    const version = JSON.parse(await fetchText(DECODER_PORT, DECODER.info(ID), true)).version as string;
-    const rates = {} as Record<Phase, number>;
-    for (const phase of Object.keys(PHASES) as Phase[]) {
-      const paths = PHASES[phase].map(({ region, out }) => DECODER.image(ID, `${region.join(",")}/${out},${out}/0/default.jpg`, version));
-      const signed = await Promise.all(paths.map(async (p) => [p, await signRequest(SECRET, "GET", p)] as const));
-      rates[phase] = await drive(signed.map(([p, sig]) => () => get(DECODER_PORT, p, { [SIGNATURE_HEADER]: sig })));
-    }
-    const metrics = await fetchText(DECODER_PORT, "/metrics", false);
-    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN);
-    const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${decoderPid(decoder)}/status`, "utf8"))?.[1]) * 1024;
-    return {
-      rates,
-      peakRss,
-      budgetPeak: value("tessera_decoder_work_budget_peak_bytes"),
-      cacheHits: value("tessera_decoder_block_cache_hits_total"),
-    };
-  } finally {
-    await stop(decoder);
-  }
+  await waitFor(DECODER_PORT, DECODER.health);
+  const versions = new Map<string, string>();
+  for (const id of [ID, WARM_ID]) versions.set(id, JSON.parse(await fetchText(DECODER_PORT, DECODER.info(id), true)).version);
+  return {
+    name: "tessera",
+    pid: decoder.pid!, // taskset execs the decoder in place
+    async request(id, { region, out }) {
+      const p = DECODER.image(id, `${region.join(",")}/${out},${out}/0/default.jpg`, versions.get(id)!);
+      const sig = await signRequest(SECRET, "GET", p); // signed ahead: the client's cost stays out of the timing
+      return () => get(DECODER_PORT, p, { [SIGNATURE_HEADER]: sig });
+    },
+    metrics: () => fetchText(DECODER_PORT, "/metrics", false),
+    stop: () => stop(decoder),
+  };
 }
 
-/** taskset execs the decoder in place, so the child's pid is the decoder's. */
-const decoderPid = (p: ChildProcess) => p.pid!;
+/** User + system CPU seconds of a process so far (/proc/<pid>/stat, clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 
 async function fetchText(port: number, pathAndQuery: string, signed: boolean): Promise<string> {
   const headers: Record<string, string> = signed ? { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", pathAndQuery) } : {};
@@ -188,7 +204,7 @@ async function fetchText(port: number, pathAndQuery: string, signed: boolean): P
   return res.text();
 }
 
-async function benchIipsrv(): Promise<Record<Phase, number>> {
+async function startIipsrv(): Promise<Server> {
   const conf = path.join(DIR, "lighttpd.conf");
   mkdirSync(path.join(DIR, "www"), { recursive: true });
   writeFileSync(
@@ -208,18 +224,18 @@ async function benchIipsrv(): Promise<Record<Phase, number>> {
     stdio: "ignore", // it warns about GeoTIFF tags on every request
   });
   const httpd = spawn("taskset", ["-c", "0", "lighttpd", "-D", "-f", conf], { stdio: "ignore" });
-  try {
-    await waitFor(LIGHTTPD_PORT, `/iiif/${ID}.tif/info.json`);
-    const rates = {} as Record<Phase, number>;
-    for (const phase of Object.keys(PHASES) as Phase[]) {
-      const paths = PHASES[phase].map(({ region, out }) => `/iiif/${ID}.tif/${region.join(",")}/${out},/0/default.jpg`);
-      rates[phase] = await drive(paths.map((p) => () => get(LIGHTTPD_PORT, p)));
-    }
-    return rates;
-  } finally {
-    await stop(httpd);
-    await stop(iip);
-  }
+  await waitFor(LIGHTTPD_PORT, `/iiif/${ID}.tif/info.json`);
+  return {
+    name: "iipsrv",
+    async request(id, { region, out }) {
+      const p = `/iiif/${id}.tif/${region.join(",")}/${out},/0/default.jpg`;
+      return () => get(LIGHTTPD_PORT, p);
+    },
+    async stop() {
+      await stop(httpd);
+      await stop(iip);
+    },
+  };
 }
 
 /** libjpeg-turbo's own rate on one core: decode a stored 512² block, crop 256², encode q85. */
@@ -249,28 +265,70 @@ async function jpegLimit(): Promise<number> {
   return n / ((performance.now() - started) / 1000);
 }
 
+/** Seconds each server spent on each phase, its chunks interleaved with the other server's. */
+async function measure(servers: Server[], tessera: { pid: number }): Promise<{ rates: Record<string, Record<Phase, number>>; cpu: Record<Phase, number> }> {
+  const seconds: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
+  const cpu = {} as Record<Phase, number>;
+  for (const phase of Object.keys(PHASES) as Phase[]) {
+    const tiles = PHASES[phase];
+    const chunk = Math.ceil(tiles.length / ROUNDS);
+    let tesseraCpu = 0;
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? servers : [...servers].reverse();
+      for (const server of order) {
+        const requests = await Promise.all(tiles.slice(r * chunk, (r + 1) * chunk).map((t) => server.request(ID, t)));
+        const cpuBefore = cpuSeconds(tessera.pid);
+        const started = performance.now();
+        await drive(requests);
+        const took = (performance.now() - started) / 1000;
+        seconds[server.name][phase] = (seconds[server.name][phase] ?? 0) + took;
+        if (server.name === "tessera") tesseraCpu += cpuSeconds(tessera.pid) - cpuBefore;
+      }
+    }
+    cpu[phase] = tesseraCpu / seconds.tessera[phase];
+  }
+  const rates = Object.fromEntries(
+    servers.map((s) => [s.name, Object.fromEntries(Object.keys(PHASES).map((p) => [p, PHASES[p as Phase].length / seconds[s.name][p]]))]),
+  ) as Record<string, Record<Phase, number>>;
+  return { rates, cpu };
+}
+
 async function main(): Promise<void> {
   // This process is the client: keep it off the servers' core.
   execFileSync("taskset", ["-cp", "1", String(process.pid)], { stdio: "ignore" });
   makeFixture();
+  const warmFile = path.join(DIR, `${WARM_ID}.tif`);
+  if (!existsSync(warmFile)) copyFileSync(FILE, warmFile);
   const limit = await jpegLimit();
-  const tessera = await benchTessera();
-  if (process.env.BENCH_ONLY_TESSERA) return log(JSON.stringify(tessera));
-  const iip = await benchIipsrv();
-  for (const phase of Object.keys(PHASES) as Phase[]) {
-    const t = tessera.rates[phase];
-    const y = iip[phase];
-    log(`${phase.padEnd(8)} tessera=${t.toFixed(0)}/s iipsrv=${y.toFixed(0)}/s ratio=${(t / y).toFixed(2)} (${PHASES[phase].length} distinct tiles, ${IN_FLIGHT} in flight)`);
+  const tessera = await startTessera();
+  const iipsrv = await startIipsrv();
+  try {
+    for (const server of [tessera, iipsrv]) {
+      for (const tiles of Object.values(ALL_PHASES)) await drive(await Promise.all(tiles.slice(0, 96).map((t) => server.request(WARM_ID, t))));
+    }
+    const { rates, cpu } = await measure([tessera, iipsrv], tessera);
+    const metrics = await tessera.metrics();
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN);
+    const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${tessera.pid}/status`, "utf8"))?.[1]) * 1024;
+    for (const phase of Object.keys(PHASES) as Phase[]) {
+      const t = rates.tessera[phase];
+      const y = rates.iipsrv[phase];
+      log(`${phase.padEnd(8)} tessera=${t.toFixed(0)}/s iipsrv=${y.toFixed(0)}/s ratio=${(t / y).toFixed(2)} tessera_cpu=${cpu[phase].toFixed(2)} (${PHASES[phase].length} distinct tiles, ${IN_FLIGHT} in flight)`);
+    }
+    log(`decoder peak_rss_bytes=${peakRss} work_budget_peak_bytes=${value("tessera_decoder_work_budget_peak_bytes")} block_cache_hits=${value("tessera_decoder_block_cache_hits_total")} blocks_decoded=${value("tessera_decoder_blocks_decoded_total")} passthrough=${value("tessera_decoder_passthrough_total")}`);
+    log(`limit (one core, decode 512² + crop + encode 256²) ${limit.toFixed(0)}/s`);
+    if (!rates.tessera.native || !rates.tessera.aligned) return;
+    const x = rates.tessera.native;
+    const y = rates.iipsrv.native;
+    const p = rates.tessera.aligned;
+    log(
+      `tiles_per_s=${x.toFixed(1)} iipsrv_tiles_per_s=${y.toFixed(1)} ratio=${(x / y).toFixed(2)} limit_tiles_per_s=${limit.toFixed(1)} passthrough_ratio=${(p / y).toFixed(2)}`,
+    );
+  } finally {
+    await tessera.stop();
+    await iipsrv.stop();
+    agent.destroy();
   }
-  log(`decoder peak_rss_bytes=${tessera.peakRss} work_budget_peak_bytes=${tessera.budgetPeak} block_cache_hits=${tessera.cacheHits}`);
-  log(`limit (one core, decode 512² + crop + encode 256²) ${limit.toFixed(0)}/s`);
-  const x = tessera.rates.native;
-  const y = iip.native;
-  const p = tessera.rates.aligned;
-  log(
-    `tiles_per_s=${x.toFixed(1)} iipsrv_tiles_per_s=${y.toFixed(1)} ratio=${(x / y).toFixed(2)} limit_tiles_per_s=${limit.toFixed(1)} passthrough_ratio=${(p / y).toFixed(2)}`,
-  );
-  agent.destroy();
 }
 
 await main();

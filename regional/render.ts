@@ -56,7 +56,9 @@ export async function render(cog: Cog, req: ResolvedImageRequest, signal?: Abort
     .resize(req.width, req.height, { fit: "fill", kernel: "lanczos3" })
     // JPEG has no alpha: composite on white rather than showing premultiplied black.
     .flatten({ background: "#ffffff" })
-    .jpeg({ quality: JPEG_QUALITY, mozjpeg: false })
+    // No Huffman optimisation: it is a second entropy pass costing ~40% of a tile's encode for
+    // ~5% fewer bytes; tiles are cached at the edge, so encode time is what matters here.
+    .jpeg({ quality: JPEG_QUALITY, mozjpeg: false, optimiseCoding: false })
     .toBuffer();
   signal?.throwIfAborted();
   return { body, contentType: CONTENT_TYPES[req.format]! };

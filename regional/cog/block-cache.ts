@@ -12,7 +12,8 @@ export interface DecodedBlock {
   channels: number;
 }
 
-export const DEFAULT_BLOCK_CACHE_BYTES = 128 * 1024 * 1024;
+/** 256 MiB: about 340 decoded 512² RGB blocks, a whole 8192² level. */
+export const DEFAULT_BLOCK_CACHE_BYTES = 256 * 1024 * 1024;
 
 /** The identity part of a block key: changes whenever the bytes of the source may differ. */
 export const snapshotIdentity = (s: { label: string; version: string; size: number }) => `${s.label}@${s.version}#${s.size}`;
