@@ -132,16 +132,13 @@ export class BlockReader {
       else if (this.pending.has(index)) {
         const p = this.pending.get(index)!;
         found.set(index, p.block);
-        if (!joined.includes(p.fetch)) joined.push(p.fetch);
+        // Counted at once, before any await: the fetch must not be aborted under us.
+        if (!joined.includes(p.fetch)) {
+          joined.push(p.fetch);
+          p.fetch.waiters++;
+        }
       } else missing.push(index);
     }
-    if (missing.length > 0) {
-      const tables = await untilAborted(this.tables(), signal);
-      // Validate every range before the first byte is fetched.
-      const ranges = missing.map((index) => ({ index, ...this.range(tables, index) }));
-      for (const run of coalesce(ranges)) joined.push(this.startFetch(run, found, work));
-    }
-    for (const f of joined) f.waiters++;
     const leave = () => {
       for (const f of joined) {
         // The last request to leave passes its reason on (client gone, deadline) to the GETs.
@@ -150,6 +147,16 @@ export class BlockReader {
       }
     };
     try {
+      if (missing.length > 0) {
+        const tables = await untilAborted(this.tables(), signal);
+        // Validate every range before the first byte is fetched.
+        const ranges = missing.map((index) => ({ index, ...this.range(tables, index) }));
+        for (const run of coalesce(ranges)) {
+          const fetch = this.startFetch(run, found, work);
+          fetch.waiters++;
+          joined.push(fetch);
+        }
+      }
       return await untilAborted(Promise.all(indices.map((i) => found.get(i)!)), signal);
     } finally {
       leave();

@@ -103,7 +103,11 @@ export class Cog {
     }
     const cache = options.cache ?? new DecodedBlockCache();
     const identity = snapshotIdentity(source);
-    await Promise.all(levels.map(async (level, i) => (level.blocks = await blockReaderFor(source, `${identity}/${i}`, level, cache))));
+    try {
+      await Promise.all(levels.map(async (level, i) => (level.blocks = await blockReaderFor(source, `${identity}/${i}`, level, cache))));
+    } catch (e) {
+      throw asHttpError(e, source);
+    }
     const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global());
     if (ring > 0) cog.prefetchTables();
     return cog;
