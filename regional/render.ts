@@ -50,9 +50,11 @@ export async function render(cog: Cog, req: ResolvedImageRequest, signal?: Abort
   const level = chooseLevel(cog.levels, req.region, req.width, req.height);
   const pixels = await cog.readWindow(level, req.region, signal, work);
   signal?.throwIfAborted();
-  const body = await sharp(pixels.data, {
+  let image = sharp(pixels.data, {
     raw: { width: pixels.width, height: pixels.height, channels: pixels.channels },
-  })
+  });
+  if (pixels.crop) image = image.extract(pixels.crop);
+  const body = await image
     .resize(req.width, req.height, { fit: "fill", kernel: "lanczos3" })
     // JPEG has no alpha: composite on white rather than showing premultiplied black.
     .flatten({ background: "#ffffff" })

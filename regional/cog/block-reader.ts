@@ -16,6 +16,7 @@ import type { Source } from "../source/source";
 import type { Reservation } from "../work-budget";
 import type { DecodedBlock, DecodedBlockCache } from "./block-cache";
 import { blockBytes, type BlockParameters } from "./codecs";
+import type { Pixels } from "./cog";
 import { malformed } from "./tiff-guard";
 
 /** Largest gap (bytes) between two blocks' ranges that still joins them into one read. */
@@ -35,12 +36,6 @@ export interface LevelLayout {
   channels: 1 | 2 | 3 | 4;
 }
 
-export interface Window {
-  data: Uint8Array;
-  width: number;
-  height: number;
-  channels: 1 | 2 | 3 | 4;
-}
 
 interface TileTables {
   offsets: number[];
@@ -98,7 +93,7 @@ export class BlockReader {
   }
 
   /** Pixels of window [x0, y0, x1, y1) of this level. */
-  async read(window: [number, number, number, number], signal: AbortSignal, work: Reservation): Promise<Window> {
+  async read(window: [number, number, number, number], signal: AbortSignal, work: Reservation): Promise<Pixels> {
     const [x0, y0, x1, y1] = window;
     const { tileWidth: tw, tileHeight: th, channels } = this.layout;
     const bx0 = Math.floor(x0 / tw);
@@ -113,9 +108,10 @@ export class BlockReader {
 
     const width = x1 - x0;
     const height = y1 - y0;
-    // A window that is exactly one whole block needs no copy.
-    if (blocks.length === 1 && width === tw && height === th && x0 % tw === 0 && y0 % th === 0 && blocks[0].channels === channels) {
-      return { data: blocks[0].data, width, height, channels };
+    // A window inside one block needs no copy: hand over the block and where the window lies.
+    if (blocks.length === 1 && blocks[0].channels === channels) {
+      const { data, width: bw, height: bh } = blocks[0];
+      return { data, width: bw, height: bh, channels, crop: { left: x0 - bx0 * tw, top: y0 - by0 * th, width, height } };
     }
     const out = new Uint8Array(width * height * channels);
     indices.forEach((index, i) => copyInto(out, window, blocks[i], (index % this.tilesAcross) * tw, Math.floor(index / this.tilesAcross) * th, channels));
@@ -204,8 +200,10 @@ export class BlockReader {
     if (r.count === 0) {
       data = new Uint8Array(expected); // a sparse block (GDAL's SPARSE_OK): all zeros
     } else {
-      const copy = stored.slice(); // codecs may keep or transfer their input buffer
-      data = new Uint8Array(await this.decoder.decode(copy.buffer));
+      // geotiff.js codecs take an ArrayBuffer: a block read alone is one already; a block cut
+      // from a coalesced read is copied out.
+      const whole = stored.byteOffset === 0 && stored.byteLength === stored.buffer.byteLength;
+      data = new Uint8Array(await this.decoder.decode((whole ? stored : stored.slice()).buffer));
     }
     if (data.byteLength !== expected) {
       throw malformed(this.source.label, `block ${r.index} decodes to ${data.byteLength} bytes, not the declared ${expected}`);

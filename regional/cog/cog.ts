@@ -53,10 +53,16 @@ export interface CogLevel extends LevelSize {
 }
 
 export interface Pixels {
+  /** `width` × `height` × `channels` interleaved samples. */
   data: Uint8Array;
   width: number;
   height: number;
   channels: 1 | 2 | 3 | 4;
+  /**
+   * When present, the window is this rectangle of `data` (a window inside one decoded block is
+   * handed over as the block, not copied: libvips crops it for free).
+   */
+  crop?: { left: number; top: number; width: number; height: number };
 }
 
 export class Cog {
