@@ -154,6 +154,8 @@ function stop(p: ChildProcess): Promise<void> {
 
 interface Server {
   name: string;
+  /** Processes whose CPU time is the server's. */
+  pids: number[];
   /** One request for `tile` of source `id`. */
   request(id: string, tile: Tile): Promise<() => Promise<number>>;
   stop(): Promise<void>;
@@ -180,7 +182,8 @@ async function startTessera(): Promise<Server & { pid: number; metrics(): Promis
   for (const id of [ID, WARM_ID]) versions.set(id, JSON.parse(await fetchText(DECODER_PORT, DECODER.info(id), true)).version);
   return {
     name: "tessera",
-    pid: decoder.pid!, // taskset execs the decoder in place
+    pids: [decoder.pid!], // taskset execs the decoder in place
+    pid: decoder.pid!,
     async request(id, { region, out }) {
       const p = DECODER.image(id, `${region.join(",")}/${out},${out}/0/default.jpg`, versions.get(id)!);
       const sig = await signRequest(SECRET, "GET", p); // signed ahead: the client's cost stays out of the timing
@@ -227,6 +230,7 @@ async function startIipsrv(): Promise<Server> {
   await waitFor(LIGHTTPD_PORT, `/iiif/${ID}.tif/info.json`);
   return {
     name: "iipsrv",
+    pids: [iip.pid!, httpd.pid!],
     async request(id, { region, out }) {
       const p = `/iiif/${id}.tif/${region.join(",")}/${out},/0/default.jpg`;
       return () => get(LIGHTTPD_PORT, p);
@@ -265,32 +269,34 @@ async function jpegLimit(): Promise<number> {
   return n / ((performance.now() - started) / 1000);
 }
 
-/** Seconds each server spent on each phase, its chunks interleaved with the other server's. */
-async function measure(servers: Server[], tessera: { pid: number }): Promise<{ rates: Record<string, Record<Phase, number>>; cpu: Record<Phase, number> }> {
+/** Each server's rate and CPU use per phase, its chunks interleaved with the other server's. */
+async function measure(servers: Server[]): Promise<Record<string, Record<Phase, { rate: number; cpu: number }>>> {
   const seconds: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
-  const cpu = {} as Record<Phase, number>;
+  const cpu: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
+  const cpuOf = (s: Server) => s.pids.reduce((n, pid) => n + cpuSeconds(pid), 0);
   for (const phase of Object.keys(PHASES) as Phase[]) {
     const tiles = PHASES[phase];
     const chunk = Math.ceil(tiles.length / ROUNDS);
-    let tesseraCpu = 0;
     for (let r = 0; r < ROUNDS; r++) {
       const order = r % 2 === 0 ? servers : [...servers].reverse();
       for (const server of order) {
         const requests = await Promise.all(tiles.slice(r * chunk, (r + 1) * chunk).map((t) => server.request(ID, t)));
-        const cpuBefore = cpuSeconds(tessera.pid);
+        const cpuBefore = cpuOf(server);
         const started = performance.now();
         await drive(requests);
-        const took = (performance.now() - started) / 1000;
-        seconds[server.name][phase] = (seconds[server.name][phase] ?? 0) + took;
-        if (server.name === "tessera") tesseraCpu += cpuSeconds(tessera.pid) - cpuBefore;
+        seconds[server.name][phase] = (seconds[server.name][phase] ?? 0) + (performance.now() - started) / 1000;
+        cpu[server.name][phase] = (cpu[server.name][phase] ?? 0) + cpuOf(server) - cpuBefore;
       }
     }
-    cpu[phase] = tesseraCpu / seconds.tessera[phase];
   }
-  const rates = Object.fromEntries(
-    servers.map((s) => [s.name, Object.fromEntries(Object.keys(PHASES).map((p) => [p, PHASES[p as Phase].length / seconds[s.name][p]]))]),
-  ) as Record<string, Record<Phase, number>>;
-  return { rates, cpu };
+  return Object.fromEntries(
+    servers.map((s) => [
+      s.name,
+      Object.fromEntries(
+        Object.keys(PHASES).map((p) => [p, { rate: PHASES[p as Phase].length / seconds[s.name][p], cpu: cpu[s.name][p] / seconds[s.name][p] }]),
+      ),
+    ]),
+  ) as Record<string, Record<Phase, { rate: number; cpu: number }>>;
 }
 
 async function main(): Promise<void> {
@@ -306,21 +312,25 @@ async function main(): Promise<void> {
     for (const server of [tessera, iipsrv]) {
       for (const tiles of Object.values(ALL_PHASES)) await drive(await Promise.all(tiles.slice(0, 96).map((t) => server.request(WARM_ID, t))));
     }
-    const { rates, cpu } = await measure([tessera, iipsrv], tessera);
+    const results = await measure([tessera, iipsrv]);
     const metrics = await tessera.metrics();
     const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN);
     const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${tessera.pid}/status`, "utf8"))?.[1]) * 1024;
+    // cpu: cores each server used while it was being driven (1.0 = all of its one core). Below
+    // 1.0 it was waiting or, on a shared machine, its core was busy with other work.
     for (const phase of Object.keys(PHASES) as Phase[]) {
-      const t = rates.tessera[phase];
-      const y = rates.iipsrv[phase];
-      log(`${phase.padEnd(8)} tessera=${t.toFixed(0)}/s iipsrv=${y.toFixed(0)}/s ratio=${(t / y).toFixed(2)} tessera_cpu=${cpu[phase].toFixed(2)} (${PHASES[phase].length} distinct tiles, ${IN_FLIGHT} in flight)`);
+      const t = results.tessera[phase];
+      const y = results.iipsrv[phase];
+      log(
+        `${phase.padEnd(8)} tessera=${t.rate.toFixed(0)}/s (cpu ${t.cpu.toFixed(2)}) iipsrv=${y.rate.toFixed(0)}/s (cpu ${y.cpu.toFixed(2)}) ratio=${(t.rate / y.rate).toFixed(2)} (${PHASES[phase].length} distinct tiles, ${IN_FLIGHT} in flight)`,
+      );
     }
     log(`decoder peak_rss_bytes=${peakRss} work_budget_peak_bytes=${value("tessera_decoder_work_budget_peak_bytes")} block_cache_hits=${value("tessera_decoder_block_cache_hits_total")} blocks_decoded=${value("tessera_decoder_blocks_decoded_total")} passthrough=${value("tessera_decoder_passthrough_total")}`);
     log(`limit (one core, decode 512² + crop + encode 256²) ${limit.toFixed(0)}/s`);
-    if (!rates.tessera.native || !rates.tessera.aligned) return;
-    const x = rates.tessera.native;
-    const y = rates.iipsrv.native;
-    const p = rates.tessera.aligned;
+    if (!results.tessera.native || !results.tessera.aligned) return;
+    const x = results.tessera.native.rate;
+    const y = results.iipsrv.native.rate;
+    const p = results.tessera.aligned.rate;
     log(
       `tiles_per_s=${x.toFixed(1)} iipsrv_tiles_per_s=${y.toFixed(1)} ratio=${(x / y).toFixed(2)} limit_tiles_per_s=${limit.toFixed(1)} passthrough_ratio=${(p / y).toFixed(2)}`,
     );
