@@ -7,6 +7,7 @@ import { unsupported } from "../shared/errors";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
 import { chooseLevel } from "./cog/levels";
+import { encodeJpegDirect } from "./jpeg-encode";
 import type { Reservation } from "./work-budget";
 
 /** JPEG quality of encoded answers. */
@@ -50,6 +51,8 @@ export async function render(cog: Cog, req: ResolvedImageRequest, signal?: Abort
   const level = chooseLevel(cog.levels, req.region, req.width, req.height);
   const pixels = await cog.readWindow(level, req.region, signal, work);
   signal?.throwIfAborted();
+  const direct = await encodeJpegDirect(pixels, req, JPEG_QUALITY);
+  if (direct) return { body: direct, contentType: CONTENT_TYPES.jpg! };
   let image = sharp(pixels.data, {
     raw: { width: pixels.width, height: pixels.height, channels: pixels.channels },
   });

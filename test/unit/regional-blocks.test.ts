@@ -60,6 +60,10 @@ describe("pixels", () => {
       expect(meanAbsDiff(got, want)).toBeLessThan(2.5);
       // The comparison can fail: a window one block off is far away.
       expect(meanAbsDiff(got, await gdalWindow(file, [356, 37, 300, 250]))).toBeGreaterThan(10);
+      // Inside one block (encoded in place from the cached block, with a row stride).
+      const inside = await decodeRgb(await image(d, "jpeg", "300,290,100,60/max/0/default.jpg"));
+      expect(meanAbsDiff(inside, await gdalWindow(file, [300, 290, 100, 60]))).toBeLessThan(2.5);
+      expect(meanAbsDiff(inside, await gdalWindow(file, [350, 290, 100, 60]))).toBeGreaterThan(10); // half a 100 px square off
       // An overview at its own resolution: GDAL's overview 0 is the 500 px level.
       const small = await decodeRgb(await image(d, "jpeg", "full/500,500/0/default.jpg"));
       expect(meanAbsDiff(small, await gdalWindow(file, [0, 0, 500, 500], 0))).toBeLessThan(2.5);
