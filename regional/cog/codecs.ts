@@ -13,12 +13,15 @@
 
 import { promisify } from "node:util";
 import { inflate as inflateCb } from "node:zlib";
-import { decompress, FORMAT_GRAY, FORMAT_RGB } from "@julusian/jpeg-turbo";
+import jpegTurbo from "@julusian/jpeg-turbo";
 import { addDecoder, BaseDecoder, type ImageFileDirectory } from "geotiff";
 import sharp from "sharp";
 import { ZSTDDecoder } from "zstddec";
 import { HttpError, unsupported } from "../../shared/errors";
 import { jpegFrame, mergeJpegTables } from "./jpeg-tables";
+
+// CommonJS whose exports Node's ESM loader cannot detect statically: take them off the default.
+const { decompress, FORMAT_GRAY, FORMAT_RGB } = jpegTurbo;
 
 const inflate = promisify(inflateCb);
 
