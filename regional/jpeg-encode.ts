@@ -18,16 +18,30 @@ export async function encodeJpegDirect(pixels: Pixels, req: ResolvedImageRequest
   if (pixels.channels !== 1 && pixels.channels !== 3) return undefined;
   const crop = pixels.crop ?? { left: 0, top: 0, width: pixels.width, height: pixels.height };
   if (crop.width !== req.width || crop.height !== req.height) return undefined;
-  const offset = (crop.top * pixels.width + crop.left) * pixels.channels;
-  const data = pixels.data;
-  const input = Buffer.from(data.buffer, data.byteOffset + offset, data.byteLength - offset);
-  const gray = pixels.channels === 1;
+  const { channels, data } = pixels;
+  const offset = (crop.top * pixels.width + crop.left) * channels;
+  // TurboJPEG wants `stride × height` samples after the window's first pixel; a window at the
+  // block's bottom edge and right of its left edge ends short of that, so it is copied out.
+  const inPlace = data.byteLength - offset >= pixels.width * crop.height * channels;
+  const input = inPlace ? Buffer.from(data.buffer, data.byteOffset + offset, data.byteLength - offset) : copyWindow(pixels, crop);
+  const gray = channels === 1;
   return compress(input, {
     width: crop.width,
     height: crop.height,
-    stride: pixels.width, // pixels per row of `data`
+    stride: inPlace ? pixels.width : crop.width, // pixels per row of `input`
     format: gray ? FORMAT_GRAY : FORMAT_RGB,
     subsampling: gray ? SAMP_GRAY : SAMP_420, // as sharp's default
     quality,
   });
+}
+
+function copyWindow(pixels: Pixels, crop: NonNullable<Pixels["crop"]>): Buffer {
+  const { channels, data, width } = pixels;
+  const row = crop.width * channels;
+  const out = Buffer.allocUnsafe(row * crop.height);
+  for (let y = 0; y < crop.height; y++) {
+    const from = ((crop.top + y) * width + crop.left) * channels;
+    out.set(data.subarray(from, from + row), y * row);
+  }
+  return out;
 }

@@ -64,6 +64,9 @@ describe("pixels", () => {
       const inside = await decodeRgb(await image(d, "jpeg", "300,290,100,60/max/0/default.jpg"));
       expect(meanAbsDiff(inside, await gdalWindow(file, [300, 290, 100, 60]))).toBeLessThan(2.5);
       expect(meanAbsDiff(inside, await gdalWindow(file, [350, 290, 100, 60]))).toBeGreaterThan(10); // half a 100 px square off
+      // Inside one block, touching its bottom edge right of its left edge (copied out, not strided).
+      const corner = await decodeRgb(await image(d, "jpeg", "300,400,100,112/max/0/default.jpg"));
+      expect(meanAbsDiff(corner, await gdalWindow(file, [300, 400, 100, 112]))).toBeLessThan(2.5);
       // An overview at its own resolution: GDAL's overview 0 is the 500 px level.
       const small = await decodeRgb(await image(d, "jpeg", "full/500,500/0/default.jpg"));
       expect(meanAbsDiff(small, await gdalWindow(file, [0, 0, 500, 500], 0))).toBeLessThan(2.5);
