@@ -10,7 +10,27 @@ import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Pixels } from "./cog/cog";
 
 // CommonJS whose exports Node's ESM loader cannot detect statically: take them off the default.
-const { compress, FORMAT_GRAY, FORMAT_RGB, SAMP_420, SAMP_GRAY } = jpegTurbo;
+const { bufferSize, compress, FORMAT_GRAY, FORMAT_RGB, SAMP_420, SAMP_GRAY } = jpegTurbo;
+
+/**
+ * Worst-case output buffers, reused. TurboJPEG encodes into a buffer of its worst-case size
+ * (~200 KB for a 256² tile whose JPEG is ~25 KB); allocating one per tile made V8 run a full
+ * GC every few dozen requests. At most MAX_SPARE buffers of at most MAX_SPARE_BYTES are kept.
+ */
+const spare: Buffer[] = [];
+const MAX_SPARE = 8;
+const MAX_SPARE_BYTES = 1 << 20;
+
+async function encode(input: Buffer, options: jpegTurbo.EncodeOptions): Promise<Buffer> {
+  const need = bufferSize(options);
+  const i = spare.findIndex((b) => b.length >= need);
+  const out = i >= 0 ? spare.splice(i, 1)[0] : Buffer.allocUnsafe(need);
+  try {
+    return Buffer.from(await compress(input, out, options)); // the answer outlives the scratch buffer
+  } finally {
+    if (out.length <= MAX_SPARE_BYTES && spare.length < MAX_SPARE) spare.push(out);
+  }
+}
 
 export async function encodeJpegDirect(pixels: Pixels, req: ResolvedImageRequest, quality: number): Promise<Buffer | undefined> {
   if (req.format !== "jpg" || req.mirror || req.degrees !== 0) return undefined;
@@ -25,7 +45,7 @@ export async function encodeJpegDirect(pixels: Pixels, req: ResolvedImageRequest
   const inPlace = data.byteLength - offset >= pixels.width * crop.height * channels;
   const input = inPlace ? Buffer.from(data.buffer, data.byteOffset + offset, data.byteLength - offset) : copyWindow(pixels, crop);
   const gray = channels === 1;
-  return compress(input, {
+  return encode(input, {
     width: crop.width,
     height: crop.height,
     stride: inPlace ? pixels.width : crop.width, // pixels per row of `input`
