@@ -165,6 +165,30 @@ describe("work budget", () => {
   });
 });
 
+describe("header prefetch", () => {
+  it("runs only when no foreground work owns the budget, and not at all with a ring of 0", async () => {
+    const open = async (budget: WorkBudget, prefetchRing: number) => {
+      const cog = await Cog.open(await new LocalCatalog(fixtures.dir).open("deflate", undefined), { budget, prefetchRing });
+      await new Promise((r) => setTimeout(r, 50)); // background loads settle
+      await cog.close();
+    };
+    const idle = new WorkBudget(64 * MIB);
+    await open(idle, 8);
+    expect(idle.peakBytes).toBe(3 * 65536); // one header block per level, reserved fail-fast
+    expect(idle.usedBytes).toBe(0);
+
+    const busy = new WorkBudget(64 * MIB);
+    const foreground = busy.tryReserve(1, "foreground work");
+    await open(busy, 8);
+    expect(busy.peakBytes).toBe(1); // skipped: foreground work owns the allowance
+    foreground.release();
+
+    const off = new WorkBudget(64 * MIB);
+    await open(off, 0);
+    expect(off.peakBytes).toBe(0);
+  });
+});
+
 describe("deadlines and cancellation", () => {
   it("a request past its deadline answers 408 and its reads are aborted", async () => {
     await withDecoder({ requestTimeoutMs: 200 }, async (d, catalog) => {
