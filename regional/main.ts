@@ -16,6 +16,7 @@
 //   TESSERA_PREFETCH_RING           header blocks per snapshot; 0 = no prefetch (8)
 //   TESSERA_WORK_BUDGET_MB          work budget (active work, not RSS)         (512)
 //   TESSERA_BLOCK_CACHE_MB          decoded-block cache cap                    (256)
+//   UV_THREADPOOL_SIZE              libuv pool: decodes/encodes at once; = the decoder's cores
 //
 // On listen it prints one JSON line with "listening":"http://host:port" (the start script
 // parses it). SIGTERM/SIGINT close the server and exit 0. A bad setting exits 1 naming it.
