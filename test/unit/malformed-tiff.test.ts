@@ -187,9 +187,10 @@ describe("every registered codec decodes honest files", () => {
     ["PACKBITS", [], 1],
     ["WEBP", ["-co", "WEBP_LOSSLESS=TRUE"], 1],
     ["JPEG", ["-co", "PHOTOMETRIC=YCBCR"], 4],
+    ["JPEG", ["-co", "PHOTOMETRIC=RGB"], 4],
   ] as [string, string[], number][]) {
-    it(`${compress}`, async () => {
-      const id = `codec-${compress.toLowerCase()}`;
+    it(`${compress} ${extra.join(" ")}`, async () => {
+      const id = `codec-${compress.toLowerCase()}${extra.join("").replace(/[^a-z]/gi, "").toLowerCase()}`;
       execFileSync("gdal_translate", [
         "-q", "-of", "GTiff", "-co", "TILED=YES", "-co", `COMPRESS=${compress}`, ...extra,
         path.join(SAMPLES, "test-pattern.png"), path.join(fixtures.dir, `${id}.tif`),

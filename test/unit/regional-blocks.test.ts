@@ -76,6 +76,23 @@ describe("pixels", () => {
   });
 });
 
+describe("gray JPEG", () => {
+  it("decodes and answers one-band JPEG COGs (gray in, gray JPEG out)", async () => {
+    const file = path.join(fixtures.dir, "gray.tif");
+    execFileSync("gdal_translate", ["-q", "-b", "1", "-of", "COG", "-co", "COMPRESS=JPEG", "-co", "BLOCKSIZE=256", REFERENCE_PNG, file]);
+    const d = await startDecoder(new LocalCatalog(fixtures.dir));
+    try {
+      const body = await image(d, "gray", "300,290,100,60/max/0/default.jpg");
+      expect((await sharp(body).metadata()).channels).toBe(1);
+      const got = await decodeRgb(body);
+      expect(meanAbsDiff(got, await gdalWindow(file, [300, 290, 100, 60]))).toBeLessThan(2.5);
+      expect(meanAbsDiff(got, await gdalWindow(file, [350, 290, 100, 60]))).toBeGreaterThan(10);
+    } finally {
+      await d.close();
+    }
+  });
+});
+
 describe("decoded-block cache", () => {
   it("never holds more than its byte cap, and serves repeats from memory", async () => {
     const block = 256 * 256 * 3;
