@@ -253,7 +253,9 @@ export function coalesce(ranges: Range[]): Range[][] {
   for (const r of sorted) {
     const run = runs[runs.length - 1];
     const last = run?.[run.length - 1];
-    if (run && last && r.offset - (last.offset + last.count) <= MAX_GAP_BYTES && r.offset >= last.offset + last.count && r.offset + r.count - run[0].offset <= MAX_READ_BYTES) {
+    // Sparse blocks (no bytes stored, offset often 0) are never joined: they need no read.
+    const joinable = run && last && r.count > 0 && last.count > 0;
+    if (joinable && r.offset - (last.offset + last.count) <= MAX_GAP_BYTES && r.offset >= last.offset + last.count && r.offset + r.count - run[0].offset <= MAX_READ_BYTES) {
       run.push(r);
     } else runs.push([r]);
   }

@@ -9,6 +9,7 @@ import { fromFile } from "geotiff";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecodedBlockCache, snapshotIdentity } from "../../regional/cog/block-cache";
+import { coalesce } from "../../regional/cog/block-reader";
 import { LocalCatalog } from "../../regional/source/local";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import {
@@ -162,6 +163,16 @@ describe("request coalescing", () => {
       catalog.pass();
       await d.close();
     }
+  });
+
+  it("joins neighbours, never sparse blocks or distant ones", () => {
+    const runs = coalesce([
+      { index: 3, offset: 10_000_000, count: 10 },
+      { index: 0, offset: 0, count: 0 }, // sparse: nothing stored
+      { index: 2, offset: 150, count: 50 },
+      { index: 1, offset: 100, count: 50 },
+    ]);
+    expect(runs.map((run) => run.map((r) => r.index))).toEqual([[0], [1, 2], [3]]);
   });
 
   it("reads neighbouring blocks with one ranged read", async () => {
