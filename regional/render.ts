@@ -7,7 +7,6 @@ import { unsupported } from "../shared/errors";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
 import { chooseLevel } from "./cog/levels";
-import { encodeJpegDirect } from "./jpeg-encode";
 import type { Reservation } from "./work-budget";
 
 /** JPEG quality of encoded answers. */
@@ -51,13 +50,9 @@ export async function render(cog: Cog, req: ResolvedImageRequest, signal?: Abort
   const level = chooseLevel(cog.levels, req.region, req.width, req.height);
   const pixels = await cog.readWindow(level, req.region, signal, work);
   signal?.throwIfAborted();
-  const direct = await encodeJpegDirect(pixels, req, JPEG_QUALITY);
-  if (direct) return { body: direct, contentType: CONTENT_TYPES.jpg! };
-  let image = sharp(pixels.data, {
+  const body = await sharp(pixels.data, {
     raw: { width: pixels.width, height: pixels.height, channels: pixels.channels },
-  });
-  if (pixels.crop) image = image.extract(pixels.crop);
-  const body = await image
+  })
     .resize(req.width, req.height, { fit: "fill", kernel: "lanczos3" })
     // JPEG has no alpha: composite on white rather than showing premultiplied black.
     .flatten({ background: "#ffffff" })

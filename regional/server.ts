@@ -24,6 +24,7 @@ import { CogCache } from "./cog-cache";
 import { DecodedBlockCache } from "./cog/block-cache";
 import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
 import type { Cog } from "./cog/cog";
+import { renderDirectJpeg } from "./jpeg-encode";
 import { passthroughTile, storedJpeg } from "./passthrough";
 import { checkSupported, configureSharp, render } from "./render";
 import { DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./request-limiter";
@@ -201,9 +202,10 @@ export function createDecoderServer(options: DecoderOptions): Server {
       try {
         const tile = passthroughTile(cog, resolved);
         if (tile) runtime.passthrough.inc();
+        // Cheapest first: the stored tile itself, a TurboJPEG encode of cached pixels, libvips.
         const out = tile
           ? { body: await storedJpeg(cog, tile, signal), contentType: "image/jpeg" }
-          : await render(cog, resolved, signal, work);
+          : ((await renderDirectJpeg(cog, resolved, signal, work)) ?? (await render(cog, resolved, signal, work)));
         return {
           status: 200,
           headers: { "content-type": out.contentType, [VERSION_HEADER]: cog.source.version },

@@ -16,7 +16,7 @@ import type { Source } from "../source/source";
 import type { Reservation } from "../work-budget";
 import type { DecodedBlock, DecodedBlockCache } from "./block-cache";
 import { blockBytes, type BlockParameters } from "./codecs";
-import type { Pixels } from "./cog";
+import type { PixelView } from "./pixels";
 import { malformed } from "./tiff-guard";
 
 /** Largest gap (bytes) between two blocks' ranges that still joins them into one read. */
@@ -93,7 +93,7 @@ export class BlockReader {
   }
 
   /** Pixels of window [x0, y0, x1, y1) of this level. */
-  async read(window: [number, number, number, number], signal: AbortSignal, work: Reservation): Promise<Pixels> {
+  async read(window: [number, number, number, number], signal: AbortSignal, work: Reservation): Promise<PixelView> {
     const [x0, y0, x1, y1] = window;
     const { tileWidth: tw, tileHeight: th, channels } = this.layout;
     const bx0 = Math.floor(x0 / tw);
@@ -115,7 +115,7 @@ export class BlockReader {
     }
     const out = new Uint8Array(width * height * channels);
     indices.forEach((index, i) => copyInto(out, window, blocks[i], (index % this.tilesAcross) * tw, Math.floor(index / this.tilesAcross) * th, channels));
-    return { data: out, width, height, channels };
+    return { data: out, width, height, channels, crop: { left: 0, top: 0, width, height } };
   }
 
   private async blocks(indices: number[], signal: AbortSignal, work: Reservation): Promise<DecodedBlock[]> {

@@ -14,6 +14,7 @@ import { BlockReader } from "./block-reader";
 import { blockParameters, COMPRESSION, registerCodecs } from "./codecs";
 import { GeoTiffSource } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "./levels";
+import { compactWindow, type PixelView, type Pixels } from "./pixels";
 import { checkTiffStructure, malformed } from "./tiff-guard";
 import type { Rect } from "../../shared/iiif/resolve";
 
@@ -50,19 +51,6 @@ export interface CogLevel extends LevelSize {
   image: GeoTIFFImage;
   /** Block-level reads with the decoded-block cache, for the common layouts (else geotiff's readRasters). */
   blocks?: BlockReader;
-}
-
-export interface Pixels {
-  /** `width` × `height` × `channels` interleaved samples. */
-  data: Uint8Array;
-  width: number;
-  height: number;
-  channels: 1 | 2 | 3 | 4;
-  /**
-   * When present, the window is this rectangle of `data` (a window inside one decoded block is
-   * handed over as the block, not copied: libvips crops it for free).
-   */
-  crop?: { left: number; top: number; width: number; height: number };
 }
 
 export class Cog {
@@ -156,6 +144,11 @@ export class Cog {
    * reserves its own, fail-fast (ResourceLimitError when the allowance is taken).
    */
   async readWindow(index: number, region: Rect, signal: AbortSignal = NEVER_ABORTED, work?: Reservation): Promise<Pixels> {
+    return compactWindow(await this.readWindowView(index, region, signal, work));
+  }
+
+  /** As readWindow, but a window inside one cached block comes as that block plus a crop, uncopied. */
+  async readWindowView(index: number, region: Rect, signal: AbortSignal = NEVER_ABORTED, work?: Reservation): Promise<PixelView> {
     const own = work ? undefined : this.budget.tryReserve(this.windowCost(index, region), `reading ${this.source.label}`);
     const level = this.levels[index];
     const window = windowAtLevel(this.levels[0], level, region);
@@ -169,7 +162,7 @@ export class Cog {
       if (data.length !== width * height * channels) {
         throw new HttpError("bad_gateway", `${this.source.label}: decoded block has the wrong size`);
       }
-      return { data, width, height, channels };
+      return { data, width, height, channels, crop: { left: 0, top: 0, width, height } };
     } catch (e) {
       if (signal.aborted) throw signal.reason ?? e;
       throw asHttpError(e, this.source);
