@@ -60,5 +60,6 @@ export async function storedJpeg(cog: Cog, tile: StoredTile, signal: AbortSignal
     const found = frame ? `${frame.width}x${frame.height}x${frame.components}` : "no frame header";
     throw malformed(cog.source.label, `JPEG block is ${found}, declared ${tileWidth}x${tileHeight}x${params.samplesPerPixel}`);
   }
-  return Buffer.from(mergeJpegTables(stored, params.JPEGTables));
+  const merged = mergeJpegTables(stored, params.JPEGTables);
+  return Buffer.from(merged.buffer, merged.byteOffset, merged.byteLength); // a view, not a copy
 }
