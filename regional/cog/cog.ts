@@ -1,7 +1,9 @@
 // An opened Cloud-Optimized (or any tiled, pyramidal) TIFF: its levels, its SourceInfo, and
-// windowed pixel reads at a chosen level. Header parsing and tile decoding are geotiff.js;
-// all I/O goes through a Source (via GeoTiffSource). Pixels come out as interleaved 8-bit
-// samples: 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA) channels.
+// windowed pixel reads at a chosen level. The structure is validated first (tiff-guard), then
+// geotiff.js parses the IFDs; the common layouts are read block by block through a BlockReader
+// (decoded-block cache, coalescing, the bounded codecs of codecs.ts), the rest through
+// geotiff.js's readRasters with the same codecs. All I/O goes through a Source (via
+// GeoTiffSource). Pixels come out as interleaved 8-bit samples (see pixels.ts).
 
 import { GeoTIFF, getDecoder, type GeoTIFFImage } from "geotiff";
 import { HttpError, unsupported } from "../../shared/errors";
