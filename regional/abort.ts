@@ -1,5 +1,7 @@
 // Cooperative cancellation helpers: one AbortSignal per request, threaded down to every read.
 
+import { HttpError } from "../shared/errors";
+
 /** Waits for `promise`, but rejects as soon as `signal` aborts (the work itself continues). */
 export function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
   if (!signal) return promise;
@@ -22,4 +24,27 @@ export function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Prom
 
 export function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("aborted", "AbortError");
+}
+
+/**
+ * A request's signal: aborts when `parent` does (the client went away) or after `timeoutMs`
+ * (reason: a 408 HttpError). The deadline covers everything after admission: opening the
+ * source, budget waits, I/O and encoding. Call `done()` when the answer is complete.
+ */
+export function withDeadline(parent: AbortSignal, timeoutMs: number): { signal: AbortSignal; done(): void } {
+  const controller = new AbortController();
+  const onParent = () => controller.abort(abortReason(parent));
+  if (parent.aborted) onParent();
+  else parent.addEventListener("abort", onParent, { once: true });
+  const timer = setTimeout(
+    () => controller.abort(new HttpError("deadline", `request deadline of ${timeoutMs} ms exceeded`)),
+    timeoutMs,
+  );
+  return {
+    signal: controller.signal,
+    done() {
+      clearTimeout(timer);
+      parent.removeEventListener("abort", onParent);
+    },
+  };
 }

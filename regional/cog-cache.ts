@@ -3,7 +3,7 @@
 // and a failed open is forgotten, never cached.
 
 import type { Source, SourceCatalog } from "./source/source";
-import { Cog } from "./cog/cog";
+import { Cog, type CogOptions } from "./cog/cog";
 import { untilAborted } from "./abort";
 
 interface Entry {
@@ -22,6 +22,7 @@ export class CogCache {
   constructor(
     private readonly catalog: SourceCatalog,
     private readonly maxEntries = 64,
+    private readonly cogOptions: CogOptions = {},
   ) {}
 
   get size(): number {
@@ -89,7 +90,7 @@ export class CogCache {
   private async open(id: string, version: string, source?: Source): Promise<Cog> {
     const src = source ?? (await this.catalog.open(id, version));
     try {
-      return await Cog.open(src);
+      return await Cog.open(src, this.cogOptions);
     } catch (e) {
       await src.close().catch(() => {});
       throw e;

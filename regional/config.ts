@@ -5,7 +5,11 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { S3Client } from "@aws-sdk/client-s3";
 import { badConfig, intVar } from "../shared/config";
+import { DEFAULT_BLOCK_CACHE_BYTES } from "./cog/block-cache";
+import { DEFAULT_MAX_IN_FLIGHT } from "./request-limiter";
+import { DEFAULT_REQUEST_TIMEOUT_MS } from "./server";
 import { LocalCatalog } from "./source/local";
+import { DEFAULT_WORK_BUDGET_BYTES } from "./work-budget";
 import { S3SourceCatalog } from "./source/s3";
 import type { SourceCatalog } from "./source/source";
 
@@ -17,7 +21,14 @@ export interface DecoderConfig {
   secret: string;
   capacity: number;
   catalog: SourceCatalog;
+  maxInFlight: number;
+  requestTimeoutMs: number;
+  prefetchRing: number;
+  workBudgetBytes: number;
+  blockCacheBytes: number;
 }
+
+const MIB = 1024 * 1024;
 
 /** Reads and validates the decoder's environment; throws ConfigError naming the bad variable. */
 export function readConfig(env: NodeJS.ProcessEnv = process.env): DecoderConfig {
@@ -29,6 +40,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): DecoderConfig 
     secret,
     capacity: intVar(env, "TESSERA_DECODER_CAPACITY", { fallback: availableParallelism(), min: 1 }),
     catalog: catalogFrom(env),
+    maxInFlight: intVar(env, "TESSERA_MAX_IN_FLIGHT_REQUESTS", { fallback: DEFAULT_MAX_IN_FLIGHT, min: 1 }),
+    requestTimeoutMs: intVar(env, "TESSERA_REQUEST_TIMEOUT_MS", { fallback: DEFAULT_REQUEST_TIMEOUT_MS, min: 1 }),
+    prefetchRing: intVar(env, "TESSERA_PREFETCH_RING", { fallback: 8, max: 1024 }),
+    workBudgetBytes: MIB * intVar(env, "TESSERA_WORK_BUDGET_MB", { fallback: DEFAULT_WORK_BUDGET_BYTES / MIB, min: 1, max: 1 << 20 }),
+    blockCacheBytes: MIB * intVar(env, "TESSERA_BLOCK_CACHE_MB", { fallback: DEFAULT_BLOCK_CACHE_BYTES / MIB, max: 1 << 20 }),
   };
 }
 

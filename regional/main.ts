@@ -11,6 +11,12 @@
 //   TESSERA_S3_PREFIX         s3: key prefix                        ("")
 //   TESSERA_S3_REGION         s3: region                            (us-east-1)
 //   AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY   s3 credentials (the SDK's default chain)
+//   TESSERA_MAX_IN_FLIGHT_REQUESTS  request limiter: public requests at once   (64)
+//   TESSERA_REQUEST_TIMEOUT_MS      request deadline, opening and I/O included  (30000)
+//   TESSERA_PREFETCH_RING           header blocks per snapshot; 0 = no prefetch (8)
+//   TESSERA_WORK_BUDGET_MB          work budget (active work, not RSS)         (512)
+//   TESSERA_BLOCK_CACHE_MB          decoded-block cache cap                    (256)
+//   UV_THREADPOOL_SIZE              libuv pool: decodes/encodes at once; = the decoder's cores
 //
 // On listen it prints one JSON line with "listening":"http://host:port" (the start script
 // parses it). SIGTERM/SIGINT close the server and exit 0. A bad setting exits 1 naming it.
@@ -18,7 +24,10 @@
 import type { AddressInfo } from "node:net";
 import { ConfigError } from "../shared/config";
 import { readConfig, type DecoderConfig } from "./config";
+import { DecodedBlockCache } from "./cog/block-cache";
+import { RequestLimiter } from "./request-limiter";
 import { createDecoderServer, jsonLog } from "./server";
+import { WorkBudget } from "./work-budget";
 
 async function main(): Promise<void> {
   let config: DecoderConfig;
@@ -30,7 +39,16 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const { host, port, secret, capacity, catalog } = config;
-  const server = createDecoderServer({ catalog, secret, capacity });
+  const server = createDecoderServer({
+    catalog,
+    secret,
+    capacity,
+    limiter: new RequestLimiter(config.maxInFlight),
+    requestTimeoutMs: config.requestTimeoutMs,
+    prefetchRing: config.prefetchRing,
+    budget: new WorkBudget(config.workBudgetBytes),
+    blockCache: new DecodedBlockCache(config.blockCacheBytes),
+  });
   server.on("error", (err) => {
     jsonLog({ level: "error", msg: "server error", error: err.message });
     process.exit(1);

@@ -6,6 +6,7 @@ import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
 import { chooseLevel } from "./cog/levels";
 import { encoderFor, type Encoder } from "./encode/formats";
+import type { Reservation } from "./work-budget";
 
 export interface RenderedImage {
   body: Buffer;
@@ -33,10 +34,16 @@ export function checkSupported(req: ResolvedImageRequest): void {
 const WHITE = { r: 255, g: 255, b: 255, alpha: 1 };
 const TRANSPARENT = { r: 0, g: 0, b: 0, alpha: 0 };
 
-export async function render(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal): Promise<RenderedImage> {
+/** `work`: the request's admitted work reservation (else the read reserves its own, fail-fast). */
+export async function render(
+  cog: Cog,
+  req: ResolvedImageRequest,
+  signal?: AbortSignal,
+  work?: Reservation,
+): Promise<RenderedImage> {
   const encoder = encoderFor(req.format);
   const level = chooseLevel(cog.levels, req.region, req.width, req.height);
-  const pixels = await cog.readWindow(level, req.region, signal);
+  const pixels = await cog.readWindow(level, req.region, signal, work);
   signal?.throwIfAborted();
   let img = sharp(pixels.data, {
     raw: { width: pixels.width, height: pixels.height, channels: pixels.channels },

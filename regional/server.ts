@@ -5,24 +5,41 @@
 //   GET /v1/info/{id}?version=V                  → SourceInfo JSON
 //   GET /v1/image/{id}/{region}/{size}/{rotation}/{quality}.{format}?version=V → image bytes
 //
-// Each request gets an AbortController that fires when the client goes away; its signal is
-// passed down to every Source read. (Seed 003's request limiter, work budget and deadline
-// will wrap `handle` here, with the same signal.)
+// Seed 003's runtime limits wrap every /v1 request here: a request-limiter permit (or 503 at
+// once), a deadline covering opening, budget waits, I/O and encoding (408), and one
+// AbortSignal that fires on the client's disconnect or the deadline and reaches every Source
+// read and every stage boundary. Images reserve their estimated work memory from the work
+// budget before any pixel I/O (one exclusive retry when the allowance is taken; 413 when the
+// request alone exceeds it).
 
+import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { Registry } from "prom-client";
 import { badRequest, errorResponse, HttpError, notFound } from "../shared/errors";
 import { parseImageRequest } from "../shared/iiif/image-request";
 import { resolveImageRequest } from "../shared/iiif/resolve";
-import { DECODER, SIGNATURE_HEADER, VERSION_HEADER, verifyRequest } from "../shared/protocol";
+import { DECODER, SIGNATURE_HEADER, TIMEOUT_HEADER, VERSION_HEADER, verifyRequest } from "../shared/protocol";
+import { withDeadline } from "./abort";
 import { CogCache } from "./cog-cache";
+import { DecodedBlockCache } from "./cog/block-cache";
 import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
 import type { Cog } from "./cog/cog";
+import { renderDirectJpeg } from "./jpeg-encode";
+import { passthroughTile, storedJpeg } from "./passthrough";
 import { checkSupported, configureSharp, render } from "./render";
+import { DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./request-limiter";
+import { runtimeMetrics } from "./runtime-metrics";
 import { isValidSourceId } from "./source/source-id";
 import { sourceChunks } from "./source/chunks";
 import type { SourceCatalog } from "./source/source";
+import { admitWork, WorkBudget } from "./work-budget";
+import { renderCost } from "./work-estimate";
+
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** Longest per-request deadline a caller may ask for with TIMEOUT_HEADER. */
+const MAX_REQUEST_TIMEOUT_MS = 600_000;
 
 export interface DecoderOptions {
   catalog: SourceCatalog;
@@ -32,6 +49,16 @@ export interface DecoderOptions {
   capacity: number;
   /** How many opened snapshots to keep (default 64). */
   cogCacheSize?: number;
+  /** Work allowance shared by this server's requests (default: WorkBudget.global(), 512 MiB). */
+  budget?: WorkBudget;
+  /** Public requests admitted at once (default 64); inject one to share it between servers. */
+  limiter?: RequestLimiter;
+  /** Default request deadline in ms (30 s), overridable per request with TIMEOUT_HEADER. */
+  requestTimeoutMs?: number;
+  /** Decoded-block cache (default: 256 MiB of its own). */
+  blockCache?: DecodedBlockCache;
+  /** Header blocks kept per snapshot and tile-table prefetch (0 = none; default 8). */
+  prefetchRing?: number;
   /** Receives one structured record per line (default: JSON on stdout, errors on stderr). */
   log?: (record: LogRecord) => void;
 }
@@ -58,7 +85,17 @@ interface Answer {
 export function createDecoderServer(options: DecoderOptions): Server {
   configureSharp();
   const log = options.log ?? jsonLog;
-  const cogs = new CogCache(options.catalog, options.cogCacheSize);
+  const budget = options.budget ?? WorkBudget.global();
+  const limiter = options.limiter ?? new RequestLimiter(DEFAULT_MAX_IN_FLIGHT);
+  const blockCache = options.blockCache ?? new DecodedBlockCache();
+  const defaultTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const runtime = runtimeMetrics(budget, limiter, blockCache);
+  const metricsRegistry = Registry.merge([registry, runtime.registry]);
+  const cogs = new CogCache(options.catalog, options.cogCacheSize, {
+    cache: blockCache,
+    budget,
+    prefetchRing: options.prefetchRing,
+  });
 
   const server = createServer((req, res) => {
     const started = performance.now();
@@ -106,8 +143,8 @@ export function createDecoderServer(options: DecoderOptions): Server {
     }
     if (url.pathname === "/metrics") {
       requireGet(req);
-      const body = Buffer.from(await registry.metrics());
-      return { status: 200, headers: { "content-type": registry.contentType }, body };
+      const body = Buffer.from(await metricsRegistry.metrics());
+      return { status: 200, headers: { "content-type": metricsRegistry.contentType }, body };
     }
     const segments = url.pathname.split("/").slice(1);
     if (segments[0] !== "v1") throw notFound(`no route ${url.pathname}`);
@@ -116,23 +153,31 @@ export function createDecoderServer(options: DecoderOptions): Server {
       req.method ?? "GET",
       req.url ?? "",
       headerValue(req.headers[SIGNATURE_HEADER]),
+      Date.now(),
+      nodeHmac,
     );
     requireGet(req);
     const parts = segments.slice(1).map(decodeSegment);
     const version = url.searchParams.get("version") ?? undefined;
     // One id rule for every catalog (S3 keys included), before any I/O.
     if (parts.length >= 2 && !isValidSourceId(parts[1])) throw notFound(`unknown source "${parts[1]}"`);
-    if (parts[0] === "info" && parts.length === 2) {
-      return info(parts[1], version, signal);
+    const [kind, id, region, size, rotation, qualityFormat] = parts;
+    const routes: Record<string, [number, (s: AbortSignal) => Promise<Answer>]> = {
+      info: [2, (s) => info(id, version, s)],
+      file: [2, (s) => file(id, version, s)],
+      image: [6, (s) => image(id, { region, size, rotation, qualityFormat }, version, s)],
+    };
+    const [length, route] = Object.hasOwn(routes, kind) ? routes[kind] : [];
+    if (!route || parts.length !== length) throw notFound(`no route ${url.pathname}`);
+    const timeout = timeoutOf(req) ?? defaultTimeout;
+    const release = limiter.acquire();
+    const deadline = withDeadline(signal, timeout);
+    try {
+      return await route(deadline.signal);
+    } finally {
+      deadline.done();
+      release();
     }
-    if (parts[0] === "file" && parts.length === 2) {
-      return file(parts[1], version, signal);
-    }
-    if (parts[0] === "image" && parts.length === 6) {
-      const [, id, region, size, rotation, qualityFormat] = parts;
-      return image(id, { region, size, rotation, qualityFormat }, version, signal);
-    }
-    throw notFound(`no route ${url.pathname}`);
   }
 
   async function info(id: string, version: string | undefined, signal: AbortSignal): Promise<Answer> {
@@ -167,12 +212,24 @@ export function createDecoderServer(options: DecoderOptions): Server {
     return withCog(id, version, signal, async (cog) => {
       const resolved = resolveImageRequest(parsed, { width: cog.width, height: cog.height });
       checkSupported(resolved);
-      const out = await render(cog, resolved, signal);
-      return {
-        status: 200,
-        headers: { "content-type": out.contentType, [VERSION_HEADER]: cog.source.version },
-        body: out.body,
-      };
+      const what = `${id} ${parts.region}/${parts.size}`;
+      const cost = renderCost(cog, resolved);
+      const work = await admitWork(budget, cost, what, signal, () => runtime.budgetRetries.inc());
+      try {
+        const tile = passthroughTile(cog, resolved);
+        if (tile) runtime.passthrough.inc();
+        // Cheapest first: the stored tile itself, a TurboJPEG encode of cached pixels, libvips.
+        const out = tile
+          ? { body: await storedJpeg(cog, tile, signal), contentType: "image/jpeg" }
+          : ((await renderDirectJpeg(cog, resolved, signal, work)) ?? (await render(cog, resolved, signal, work)));
+        return {
+          status: 200,
+          headers: { "content-type": out.contentType, [VERSION_HEADER]: cog.source.version },
+          body: out.body,
+        };
+      } finally {
+        work.release();
+      }
     });
   }
 
@@ -204,6 +261,8 @@ export function createDecoderServer(options: DecoderOptions): Server {
         stack: err instanceof Error ? err.stack : undefined,
       });
     }
+    if (err instanceof HttpError && REJECTIONS[err.kind]) runtime.rejected.inc({ reason: REJECTIONS[err.kind] });
+    else if (signal.aborted) runtime.rejected.inc({ reason: "cancelled" });
     // The one error table; anything not an HttpError is a generic 502, no detail on the wire.
     const response = errorResponse(err);
     const headers: Record<string, string> = {};
@@ -222,6 +281,27 @@ async function send(res: ServerResponse, answer: Answer): Promise<void> {
   }
   res.writeHead(answer.status, answer.headers);
   await pipeline(Readable.from(answer.body), res).catch(() => res.destroy());
+}
+
+/** The edge's signature, computed with node:crypto: synchronous, no WebCrypto job per request. */
+const nodeHmac = (secret: string, message: string) => createHmac("sha256", secret).update(message).digest("hex");
+
+/** Error kinds that are the runtime limits at work, as labels of tessera_decoder_rejected_total. */
+const REJECTIONS: Partial<Record<HttpError["kind"], string>> = {
+  overloaded: "overloaded",
+  deadline: "deadline",
+  too_large: "too_large",
+};
+
+/** A per-request deadline from the edge (ms), within bounds; undefined when absent. */
+function timeoutOf(req: IncomingMessage): number | undefined {
+  const raw = headerValue(req.headers[TIMEOUT_HEADER]);
+  if (raw === null) return undefined;
+  const ms = Number(raw);
+  if (!/^\d+$/.test(raw) || ms < 1 || ms > MAX_REQUEST_TIMEOUT_MS) {
+    throw badRequest(`${TIMEOUT_HEADER} must be whole milliseconds from 1 to ${MAX_REQUEST_TIMEOUT_MS}`);
+  }
+  return ms;
 }
 
 /** Failures that may mean the snapshot (or our copy of its headers) is unusable. */

@@ -31,19 +31,32 @@ export const DECODER = {
 /** Response header naming the snapshot an answer was made from. */
 export const VERSION_HEADER = "x-tessera-version";
 export const SIGNATURE_HEADER = "x-tessera-signature";
+/** Optional request header: this request's deadline in ms at the decoder (default 30 s there). */
+export const TIMEOUT_HEADER = "x-tessera-timeout-ms";
 /** How long a signature stays valid; bounds replay of a captured request. */
 const SIGNATURE_TTL_MS = 60_000;
 
 const encoder = new TextEncoder();
 
+/** Imported keys by secret: importing costs more than signing, and the secret rarely changes. */
+const keys = new Map<string, ReturnType<typeof crypto.subtle.importKey>>();
+
+function hmacKey(secret: string): ReturnType<typeof crypto.subtle.importKey> {
+  let key = keys.get(secret);
+  if (!key) {
+    key = crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    if (keys.size >= 8) keys.clear(); // a handful of secrets at most (rotation); never grows unbounded
+    keys.set(secret, key);
+    key.catch(() => keys.delete(secret));
+  }
+  return key;
+}
+
+/** Hex HMAC-SHA256 of `message`; a runtime may supply a faster one (the decoder uses node:crypto). */
+export type Hmac = (secret: string, message: string) => Promise<string> | string;
+
 async function hmac(secret: string, message: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
+  const key = await hmacKey(secret);
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(message)));
   return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -64,13 +77,14 @@ export async function verifyRequest(
   pathAndQuery: string,
   header: string | null,
   now = Date.now(),
+  computeMac: Hmac = hmac,
 ): Promise<void> {
   const [expiresText, mac] = (header ?? "").split(".");
   const expires = Number(expiresText);
   if (!mac || !Number.isFinite(expires) || expires < now || expires > now + 2 * SIGNATURE_TTL_MS) {
     throw new HttpError("unauthorized", "missing or expired edge signature");
   }
-  const expected = await hmac(secret, signedText(method, pathAndQuery, expires));
+  const expected = await computeMac(secret, signedText(method, pathAndQuery, expires));
   if (!constantTimeEqual(mac, expected)) throw new HttpError("unauthorized", "bad edge signature");
 }
 

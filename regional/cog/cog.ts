@@ -1,19 +1,43 @@
 // An opened Cloud-Optimized (or any tiled, pyramidal) TIFF: its levels, its SourceInfo, and
-// windowed pixel reads at a chosen level. Header parsing and tile decoding are geotiff.js;
-// all I/O goes through a Source (via GeoTiffSource). Pixels come out as interleaved 8-bit
-// samples: 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA) channels.
+// windowed pixel reads at a chosen level. The structure is validated first (tiff-guard), then
+// geotiff.js parses the IFDs; the common layouts are read block by block through a BlockReader
+// (decoded-block cache, coalescing, the bounded codecs of codecs.ts), the rest through
+// geotiff.js's readRasters with the same codecs. All I/O goes through a Source (via
+// GeoTiffSource). Pixels come out as interleaved 8-bit samples (see pixels.ts).
 
-import { GeoTIFF, type GeoTIFFImage } from "geotiff";
+import { GeoTIFF, getDecoder, type GeoTIFFImage } from "geotiff";
 import { HttpError, unsupported } from "../../shared/errors";
 import type { SourceInfo } from "../../shared/protocol";
 import type { Source } from "../source/source";
 import { untilAborted } from "../abort";
+import { WorkBudget, type Reservation } from "../work-budget";
+import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
+import { BlockReader } from "./block-reader";
+import { blockParameters, COMPRESSION, registerCodecs } from "./codecs";
 import { GeoTiffSource } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "./levels";
+import { compactWindow, type PixelView, type Pixels } from "./pixels";
+import { checkTiffStructure, malformed } from "./tiff-guard";
 import type { Rect } from "../../shared/iiif/resolve";
 
 /** Tile reads always carry a signal: that is how GeoTiffSource tells them from header reads. */
 const NEVER_ABORTED = new AbortController().signal;
+
+/** Largest image side served (GDAL's largest real mosaics are a few hundred thousand px). */
+export const MAX_DIMENSION = 1 << 21;
+/** Largest tile side; the TIFF spec's tiles are small multiples of 16. */
+export const MAX_TILE_SIDE = 8192;
+/** Most tiles one level may have (its tile tables stay under 32 MiB). */
+export const MAX_TILES_PER_LEVEL = 1 << 22;
+
+export interface CogOptions {
+  /** Decoded-block cache shared by every COG of the process. */
+  cache?: DecodedBlockCache;
+  /** Work allowance direct reads reserve from (fail-fast). */
+  budget?: WorkBudget;
+  /** Header blocks (64 KiB) kept per snapshot; > 0 also prefetches the tile tables in the background. */
+  prefetchRing?: number;
+}
 
 /** TIFF PhotometricInterpretation values we decode. */
 const PHOTOMETRIC = { whiteIsZero: 0, blackIsZero: 1, rgb: 2, palette: 3, cmyk: 5, ycbcr: 6, cieLab: 8 };
@@ -27,13 +51,8 @@ export interface CogLevel extends LevelSize {
   tileHeight: number;
   /** The geotiff.js image of this level. */
   image: GeoTIFFImage;
-}
-
-export interface Pixels {
-  data: Uint8Array;
-  width: number;
-  height: number;
-  channels: 1 | 2 | 3 | 4;
+  /** Block-level reads with the decoded-block cache, for the common layouts (else geotiff's readRasters). */
+  blocks?: BlockReader;
 }
 
 export class Cog {
@@ -42,18 +61,24 @@ export class Cog {
     private readonly tiff: GeoTIFF,
     /** Full image first, then overviews in decreasing size. */
     readonly levels: CogLevel[],
+    readonly budget: WorkBudget,
   ) {}
 
-  /** Parses the header and every IFD of `source`. Throws HttpError for what we cannot serve. */
-  static async open(source: Source, signal?: AbortSignal): Promise<Cog> {
-    const adapter = new GeoTiffSource(source);
+  /**
+   * Validates the TIFF structure, parses every IFD and checks each level's dimensions and
+   * tiling before any pixel is fetched. Throws HttpError for what we cannot serve.
+   */
+  static async open(source: Source, options: CogOptions = {}, signal?: AbortSignal): Promise<Cog> {
+    await registerCodecs();
+    const ring = options.prefetchRing ?? 8;
+    const adapter = new GeoTiffSource(source, { maxBlocks: Math.max(1, ring) });
     let tiff: GeoTIFF;
     let images: GeoTIFFImage[];
     try {
+      const ifds = await checkTiffStructure((o, n) => adapter.read(o, n), source.size, source.label);
       // geotiff.js's types name its own BaseSource class; ours has the same shape.
       tiff = await GeoTIFF.fromSource(adapter as unknown as Parameters<typeof GeoTIFF.fromSource>[0], {}, signal);
-      const count = await tiff.getImageCount();
-      images = await Promise.all(Array.from({ length: count }, (_, i) => tiff.getImage(i)));
+      images = await Promise.all(Array.from({ length: ifds }, (_, i) => tiff.getImage(i)));
     } catch (e) {
       throw asHttpError(e, source);
     }
@@ -65,13 +90,23 @@ export class Cog {
         tileWidth: image.getTileWidth(),
         tileHeight: image.getTileHeight(),
         image,
-      }))
+      }) as CogLevel)
       .sort((a, b) => b.width - a.width || b.height - a.height);
-    if (levels.length === 0 || levels[0].width <= 0 || levels[0].height <= 0) {
-      throw new HttpError("bad_gateway", `${source.label}: TIFF has no image`);
+    if (levels.length === 0) throw malformed(source.label, "no image");
+    for (const level of levels) {
+      checkGeometry(level, source.label);
+      checkSamples(level.image);
     }
-    for (const level of levels) checkSamples(level.image);
-    return new Cog(source, tiff, levels);
+    const cache = options.cache ?? new DecodedBlockCache();
+    const identity = snapshotIdentity(source);
+    try {
+      await Promise.all(levels.map(async (level, i) => (level.blocks = await blockReaderFor(source, `${identity}/${i}`, level, cache))));
+    } catch (e) {
+      throw asHttpError(e, source);
+    }
+    const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global());
+    if (ring > 0) cog.prefetchTables();
+    return cog;
   }
 
   get width(): number {
@@ -96,24 +131,62 @@ export class Cog {
     };
   }
 
-  /** Reads `region` (full-resolution pixels) from level `index` at that level's resolution. */
-  async readWindow(index: number, region: Rect, signal: AbortSignal = NEVER_ABORTED): Promise<Pixels> {
+  /** Work memory (bytes) reading `region` from level `index` takes: its blocks, stored and decoded, and the window. */
+  windowCost(index: number, region: Rect): number {
+    const level = this.levels[index];
+    const [x0, y0, x1, y1] = windowAtLevel(this.levels[0], level, region);
+    const blocks = (Math.ceil(x1 / level.tileWidth) - Math.floor(x0 / level.tileWidth)) * (Math.ceil(y1 / level.tileHeight) - Math.floor(y0 / level.tileHeight));
+    const blockBytes = level.blocks?.blockBytes ?? level.tileWidth * level.tileHeight * 4;
+    return blocks * 2 * blockBytes + (x1 - x0) * (y1 - y0) * 4;
+  }
+
+  /**
+   * Reads `region` (full-resolution pixels) from level `index` at that level's resolution.
+   * Inside a public request, `work` is the request's admitted reservation; a direct call
+   * reserves its own, fail-fast (ResourceLimitError when the allowance is taken).
+   */
+  async readWindow(index: number, region: Rect, signal: AbortSignal = NEVER_ABORTED, work?: Reservation): Promise<Pixels> {
+    return compactWindow(await this.readWindowView(index, region, signal, work));
+  }
+
+  /** As readWindow, but a window inside one cached block comes as that block plus a crop, uncopied. */
+  async readWindowView(index: number, region: Rect, signal: AbortSignal = NEVER_ABORTED, work?: Reservation): Promise<PixelView> {
+    const own = work ? undefined : this.budget.tryReserve(this.windowCost(index, region), `reading ${this.source.label}`);
     const level = this.levels[index];
     const window = windowAtLevel(this.levels[0], level, region);
     const width = window[2] - window[0];
     const height = window[3] - window[1];
     try {
+      if (level.blocks) return await level.blocks.read(window, signal, (work ?? own)!);
       // Tile reads abort on the signal; shared header reads (tile tables) finish for the
       // next request, but this caller stops waiting for them at once.
       const { data, channels } = await untilAborted(readInterleaved(level.image, window, signal), signal);
       if (data.length !== width * height * channels) {
         throw new HttpError("bad_gateway", `${this.source.label}: decoded block has the wrong size`);
       }
-      return { data, width, height, channels };
+      return { data, width, height, channels, crop: { left: 0, top: 0, width, height } };
     } catch (e) {
       if (signal.aborted) throw signal.reason ?? e;
       throw asHttpError(e, this.source);
+    } finally {
+      own?.release();
     }
+  }
+
+  /**
+   * Loads every level's tile tables in the background, so the first tile request does not wait
+   * for them. Skipped when foreground work owns any of the allowance (it never competes), and
+   * reserved fail-fast like any direct read.
+   */
+  private prefetchTables(): void {
+    if (this.budget.usedBytes > 0) return;
+    let hold: Reservation;
+    try {
+      hold = this.budget.tryReserve(this.levels.length * 65536, `prefetching ${this.source.label}`);
+    } catch {
+      return;
+    }
+    void Promise.allSettled(this.levels.map((l) => l.blocks?.tables())).finally(() => hold.release());
   }
 
   async close(): Promise<void> {
@@ -152,6 +225,39 @@ function hasAlpha(image: GeoTIFFImage): boolean {
   if (extra === undefined) return false;
   const first = typeof extra === "number" ? extra : extra[0];
   return ALPHA_EXTRA_SAMPLES.has(first);
+}
+
+/** Dimensions and tiling the arithmetic below can trust (no overflow, no absurd allocations). */
+function checkGeometry(level: CogLevel, label: string): void {
+  const { width, height, tileWidth, tileHeight } = level;
+  const sides = [width, height, tileWidth, tileHeight];
+  if (!sides.every((n) => Number.isSafeInteger(n) && n > 0)) throw malformed(label, `dimensions ${width}x${height} (tiles ${tileWidth}x${tileHeight})`);
+  if (width > MAX_DIMENSION || height > MAX_DIMENSION) throw malformed(label, `${width}x${height} pixels exceeds the ${MAX_DIMENSION}-pixel side limit`);
+  if (tileWidth > MAX_TILE_SIDE || tileHeight > MAX_TILE_SIDE) throw malformed(label, `${tileWidth}x${tileHeight} tiles exceed ${MAX_TILE_SIDE} pixels`);
+  const tiles = Math.ceil(width / tileWidth) * Math.ceil(height / tileHeight);
+  if (tiles > MAX_TILES_PER_LEVEL) throw malformed(label, `${tiles} tiles in one level exceeds ${MAX_TILES_PER_LEVEL}`);
+}
+
+/**
+ * A BlockReader for the layouts that decode straight to interleaved 8-bit colour (+ alpha):
+ * tiled, chunky, gray or RGB, or YCbCr stored as JPEG (libjpeg converts it to RGB). Other
+ * layouts (strips, planar, palette, CMYK, Lab) go through geotiff.js's readRasters.
+ */
+async function blockReaderFor(source: Source, keyPrefix: string, level: CogLevel, cache: DecodedBlockCache): Promise<BlockReader | undefined> {
+  const dir = level.image.getFileDirectory();
+  const compression = (dir.getValue("Compression") as number | undefined) ?? COMPRESSION.none;
+  const photometric = dir.getValue("PhotometricInterpretation") as number;
+  const params = await blockParameters(dir);
+  const direct =
+    photometric === PHOTOMETRIC.blackIsZero ||
+    photometric === PHOTOMETRIC.rgb ||
+    (photometric === PHOTOMETRIC.ycbcr && compression === COMPRESSION.jpeg);
+  if (!dir.hasTag("TileWidth") || params.planarConfiguration !== 1 || !direct) return undefined;
+  const colour = photometric === PHOTOMETRIC.blackIsZero ? 1 : 3;
+  const channels = (colour + (hasAlpha(level.image) ? 1 : 0)) as 1 | 2 | 3 | 4;
+  if (params.samplesPerPixel < channels) return undefined;
+  const decoder = await getDecoder(compression, params as never);
+  return new BlockReader(source, keyPrefix, { width: level.width, height: level.height, tileWidth: level.tileWidth, tileHeight: level.tileHeight, params, compression, channels }, dir, decoder, cache);
 }
 
 /** Rejects what the 8-bit pipeline cannot serve, naming the reason (501). */

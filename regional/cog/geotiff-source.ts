@@ -55,15 +55,21 @@ export class GeoTiffSource {
     await this.source.close();
   }
 
+  /** Header bytes: through the per-snapshot block cache when small, shared by every request. */
+  async read(offset: number, length: number): Promise<Uint8Array> {
+    const end = Math.min(offset + length, this.source.size);
+    if (offset < 0 || end <= offset) return new Uint8Array(0);
+    if (end - offset > this.blockSize) return this.source.read(offset, end - offset);
+    return this.fromBlocks(offset, end);
+  }
+
   private async fetchOne({ offset, length }: Slice, signal?: AbortSignal): Promise<ArrayBuffer> {
     // geotiff.js asks for a fixed 1 KiB (4 KiB BigTIFF) at each IFD, which may run past
     // the end of a small file: answer with what exists, as its own sources do.
+    if (!signal) return toArrayBuffer(await this.read(offset, length));
     const end = Math.min(offset + length, this.source.size);
     if (offset < 0 || end <= offset) return new ArrayBuffer(0);
-    if (signal || end - offset > this.blockSize) {
-      return toArrayBuffer(await this.source.read(offset, end - offset, signal));
-    }
-    return toArrayBuffer(await this.fromBlocks(offset, end));
+    return toArrayBuffer(await this.source.read(offset, end - offset, signal));
   }
 
   private async fromBlocks(offset: number, end: number): Promise<Uint8Array> {

@@ -16,7 +16,9 @@ export interface Encoder {
   encode(img: sharp.Sharp): Promise<Buffer>;
 }
 
-const jpeg = (img: sharp.Sharp) => img.jpeg({ quality: JPEG_QUALITY, mozjpeg: false }).toBuffer();
+// No Huffman optimisation: a second entropy pass costing ~40% of a tile's encode for ~5% fewer
+// bytes; answers are cached at the edge, so encode time is what matters.
+const jpeg = (img: sharp.Sharp) => img.jpeg({ quality: JPEG_QUALITY, mozjpeg: false, optimiseCoding: false }).toBuffer();
 
 const ENCODERS: Record<Exclude<Format, "jp2">, Encoder> = {
   jpg: { contentType: "image/jpeg", alpha: false, encode: jpeg },

@@ -64,16 +64,19 @@ describe("IIIF through edge, admission and decoder from a versioned S3 COG", () 
   });
 
   it("serves tiles whose pixels match the reference, at native and reduced resolution", async () => {
-    for (const [path, region, w, h] of [
-      ["/iiif/3/test-pattern/0,0,256,256/max/0/default.jpg", { x: 0, y: 0, w: 256, h: 256 }, 256, 256],
-      ["/iiif/3/test-pattern/100,100,100,100/max/0/default.jpg", { x: 100, y: 100, w: 100, h: 100 }, 100, 100],
-      ["/iiif/3/test-pattern/full/250,/0/default.jpg", { x: 0, y: 0, w: 1000, h: 1000 }, 250, 250],
-      ["/iiif/3/test-pattern/512,512,488,488/244,244/0/default.jpg", { x: 512, y: 512, w: 488, h: 488 }, 244, 244],
+    // full/250 is the stored 250 px overview, which GDAL resampled its own way: it differs from
+    // the reference (sharp's lanczos of the PNG) by more than JPEG loss alone.
+    const OVERVIEW_TOLERANCE = JPEG_TOLERANCE + 1.5;
+    for (const [path, region, w, h, tolerance] of [
+      ["/iiif/3/test-pattern/0,0,256,256/max/0/default.jpg", { x: 0, y: 0, w: 256, h: 256 }, 256, 256, JPEG_TOLERANCE],
+      ["/iiif/3/test-pattern/100,100,100,100/max/0/default.jpg", { x: 100, y: 100, w: 100, h: 100 }, 100, 100, JPEG_TOLERANCE],
+      ["/iiif/3/test-pattern/full/250,/0/default.jpg", { x: 0, y: 0, w: 1000, h: 1000 }, 250, 250, OVERVIEW_TOLERANCE],
+      ["/iiif/3/test-pattern/512,512,488,488/244,244/0/default.jpg", { x: 512, y: 512, w: 488, h: 488 }, 244, 244, OVERVIEW_TOLERANCE],
     ] as const) {
       const res = await get(path);
       expect(res.status, path).toBe(200);
       expect(res.headers.get("content-type")).toBe("image/jpeg");
-      expect(await meanAbsDiff(await bytes(res), reference(region, w, h)), path).toBeLessThan(JPEG_TOLERANCE);
+      expect(await meanAbsDiff(await bytes(res), reference(region, w, h)), path).toBeLessThan(tolerance);
     }
   });
 

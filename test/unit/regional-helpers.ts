@@ -8,7 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
 import { signRequest } from "../../shared/protocol";
-import { createDecoderServer, type LogRecord } from "../../regional/server";
+import { createDecoderServer, type DecoderOptions, type LogRecord } from "../../regional/server";
 import type { Source, SourceCatalog } from "../../regional/source/source";
 
 export const SAMPLES = fileURLToPath(new URL("../../samples/", import.meta.url));
@@ -30,7 +30,11 @@ export interface Decoder {
   close(): Promise<void>;
 }
 
-export async function startDecoder(catalog: SourceCatalog, capacity = 3): Promise<Decoder> {
+export async function startDecoder(
+  catalog: SourceCatalog,
+  capacity = 3,
+  options: Partial<DecoderOptions> = {},
+): Promise<Decoder> {
   const secret = "unit-test-secret";
   const logs: LogRecord[] = [];
   const server = createDecoderServer({
@@ -38,6 +42,7 @@ export async function startDecoder(catalog: SourceCatalog, capacity = 3): Promis
     secret,
     capacity,
     log: (r) => logs.push(r),
+    ...options,
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
@@ -53,9 +58,21 @@ export async function startDecoder(catalog: SourceCatalog, capacity = 3): Promis
   };
 }
 
+/** The value of one sample (no labels, or the given label text) on the decoder's /metrics. */
+export async function metricValue(d: Decoder, name: string, labels = ""): Promise<number> {
+  const text = await (await fetch(`${d.url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${name}${labels} `));
+  return line ? Number(line.split(" ")[1]) : 0;
+}
+
 /** GET `pathAndQuery` with a valid edge signature (or the given header value). */
-export async function signedGet(d: Decoder, pathAndQuery: string, signature?: string | null): Promise<Response> {
-  const headers: Record<string, string> = {};
+export async function signedGet(
+  d: Decoder,
+  pathAndQuery: string,
+  signature?: string | null,
+  extraHeaders: Record<string, string> = {},
+): Promise<Response> {
+  const headers: Record<string, string> = { ...extraHeaders };
   const value = signature === undefined ? await signRequest(d.secret, "GET", pathAndQuery) : signature;
   if (value !== null) headers["x-tessera-signature"] = value;
   return fetch(d.url + pathAndQuery, { headers });
@@ -116,5 +133,57 @@ export class RecordingCatalog implements SourceCatalog {
   }
   bytesRead(): number {
     return this.reads.reduce((n, r) => n + r.length, 0);
+  }
+}
+
+/**
+ * A catalog whose tile reads (the reads that carry a request's signal) wait for `open()` of
+ * the gate, so a test can hold requests in flight. Records every tile read and every abort.
+ */
+export class GatedCatalog implements SourceCatalog {
+  readonly description = "gated";
+  readonly tileReads: { offset: number; length: number }[] = [];
+  readonly aborted: unknown[] = [];
+  private gate!: Promise<void>;
+  private release!: () => void;
+  private waiting: (() => void)[] = [];
+
+  constructor(private readonly inner: SourceCatalog) {
+    this.close();
+  }
+
+  /** Lets every held and future tile read through. */
+  pass(): void {
+    this.release();
+  }
+
+  /** Holds tile reads from now on. */
+  close(): void {
+    this.gate = new Promise((r) => (this.release = r));
+  }
+
+  /** Resolves once `n` tile reads have started. */
+  async readsStarted(n: number): Promise<void> {
+    while (this.tileReads.length < n) await new Promise<void>((r) => this.waiting.push(r));
+  }
+
+  async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
+    const src = await this.inner.open(id, version, signal);
+    const read = src.read.bind(src);
+    src.read = async (offset, length, sig) => {
+      if (!sig) return read(offset, length, sig);
+      this.tileReads.push({ offset, length });
+      this.waiting.splice(0).forEach((w) => w());
+      await new Promise<void>((resolve, reject) => {
+        if (sig.aborted) return reject(sig.reason);
+        sig.addEventListener("abort", () => {
+          this.aborted.push(sig.reason);
+          reject(sig.reason);
+        });
+        void this.gate.then(resolve);
+      });
+      return read(offset, length, sig);
+    };
+    return src;
   }
 }

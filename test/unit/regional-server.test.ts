@@ -2,12 +2,14 @@
 
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DecodedBlockCache } from "../../regional/cog/block-cache";
 import { LocalCatalog } from "../../regional/source/local";
 import { DECODER, signRequest, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
 import {
   decodeRgb,
   fixtureDir,
   meanAbsDiff,
+  metricValue,
   RecordingCatalog,
   referenceRgb,
   signedGet,
@@ -101,19 +103,24 @@ describe("GET /v1/image", () => {
   });
 
   it("reads the smallest overview that still covers the output size", async () => {
-    const tileReads = async (canonical: string) => {
-      const before = catalog.reads.length;
-      const res = await signedGet(decoder, imagePath("deflate", canonical));
-      expect(res.status).toBe(200);
-      await res.arrayBuffer();
-      // Tile reads carry the request's signal; header reads (shared, cached) do not.
-      return catalog.signals.slice(before).filter((s) => s !== undefined).length;
-    };
-    expect(await tileReads("full/max/0/default.jpg")).toBe(16); // 4×4 tiles of 1000×1000
-    expect(await tileReads("full/500,500/0/default.jpg")).toBe(4); // the 500 overview, 2×2 tiles
-    expect(await tileReads("full/250,250/0/default.jpg")).toBe(1); // the 250 overview, one tile
-    expect(await tileReads("full/251,251/0/default.jpg")).toBe(4); // never upsample the 250 one
-    expect(await tileReads("0,0,200,200/100,100/0/default.jpg")).toBe(1); // 500 overview, 100×100 of it
+    // Its own decoder with no block cache, so every request decodes the blocks it needs.
+    const d = await startDecoder(new LocalCatalog(fixtures.dir), 3, { blockCache: new DecodedBlockCache(0) });
+    try {
+      const blocksDecoded = async (canonical: string) => {
+        const before = await metricValue(d, "tessera_decoder_blocks_decoded_total");
+        const res = await signedGet(d, imagePath("deflate", canonical));
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+        return (await metricValue(d, "tessera_decoder_blocks_decoded_total")) - before;
+      };
+      expect(await blocksDecoded("full/max/0/default.jpg")).toBe(16); // 4×4 tiles of 1000×1000
+      expect(await blocksDecoded("full/500,500/0/default.jpg")).toBe(4); // the 500 overview, 2×2 tiles
+      expect(await blocksDecoded("full/250,250/0/default.jpg")).toBe(1); // the 250 overview, one tile
+      expect(await blocksDecoded("full/251,251/0/default.jpg")).toBe(4); // never upsample the 250 one
+      expect(await blocksDecoded("0,0,200,200/100,100/0/default.jpg")).toBe(1); // 500 overview, 100×100 of it
+    } finally {
+      await d.close();
+    }
   });
   for (const [size, expected] of [
     ["250,250", 250],

@@ -30,7 +30,9 @@ describe("a source rewritten while the decoder runs", () => {
       // Rewrite in place with different bytes (the lossless sample).
       await copyFile(path.join(SAMPLES, "test-pattern-deflate.tif"), path.join(fixtures.dir, "jpeg.tif"));
 
-      const stale = await signedGet(d, oldPath);
+      // Blocks already decoded for `old` are still `old`'s pixels (the cache key carries the
+      // version); a window needing blocks not yet read must fail rather than read new bytes.
+      const stale = await signedGet(d, DECODER.image("jpeg", "600,600,300,300/max/0/default.jpg", old.version));
       expect([404, 502]).toContain(stale.status);
       expect(stale.headers.get("content-type")).toContain("application/json");
       // Once the snapshot is dropped, the old version is simply gone.

@@ -1,0 +1,341 @@
+// `npm run bench:decode`: Tessera's regional decoder against iipsrv, side by side, same run.
+//
+// Fixture: an 8192² RGB image with texture (gradients plus noise), made here with GDAL into a
+// JPEG q85 COG with 512² blocks and overviews (not committed; cached under BENCH_DIR). Both
+// servers serve that same file and run at the same time, both pinned to core 0 (taskset;
+// iipsrv with OMP_NUM_THREADS=1 behind lighttpd, Tessera's decoder with a 1-thread libuv pool);
+// this client runs on core 1 with 8 requests in flight and sends both the same URL lists:
+//   native   random distinct 256² tiles at full resolution (256² out of 512² blocks)
+//   lower    random distinct 256² tiles one zoom level down (512² regions → 256²)
+//   aligned  random distinct 512² tiles at full resolution (one stored block each:
+//            Tessera answers these by codec passthrough)
+// Each list is cut into ROUNDS chunks run alternately on the two servers, after an untimed
+// warm-up on a copy of the file. Plus the per-core limit: libjpeg-turbo decoding one stored
+// 512² block and encoding a 256² quadrant, in a loop on one core, nothing else.
+//
+// Needs: gdal-bin, iipimage-server, lighttpd (apt-get install -y gdal-bin iipimage-server
+// lighttpd). The last line is the summary the issue asks for.
+
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { Agent, request } from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import jpegTurbo from "@julusian/jpeg-turbo";
+import { fromFile } from "geotiff";
+import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
+import { mergeJpegTables } from "../regional/cog/jpeg-tables";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
+const ID = "rgb-jpeg";
+const FILE = path.join(DIR, `${ID}.tif`);
+const SIZE = 8192;
+const IN_FLIGHT = 8;
+const DECODER_PORT = 9190;
+const IIP_PORT = 9191;
+const LIGHTTPD_PORT = 9192;
+const SECRET = "bench-secret";
+
+type Phase = "native" | "lower" | "aligned";
+interface Tile {
+  region: [number, number, number, number];
+  out: number;
+}
+
+function log(msg: string) {
+  process.stdout.write(`${msg}\n`);
+}
+
+/** Gradients plus noise, so JPEG blocks cost what photographs cost (a flat image is too cheap). */
+function makeFixture(): void {
+  if (existsSync(FILE)) return;
+  mkdirSync(DIR, { recursive: true });
+  const ppm = path.join(DIR, "base.ppm");
+  log(`making ${FILE} (8192² RGB, JPEG q85, 512² blocks, overviews) with GDAL…`);
+  const fd = openSync(ppm, "w");
+  writeSync(fd, `P6\n${SIZE} ${SIZE}\n255\n`);
+  const row = Buffer.alloc(SIZE * 3);
+  let seed = 12345;
+  const noise = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff - 0.5) * 48;
+  for (let y = 0; y < SIZE; y++) {
+    for (let x = 0; x < SIZE; x++) {
+      const n = noise();
+      row[x * 3] = 128 + 100 * Math.sin(x / 300) + n;
+      row[x * 3 + 1] = (y / SIZE) * 255 + n;
+      row[x * 3 + 2] = 128 + 90 * Math.cos((x + y) / 500) + n;
+    }
+    writeSync(fd, row);
+  }
+  closeSync(fd);
+  execFileSync("gdal_translate", ["-q", "-of", "COG", "-co", "COMPRESS=JPEG", "-co", "QUALITY=85", "-co", "BLOCKSIZE=512", "-co", "OVERVIEWS=AUTO", ppm, FILE]);
+  rmSync(ppm);
+}
+
+/** Seeded shuffle, so both servers get the same order and runs are comparable. */
+function shuffled<T>(items: T[], seed: number): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    const j = seed % (i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+function grid(step: number, regionSize: number, out: number): Tile[] {
+  const tiles: Tile[] = [];
+  for (let y = 0; y < SIZE; y += step) for (let x = 0; x < SIZE; x += step) tiles.push({ region: [x, y, regionSize, regionSize], out });
+  return tiles;
+}
+
+const ALL_PHASES: Record<Phase, Tile[]> = {
+  native: shuffled(grid(256, 256, 256), 1),
+  lower: shuffled(grid(512, 512, 256), 2),
+  aligned: shuffled(grid(512, 512, 512), 3),
+};
+// BENCH_PHASES=aligned (comma-separated) runs only those, e.g. to profile one path.
+const PHASES = Object.fromEntries(
+  Object.entries(ALL_PHASES).filter(([k]) => !process.env.BENCH_PHASES || process.env.BENCH_PHASES.split(",").includes(k)),
+) as Record<Phase, Tile[]>;
+/**
+ * Each phase's list is cut into this many chunks, run alternately on the two servers (T I, I T,
+ * …), so load from anything else on the machine falls on both alike.
+ */
+const ROUNDS = 4;
+/** Warm-up: every phase's kind of request, on a copy of the file (its own caches), untimed. */
+const WARM_ID = `${ID}-warm`;
+
+const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
+
+function get(port: number, pathAndQuery: string, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, path: pathAndQuery, agent, headers }, (res) => {
+      let bytes = 0;
+      res.on("data", (c: Buffer) => (bytes += c.length));
+      res.on("end", () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`${pathAndQuery}: HTTP ${res.statusCode}`))));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** Runs every request with IN_FLIGHT at once; returns requests per second. */
+async function drive(requests: (() => Promise<number>)[]): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < requests.length) await requests[next++]();
+    }),
+  );
+  return requests.length / ((performance.now() - started) / 1000);
+}
+
+async function waitFor(port: number, pathAndQuery: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      await get(port, pathAndQuery);
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error(`nothing answered on port ${port}`);
+}
+
+function stop(p: ChildProcess): Promise<void> {
+  if (p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    p.once("exit", () => resolve());
+    p.kill("SIGTERM");
+  });
+}
+
+interface Server {
+  name: string;
+  /** Processes whose CPU time is the server's. */
+  pids: number[];
+  /** One request for `tile` of source `id`. */
+  request(id: string, tile: Tile): Promise<() => Promise<number>>;
+  stop(): Promise<void>;
+}
+
+async function startTessera(): Promise<Server & { pid: number; metrics(): Promise<string> }> {
+  // BENCH_DECODER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the decoder.
+  const nodeArgs = (process.env.BENCH_DECODER_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const decoder = spawn("taskset", ["-c", "0", process.execPath, ...nodeArgs, "--import", "tsx", "regional/main.ts"], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      TESSERA_DECODER_SECRET: SECRET,
+      TESSERA_DECODER_PORT: String(DECODER_PORT),
+      TESSERA_DATA_DIR: DIR,
+      // One pool thread for one core (README "libvips threads"): more threads than cores only
+      // time-slice decodes and thrash the caches (measured here: 4 threads ran ~40% slower).
+      UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? "1",
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  await waitFor(DECODER_PORT, DECODER.health);
+  const versions = new Map<string, string>();
+  for (const id of [ID, WARM_ID]) versions.set(id, JSON.parse(await fetchText(DECODER_PORT, DECODER.info(id), true)).version);
+  return {
+    name: "tessera",
+    pids: [decoder.pid!], // taskset execs the decoder in place
+    pid: decoder.pid!,
+    async request(id, { region, out }) {
+      const p = DECODER.image(id, `${region.join(",")}/${out},${out}/0/default.jpg`, versions.get(id)!);
+      const sig = await signRequest(SECRET, "GET", p); // signed ahead: the client's cost stays out of the timing
+      return () => get(DECODER_PORT, p, { [SIGNATURE_HEADER]: sig });
+    },
+    metrics: () => fetchText(DECODER_PORT, "/metrics", false),
+    stop: () => stop(decoder),
+  };
+}
+
+/** User + system CPU seconds of a process so far (/proc/<pid>/stat, clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+async function fetchText(port: number, pathAndQuery: string, signed: boolean): Promise<string> {
+  const headers: Record<string, string> = signed ? { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", pathAndQuery) } : {};
+  const res = await fetch(`http://127.0.0.1:${port}${pathAndQuery}`, { headers });
+  if (!res.ok) throw new Error(`${pathAndQuery}: HTTP ${res.status}`);
+  return res.text();
+}
+
+async function startIipsrv(): Promise<Server> {
+  const conf = path.join(DIR, "lighttpd.conf");
+  mkdirSync(path.join(DIR, "www"), { recursive: true });
+  writeFileSync(
+    conf,
+    [
+      `server.modules = ( "mod_fastcgi" )`,
+      `server.bind = "127.0.0.1"`,
+      `server.port = ${LIGHTTPD_PORT}`,
+      `server.document-root = "${path.join(DIR, "www")}"`,
+      `server.errorlog = "${path.join(DIR, "lighttpd.log")}"`,
+      `server.max-keep-alive-requests = 100000`,
+      `fastcgi.server = ( "/iiif" => ( ( "host" => "127.0.0.1", "port" => ${IIP_PORT}, "check-local" => "disable" ) ) )`,
+    ].join("\n"),
+  );
+  const iip = spawn("taskset", ["-c", "0", "/usr/lib/iipimage-server/iipsrv.fcgi", "--bind", `127.0.0.1:${IIP_PORT}`], {
+    env: { ...process.env, FILESYSTEM_PREFIX: `${DIR}/`, URI_MAP: "iiif=>IIIF", OMP_NUM_THREADS: "1", MAX_IMAGE_CACHE_SIZE: "5", JPEG_QUALITY: "85", LOGFILE: "/dev/null" },
+    stdio: "ignore", // it warns about GeoTIFF tags on every request
+  });
+  const httpd = spawn("taskset", ["-c", "0", "lighttpd", "-D", "-f", conf], { stdio: "ignore" });
+  await waitFor(LIGHTTPD_PORT, `/iiif/${ID}.tif/info.json`);
+  return {
+    name: "iipsrv",
+    pids: [iip.pid!, httpd.pid!],
+    async request(id, { region, out }) {
+      const p = `/iiif/${id}.tif/${region.join(",")}/${out},/0/default.jpg`;
+      return () => get(LIGHTTPD_PORT, p);
+    },
+    async stop() {
+      await stop(httpd);
+      await stop(iip);
+    },
+  };
+}
+
+/** libjpeg-turbo's own rate on one core (TurboJPEG): decode a stored 512² block, encode a 256² quadrant at q85. */
+async function jpegLimit(): Promise<number> {
+  const tiff = await fromFile(FILE);
+  const image = await tiff.getImage(0);
+  const dir = image.getFileDirectory();
+  const offsets = (await dir.loadValue("TileOffsets")) as ArrayLike<number>;
+  const counts = (await dir.loadValue("TileByteCounts")) as ArrayLike<number>;
+  const tables = Uint8Array.from((await dir.loadValue("JPEGTables")) as ArrayLike<number>);
+  const file = readFileSync(FILE);
+  const blocks = Array.from({ length: 64 }, (_, i) => mergeJpegTables(file.subarray(offsets[i], offsets[i] + counts[i]), tables));
+  const n = 400;
+  const started = performance.now();
+  // Synchronous on this thread: exactly one core's worth of libjpeg-turbo, nothing else.
+  for (let i = 0; i < n; i++) {
+    const { data } = jpegTurbo.decompressSync(Buffer.from(blocks[i % blocks.length]), { format: jpegTurbo.FORMAT_RGB });
+    const quadrant = Buffer.from(data.buffer, data.byteOffset + (i % 2) * 256 * 3); // top-left or top-right 256²
+    jpegTurbo.compressSync(quadrant, { width: 256, height: 256, stride: 512, format: jpegTurbo.FORMAT_RGB, quality: 85, subsampling: jpegTurbo.SAMP_420 });
+  }
+  return n / ((performance.now() - started) / 1000);
+}
+
+/** Each server's rate and CPU use per phase, its chunks interleaved with the other server's. */
+async function measure(servers: Server[]): Promise<Record<string, Record<Phase, { rate: number; cpu: number }>>> {
+  const seconds: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
+  const cpu: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
+  const cpuOf = (s: Server) => s.pids.reduce((n, pid) => n + cpuSeconds(pid), 0);
+  for (const phase of Object.keys(PHASES) as Phase[]) {
+    const tiles = PHASES[phase];
+    const chunk = Math.ceil(tiles.length / ROUNDS);
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? servers : [...servers].reverse();
+      for (const server of order) {
+        const requests = await Promise.all(tiles.slice(r * chunk, (r + 1) * chunk).map((t) => server.request(ID, t)));
+        const cpuBefore = cpuOf(server);
+        const started = performance.now();
+        await drive(requests);
+        seconds[server.name][phase] = (seconds[server.name][phase] ?? 0) + (performance.now() - started) / 1000;
+        cpu[server.name][phase] = (cpu[server.name][phase] ?? 0) + cpuOf(server) - cpuBefore;
+      }
+    }
+  }
+  return Object.fromEntries(
+    servers.map((s) => [
+      s.name,
+      Object.fromEntries(
+        Object.keys(PHASES).map((p) => [p, { rate: PHASES[p as Phase].length / seconds[s.name][p], cpu: cpu[s.name][p] / seconds[s.name][p] }]),
+      ),
+    ]),
+  ) as Record<string, Record<Phase, { rate: number; cpu: number }>>;
+}
+
+async function main(): Promise<void> {
+  // This process is the client: keep it off the servers' core.
+  execFileSync("taskset", ["-cp", "1", String(process.pid)], { stdio: "ignore" });
+  makeFixture();
+  const warmFile = path.join(DIR, `${WARM_ID}.tif`);
+  if (!existsSync(warmFile)) copyFileSync(FILE, warmFile);
+  const limit = await jpegLimit();
+  const tessera = await startTessera();
+  const iipsrv = await startIipsrv();
+  try {
+    for (const server of [tessera, iipsrv]) {
+      for (const tiles of Object.values(ALL_PHASES)) await drive(await Promise.all(tiles.slice(0, 96).map((t) => server.request(WARM_ID, t))));
+    }
+    const results = await measure([tessera, iipsrv]);
+    const metrics = await tessera.metrics();
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN);
+    const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${tessera.pid}/status`, "utf8"))?.[1]) * 1024;
+    // cpu: cores each server used while it was being driven (1.0 = all of its one core). Below
+    // 1.0 it was waiting or, on a shared machine, its core was busy with other work.
+    for (const phase of Object.keys(PHASES) as Phase[]) {
+      const t = results.tessera[phase];
+      const y = results.iipsrv[phase];
+      // Tiles per CPU-second: what each server gets out of the CPU it was given, which other
+      // load on a shared machine moves much less than tiles per wall-second.
+      const perCpu = (r: { rate: number; cpu: number }) => r.rate / r.cpu;
+      log(
+        `${phase.padEnd(8)} tessera=${t.rate.toFixed(0)}/s (cpu ${t.cpu.toFixed(2)}) iipsrv=${y.rate.toFixed(0)}/s (cpu ${y.cpu.toFixed(2)}) ratio=${(t.rate / y.rate).toFixed(2)} per_cpu_second_ratio=${(perCpu(t) / perCpu(y)).toFixed(2)} (${PHASES[phase].length} distinct tiles, ${IN_FLIGHT} in flight)`,
+      );
+    }
+    log(`decoder peak_rss_bytes=${peakRss} work_budget_peak_bytes=${value("tessera_decoder_work_budget_peak_bytes")} block_cache_hits=${value("tessera_decoder_block_cache_hits_total")} blocks_decoded=${value("tessera_decoder_blocks_decoded_total")} passthrough=${value("tessera_decoder_passthrough_total")}`);
+    log(`limit (one core, libjpeg-turbo: decode a 512² block + encode a 256² quadrant) ${limit.toFixed(0)}/s`);
+    if (!results.tessera.native || !results.tessera.aligned) return;
+    const x = results.tessera.native.rate;
+    const y = results.iipsrv.native.rate;
+    const p = results.tessera.aligned.rate;
+    log(
+      `tiles_per_s=${x.toFixed(1)} iipsrv_tiles_per_s=${y.toFixed(1)} ratio=${(x / y).toFixed(2)} limit_tiles_per_s=${limit.toFixed(1)} passthrough_ratio=${(p / y).toFixed(2)}`,
+    );
+  } finally {
+    await tessera.stop();
+    await iipsrv.stop();
+    agent.destroy();
+  }
+}
+
+await main();

@@ -1,0 +1,285 @@
+// Windowed reads of one tiled level, block by block: the decoded-block cache first; blocks
+// another request is already fetching are joined, not fetched again (request coalescing);
+// the remaining blocks are fetched with as few ranged reads as their byte layout allows (range
+// coalescing: neighbours in the file, as COGs store a row of tiles, become one GET); each
+// block is decoded by the bounded codec of its compression, checked against the declared shape
+// and cached; the window is then copied out of the blocks.
+//
+// Everything that can be checked from the header (tile table sizes, a tile's byte range, its
+// compressed size) is checked before the fetch. The request's signal is checked between
+// stages; a shared fetch is aborted only when every request waiting for it has gone, and it
+// keeps a share of the work reservation of the request that started it until it settles.
+
+import type { BaseDecoder, ImageFileDirectory } from "geotiff";
+import { untilAborted } from "../abort";
+import type { Source } from "../source/source";
+import type { Reservation } from "../work-budget";
+import type { DecodedBlock, DecodedBlockCache } from "./block-cache";
+import { blockBytes, type BlockParameters } from "./codecs";
+import type { PixelView } from "./pixels";
+import { malformed } from "./tiff-guard";
+
+/** Largest gap (bytes) between two blocks' ranges that still joins them into one read. */
+const MAX_GAP_BYTES = 64 * 1024;
+/** Largest single coalesced read. */
+const MAX_READ_BYTES = 16 * 1024 * 1024;
+
+export interface LevelLayout {
+  width: number;
+  height: number;
+  tileWidth: number;
+  tileHeight: number;
+  params: BlockParameters;
+  /** TIFF Compression tag value. */
+  compression: number;
+  /** Channels the window has: colour (+ alpha), a prefix of the stored samples. */
+  channels: 1 | 2 | 3 | 4;
+}
+
+
+interface TileTables {
+  offsets: number[];
+  counts: number[];
+}
+
+/** One fetch-and-decode of a run of neighbouring blocks, shared by every request that needs them. */
+interface SharedFetch {
+  controller: AbortController;
+  waiters: number;
+  settled: boolean;
+}
+
+interface Pending {
+  block: Promise<DecodedBlock>;
+  fetch: SharedFetch;
+}
+
+export class BlockReader {
+  readonly tilesAcross: number;
+  readonly tilesDown: number;
+  private tablesPromise: Promise<TileTables> | undefined;
+  private readonly pending = new Map<number, Pending>();
+
+  constructor(
+    private readonly source: Source,
+    /** Snapshot identity + level: the prefix of this level's cache keys. */
+    private readonly keyPrefix: string,
+    readonly layout: LevelLayout,
+    private readonly dir: ImageFileDirectory,
+    private readonly decoder: BaseDecoder,
+    private readonly cache: DecodedBlockCache,
+  ) {
+    this.tilesAcross = Math.ceil(layout.width / layout.tileWidth);
+    this.tilesDown = Math.ceil(layout.height / layout.tileHeight);
+  }
+
+  /** Decoded bytes of one block. */
+  get blockBytes(): number {
+    return blockBytes(this.layout.params);
+  }
+
+  /** Loads (once) and validates the tile offset and byte-count tables. */
+  tables(): Promise<TileTables> {
+    this.tablesPromise ??= this.loadTables();
+    this.tablesPromise.catch(() => (this.tablesPromise = undefined));
+    return this.tablesPromise;
+  }
+
+  /** The stored (compressed) bytes of block (bx, by), for codec passthrough. */
+  async storedBlock(bx: number, by: number, signal: AbortSignal): Promise<Uint8Array> {
+    const index = by * this.tilesAcross + bx;
+    const { offset, count } = this.range(await untilAborted(this.tables(), signal), index);
+    return this.source.read(offset, count, signal);
+  }
+
+  /** Pixels of window [x0, y0, x1, y1) of this level. */
+  async read(window: [number, number, number, number], signal: AbortSignal, work: Reservation): Promise<PixelView> {
+    const [x0, y0, x1, y1] = window;
+    const { tileWidth: tw, tileHeight: th, channels } = this.layout;
+    const bx0 = Math.floor(x0 / tw);
+    const by0 = Math.floor(y0 / th);
+    const bx1 = Math.ceil(x1 / tw);
+    const by1 = Math.ceil(y1 / th);
+    const indices: number[] = [];
+    for (let by = by0; by < by1; by++) for (let bx = bx0; bx < bx1; bx++) indices.push(by * this.tilesAcross + bx);
+
+    const blocks = await this.blocks(indices, signal, work);
+    signal.throwIfAborted();
+
+    const width = x1 - x0;
+    const height = y1 - y0;
+    // A window inside one block needs no copy: hand over the block and where the window lies.
+    if (blocks.length === 1 && blocks[0].channels === channels) {
+      const { data, width: bw, height: bh } = blocks[0];
+      return { data, width: bw, height: bh, channels, crop: { left: x0 - bx0 * tw, top: y0 - by0 * th, width, height } };
+    }
+    const out = new Uint8Array(width * height * channels);
+    indices.forEach((index, i) => copyInto(out, window, blocks[i], (index % this.tilesAcross) * tw, Math.floor(index / this.tilesAcross) * th, channels));
+    return { data: out, width, height, channels, crop: { left: 0, top: 0, width, height } };
+  }
+
+  private async blocks(indices: number[], signal: AbortSignal, work: Reservation): Promise<DecodedBlock[]> {
+    const found = new Map<number, Promise<DecodedBlock>>();
+    const joined: SharedFetch[] = [];
+    const missing: number[] = [];
+    for (const index of indices) {
+      const cached = this.cache.get(this.key(index));
+      if (cached) found.set(index, Promise.resolve(cached));
+      else if (this.pending.has(index)) {
+        const p = this.pending.get(index)!;
+        found.set(index, p.block);
+        // Counted at once, before any await: the fetch must not be aborted under us.
+        if (!joined.includes(p.fetch)) {
+          joined.push(p.fetch);
+          p.fetch.waiters++;
+        }
+      } else missing.push(index);
+    }
+    const leave = () => {
+      for (const f of joined) {
+        // The last request to leave passes its reason on (client gone, deadline) to the GETs.
+        const reason = signal.aborted ? signal.reason : new DOMException("no request waits for these blocks", "AbortError");
+        if (--f.waiters === 0 && !f.settled) f.controller.abort(reason);
+      }
+    };
+    try {
+      if (missing.length > 0) {
+        const tables = await untilAborted(this.tables(), signal);
+        // Validate every range before the first byte is fetched.
+        const ranges = missing.map((index) => ({ index, ...this.range(tables, index) }));
+        for (const run of coalesce(ranges)) {
+          const fetch = this.startFetch(run, found, work);
+          fetch.waiters++;
+          joined.push(fetch);
+        }
+      }
+      return await untilAborted(Promise.all(indices.map((i) => found.get(i)!)), signal);
+    } finally {
+      leave();
+    }
+  }
+
+  /** Fetches one run of neighbouring blocks with one read, then decodes each into the cache. */
+  private startFetch(run: Range[], found: Map<number, Promise<DecodedBlock>>, work: Reservation): SharedFetch {
+    const fetch: SharedFetch = { controller: new AbortController(), waiters: 0, settled: false };
+    const hold = work.share(); // a fetch outlives a cancelled caller: it keeps its memory accounted
+    const signal = fetch.controller.signal;
+    const start = run[0].offset;
+    const end = run[run.length - 1].offset + run[run.length - 1].count;
+    const bytes = end > start ? this.source.read(start, end - start, signal) : Promise.resolve(new Uint8Array(0));
+    const settled: Promise<unknown>[] = [];
+    for (const r of run) {
+      const block = bytes.then((all) => {
+        signal.throwIfAborted();
+        return this.decode(r, all.subarray(r.offset - start, r.offset - start + r.count));
+      });
+      block.catch(() => {}); // observed by the requests that wait for it
+      const entry = { block, fetch };
+      this.pending.set(r.index, entry);
+      found.set(r.index, block);
+      settled.push(
+        block.then(
+          (b) => this.cache.set(this.key(r.index), b),
+          () => {},
+        ).finally(() => {
+          if (this.pending.get(r.index) === entry) this.pending.delete(r.index);
+        }),
+      );
+    }
+    void Promise.all(settled).finally(() => {
+      fetch.settled = true;
+      hold.release();
+    });
+    return fetch;
+  }
+
+  private async decode(r: Range, stored: Uint8Array): Promise<DecodedBlock> {
+    const { tileWidth: width, tileHeight: height, params } = this.layout;
+    const expected = blockBytes(params);
+    let data: Uint8Array;
+    if (r.count === 0) {
+      data = new Uint8Array(expected); // a sparse block (GDAL's SPARSE_OK): all zeros
+    } else {
+      // geotiff.js codecs take an ArrayBuffer: a block read alone is one already; a block cut
+      // from a coalesced read is copied out.
+      const whole = stored.byteOffset === 0 && stored.byteLength === stored.buffer.byteLength;
+      data = new Uint8Array(await this.decoder.decode((whole ? stored : stored.slice()).buffer));
+    }
+    if (data.byteLength !== expected) {
+      throw malformed(this.source.label, `block ${r.index} decodes to ${data.byteLength} bytes, not the declared ${expected}`);
+    }
+    return { data, width, height, channels: params.samplesPerPixel };
+  }
+
+  private range(tables: TileTables, index: number): { offset: number; count: number } {
+    const offset = tables.offsets[index];
+    const count = tables.counts[index];
+    const label = this.source.label;
+    if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(count) || offset < 0 || count < 0) {
+      throw malformed(label, `block ${index} has an invalid byte range`);
+    }
+    if (offset + count > this.source.size) throw malformed(label, `block ${index} lies past the end of the file`);
+    // No codec here makes a block bigger than twice its raw size plus headers.
+    const maxStored = 2 * this.blockBytes + 65536;
+    if (count > maxStored) throw malformed(label, `block ${index} stores ${count} bytes for ${this.blockBytes} decoded`);
+    return { offset, count };
+  }
+
+  private async loadTables(): Promise<TileTables> {
+    const offsets = (await this.dir.loadValue("TileOffsets")) as ArrayLike<number | bigint> | undefined;
+    const counts = (await this.dir.loadValue("TileByteCounts")) as ArrayLike<number | bigint> | undefined;
+    const want = this.tilesAcross * this.tilesDown;
+    if (!offsets || !counts || offsets.length !== want || counts.length !== want) {
+      throw malformed(this.source.label, `a ${this.layout.width}x${this.layout.height} level needs ${want} tile offsets and byte counts, found ${offsets?.length ?? 0} and ${counts?.length ?? 0}`);
+    }
+    return { offsets: Array.from(offsets, Number), counts: Array.from(counts, Number) };
+  }
+
+  private key(index: number): string {
+    return `${this.keyPrefix}/${index}`;
+  }
+}
+
+interface Range {
+  index: number;
+  offset: number;
+  count: number;
+}
+
+/** Groups ranges that lie close together in the file into runs read with one GET each. */
+export function coalesce(ranges: Range[]): Range[][] {
+  const sorted = [...ranges].sort((a, b) => a.offset - b.offset);
+  const runs: Range[][] = [];
+  for (const r of sorted) {
+    const run = runs[runs.length - 1];
+    const last = run?.[run.length - 1];
+    // Sparse blocks (no bytes stored, offset often 0) are never joined: they need no read.
+    const joinable = run && last && r.count > 0 && last.count > 0;
+    if (joinable && r.offset - (last.offset + last.count) <= MAX_GAP_BYTES && r.offset >= last.offset + last.count && r.offset + r.count - run[0].offset <= MAX_READ_BYTES) {
+      run.push(r);
+    } else runs.push([r]);
+  }
+  return runs;
+}
+
+/** Copies the part of `block` (placed at bx, by in level pixels) inside `window` into `out`. */
+function copyInto(out: Uint8Array, window: [number, number, number, number], block: DecodedBlock, bx: number, by: number, channels: number): void {
+  const [x0, y0, x1, y1] = window;
+  const left = Math.max(x0, bx);
+  const right = Math.min(x1, bx + block.width);
+  const top = Math.max(y0, by);
+  const bottom = Math.min(y1, by + block.height);
+  if (right <= left || bottom <= top) return;
+  const outStride = (x1 - x0) * channels;
+  const s = block.channels;
+  for (let y = top; y < bottom; y++) {
+    const src = ((y - by) * block.width + (left - bx)) * s;
+    const dst = (y - y0) * outStride + (left - x0) * channels;
+    if (s === channels) {
+      out.set(block.data.subarray(src, src + (right - left) * s), dst);
+    } else {
+      // Extra stored samples beyond colour and alpha are dropped.
+      for (let x = 0; x < right - left; x++) for (let c = 0; c < channels; c++) out[dst + x * channels + c] = block.data[src + x * s + c];
+    }
+  }
+}

@@ -1,0 +1,34 @@
+// Decoded pixels as the decoder passes them around: interleaved 8-bit samples, 1 (gray),
+// 2 (gray+alpha), 3 (RGB) or 4 (RGBA) channels.
+
+export interface Pixels {
+  /** `width` × `height` × `channels` samples. */
+  data: Uint8Array;
+  width: number;
+  height: number;
+  channels: 1 | 2 | 3 | 4;
+}
+
+/**
+ * A window as read: when it lies inside one decoded block, `data` is that whole (cached) block
+ * and the window is `crop` of it, so fast paths can use it in place; otherwise `crop` is all of
+ * `data`.
+ */
+export interface PixelView extends Pixels {
+  crop: { left: number; top: number; width: number; height: number };
+}
+
+/** The window of `view` as compact pixels (its rows copied out unless it is all of `data`). */
+export function compactWindow(view: PixelView): Pixels {
+  const { data, width, channels, crop } = view;
+  if (crop.left === 0 && crop.top === 0 && crop.width === width && crop.height === view.height) {
+    return { data, width, height: view.height, channels };
+  }
+  const row = crop.width * channels;
+  const out = new Uint8Array(row * crop.height);
+  for (let y = 0; y < crop.height; y++) {
+    const from = ((crop.top + y) * width + crop.left) * channels;
+    out.set(data.subarray(from, from + row), y * row);
+  }
+  return { data: out, width: crop.width, height: crop.height, channels };
+}

@@ -1,0 +1,65 @@
+// Codec passthrough: a request that is exactly one stored JPEG tile at its native size (the
+// usual viewer and map-tile request on a COG whose tiles match the client's) is answered with
+// the stored bytes, JPEGTables merged in: no decode, no re-encode, no generation loss.
+//
+// Exactly means: JPEG output, default quality (or color for a colour source), no rotation or
+// mirror, the region maps onto one whole block of the level chosen for that size (not a
+// padded edge block), and the block's samples are exactly what a JPEG viewer shows (gray, or
+// YCbCr/RGB without alpha or extra samples).
+
+import type { ResolvedImageRequest } from "../shared/iiif/resolve";
+import type { Cog } from "./cog/cog";
+import { COMPRESSION } from "./cog/codecs";
+import { jpegFrame, mergeJpegTables } from "./cog/jpeg-tables";
+import { malformed } from "./cog/tiff-guard";
+import { chooseLevel } from "./cog/levels";
+
+/** Float slack when checking that a region maps onto whole pixels of an overview. */
+const EPSILON = 1e-6;
+
+export interface StoredTile {
+  level: number;
+  bx: number;
+  by: number;
+}
+
+/** The stored tile a request maps onto exactly, if any (pure; no I/O). */
+export function passthroughTile(cog: Cog, req: ResolvedImageRequest): StoredTile | undefined {
+  if (req.format !== "jpg" || req.mirror || req.degrees !== 0) return undefined;
+  const level = chooseLevel(cog.levels, req.region, req.width, req.height);
+  const { width, height, blocks } = cog.levels[level];
+  if (!blocks || blocks.layout.compression !== COMPRESSION.jpeg) return undefined;
+  const { tileWidth: tw, tileHeight: th, channels, params } = blocks.layout;
+  if (channels === 2 || channels === 4 || params.samplesPerPixel !== channels) return undefined;
+  if (req.quality !== "default" && !(req.quality === "color" && channels === 3)) return undefined;
+  if (req.width !== tw || req.height !== th) return undefined;
+  const sx = width / cog.width;
+  const sy = height / cog.height;
+  const x = req.region.x * sx;
+  const y = req.region.y * sy;
+  const exact = (v: number, want: number) => Math.abs(v - want) < EPSILON;
+  const bx = Math.round(x / tw);
+  const by = Math.round(y / th);
+  if (!exact(x, bx * tw) || !exact(y, by * th)) return undefined;
+  if (!exact(req.region.w * sx, tw) || !exact(req.region.h * sy, th)) return undefined;
+  // A block reaching past the level's edge is padded in storage: not the requested picture.
+  if ((bx + 1) * tw > width || (by + 1) * th > height) return undefined;
+  return { level, bx, by };
+}
+
+/**
+ * The stored bytes of `tile` as a standalone JPEG. Its frame header must declare exactly the
+ * block's shape: a lying tile is a 502, not a different picture passed on.
+ */
+export async function storedJpeg(cog: Cog, tile: StoredTile, signal: AbortSignal): Promise<Buffer> {
+  const blocks = cog.levels[tile.level].blocks!;
+  const stored = await blocks.storedBlock(tile.bx, tile.by, signal);
+  const { tileWidth, tileHeight, params } = blocks.layout;
+  const frame = jpegFrame(stored);
+  if (frame?.width !== tileWidth || frame.height !== tileHeight || frame.components !== params.samplesPerPixel) {
+    const found = frame ? `${frame.width}x${frame.height}x${frame.components}` : "no frame header";
+    throw malformed(cog.source.label, `JPEG block is ${found}, declared ${tileWidth}x${tileHeight}x${params.samplesPerPixel}`);
+  }
+  const merged = mergeJpegTables(stored, params.JPEGTables);
+  return Buffer.from(merged.buffer, merged.byteOffset, merged.byteLength); // a view, not a copy
+}

@@ -1,0 +1,47 @@
+// Gauges and counters of one decoder's runtime limits, read at scrape time from the live
+// objects (work budget, request limiter, decoded-block cache). A registry per server, so
+// several decoders in one process (tests) each report their own.
+import { Counter, Gauge, Registry } from "prom-client";
+import type { DecodedBlockCache } from "./cog/block-cache";
+import type { RequestLimiter } from "./request-limiter";
+import type { WorkBudget } from "./work-budget";
+
+export interface RuntimeMetrics {
+  registry: Registry;
+  /** Requests refused by the limiter, by the budget (after the retry), or ended by their deadline. */
+  rejected: Counter<"reason">;
+  /** Public requests whose first budget reservation failed and that waited for the exclusive retry. */
+  budgetRetries: Counter<string>;
+  /** Answers served from the stored tile bytes (codec passthrough). */
+  passthrough: Counter<string>;
+}
+
+export function runtimeMetrics(budget: WorkBudget, limiter: RequestLimiter, cache: DecodedBlockCache): RuntimeMetrics {
+  const registry = new Registry();
+  const gauge = (name: string, help: string, read: () => number) =>
+    new Gauge({ name, help, registers: [registry], collect() { this.set(read()); } });
+  gauge("tessera_decoder_work_budget_used_bytes", "Work-budget bytes reserved by active work now.", () => budget.usedBytes);
+  gauge("tessera_decoder_work_budget_peak_bytes", "Most work-budget bytes ever reserved at once.", () => budget.peakBytes);
+  gauge("tessera_decoder_work_budget_limit_bytes", "The work budget's allowance.", () => budget.limitBytes);
+  gauge("tessera_decoder_work_budget_waiting", "Requests waiting for exclusive admission (their one retry).", () => budget.waiting);
+  gauge("tessera_decoder_requests_in_flight", "Public requests holding a limiter permit.", () => limiter.inFlight);
+  gauge("tessera_decoder_requests_in_flight_limit", "The request limiter's size.", () => limiter.max);
+  gauge("tessera_decoder_block_cache_bytes", "Decoded bytes resident in the block cache.", () => cache.bytes);
+  gauge("tessera_decoder_block_cache_limit_bytes", "The block cache's byte cap.", () => cache.maxBytes);
+  const counter = (name: string, help: string, read: () => number) =>
+    new Counter({ name, help, registers: [registry], collect() { this.reset(); this.inc(read()); } });
+  counter("tessera_decoder_block_cache_hits_total", "Blocks found decoded in the cache.", () => cache.hits);
+  counter("tessera_decoder_block_cache_misses_total", "Blocks not in the cache (fetched, or joined to a fetch in progress).", () => cache.misses);
+  counter("tessera_decoder_blocks_decoded_total", "Blocks fetched and decoded.", () => cache.decoded);
+  return {
+    registry,
+    rejected: new Counter({
+      name: "tessera_decoder_rejected_total",
+      help: "Requests refused: limiter (in-flight cap), budget (after the retry), deadline, cancelled.",
+      labelNames: ["reason"] as const,
+      registers: [registry],
+    }),
+    budgetRetries: new Counter({ name: "tessera_decoder_work_budget_retries_total", help: "Requests that took their one exclusive retry.", registers: [registry] }),
+    passthrough: new Counter({ name: "tessera_decoder_passthrough_total", help: "Answers that are a stored tile's bytes, not re-encoded.", registers: [registry] }),
+  };
+}

@@ -1,0 +1,178 @@
+// The work budget (seed 003 "Active work and memory ownership"): one byte allowance shared by
+// every read and render that should share a limit. Reservations never block: over the limit a
+// reservation fails at once with a ResourceLimitError (503 + Retry-After). Only a public
+// request's single retry waits, in the exclusive line, and under its original deadline.
+//
+// This is an active-work allowance, not an RSS ceiling: the decoded-block cache, finished
+// answers being written, libvips/allocator overhead and Node's own heap are owned elsewhere.
+
+import { HttpError } from "../shared/errors";
+import { abortReason } from "./abort";
+
+export const DEFAULT_WORK_BUDGET_BYTES = 512 * 1024 * 1024;
+
+/** Transient: the allowance is taken by other work right now (503, retry soon). */
+export class ResourceLimitError extends HttpError {
+  constructor(message: string) {
+    super("overloaded", message, 1);
+    this.name = "ResourceLimitError";
+  }
+}
+
+interface Lease {
+  bytes: number;
+  owners: number;
+}
+
+/**
+ * One owner's hold on a reservation. `share()` adds an owner (a background job, a shared
+ * decode); the bytes return to the budget when the last owner releases.
+ */
+export class Reservation {
+  private released = false;
+
+  constructor(
+    private readonly budget: WorkBudget,
+    private readonly lease: Lease,
+  ) {}
+
+  get bytes(): number {
+    return this.lease.bytes;
+  }
+
+  share(): Reservation {
+    if (this.released) throw new Error("sharing a released reservation");
+    this.lease.owners++;
+    return new Reservation(this.budget, this.lease);
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    if (--this.lease.owners === 0) this.budget.give(this.lease.bytes);
+  }
+}
+
+interface Waiter {
+  bytes: number;
+  grant: (r: Reservation) => void;
+}
+
+export class WorkBudget {
+  private used = 0;
+  private peak = 0;
+  /** Retries waiting for exclusive admission, first come first served. */
+  private readonly line: Waiter[] = [];
+  private static shared: WorkBudget | undefined;
+
+  constructor(readonly limitBytes: number = DEFAULT_WORK_BUDGET_BYTES) {
+    if (!Number.isSafeInteger(limitBytes) || limitBytes <= 0) throw new RangeError("work budget must be > 0 bytes");
+  }
+
+  /** The process-wide default allowance (512 MiB) for components not given their own. */
+  static global(): WorkBudget {
+    return (WorkBudget.shared ??= new WorkBudget());
+  }
+
+  get usedBytes(): number {
+    return this.used;
+  }
+  get peakBytes(): number {
+    return this.peak;
+  }
+  /** Retries currently waiting for exclusive admission. */
+  get waiting(): number {
+    return this.line.length;
+  }
+
+  /**
+   * Reserves `bytes` now or throws: 413 when `bytes` can never fit, ResourceLimitError (503)
+   * when the allowance is taken or a retry is waiting for exclusive admission (so newcomers
+   * cannot starve it).
+   */
+  tryReserve(bytes: number, what: string): Reservation {
+    this.checkFits(bytes, what);
+    if (this.line.length > 0 || this.used + bytes > this.limitBytes) {
+      throw new ResourceLimitError(
+        `${what} needs ${mib(bytes)} of work memory; ${mib(this.limitBytes - this.used)} of ${mib(this.limitBytes)} free`,
+      );
+    }
+    return this.take(bytes);
+  }
+
+  /**
+   * Waits, first in first out, until `bytes` fit, then reserves them ahead of any newcomer.
+   * For a public request's single retry; `signal` (its deadline, its client) ends the wait.
+   */
+  reserveExclusive(bytes: number, what: string, signal: AbortSignal): Promise<Reservation> {
+    this.checkFits(bytes, what);
+    signal.throwIfAborted();
+    if (this.line.length === 0 && this.used + bytes <= this.limitBytes) return Promise.resolve(this.take(bytes));
+    return new Promise<Reservation>((resolve, reject) => {
+      const waiter: Waiter = {
+        bytes,
+        grant: (r) => {
+          signal.removeEventListener("abort", onAbort);
+          resolve(r);
+        },
+      };
+      const onAbort = () => {
+        const i = this.line.indexOf(waiter);
+        if (i >= 0) this.line.splice(i, 1);
+        reject(abortReason(signal));
+        this.admitWaiting(); // the next in line may fit now
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.line.push(waiter);
+    });
+  }
+
+  /** Called by the last owner of a reservation. */
+  give(bytes: number): void {
+    this.used -= bytes;
+    this.admitWaiting();
+  }
+
+  private admitWaiting(): void {
+    while (this.line.length > 0 && this.used + this.line[0].bytes <= this.limitBytes) {
+      const waiter = this.line.shift()!;
+      waiter.grant(this.take(waiter.bytes));
+    }
+  }
+
+  private checkFits(bytes: number, what: string): void {
+    if (!Number.isSafeInteger(bytes) || bytes < 0) throw new HttpError("too_large", `${what}: work size overflows`);
+    if (bytes > this.limitBytes) {
+      throw new HttpError("too_large", `${what} needs ${mib(bytes)}, more than the whole ${mib(this.limitBytes)} work budget`);
+    }
+  }
+
+  private take(bytes: number): Reservation {
+    this.used += bytes;
+    this.peak = Math.max(this.peak, this.used);
+    return new Reservation(this, { bytes, owners: 1 });
+  }
+}
+
+const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
+
+/**
+ * A public request's admission: try once; if the allowance is taken, wait for exclusive
+ * admission and retry once, all under the request's own signal (deadline and client).
+ * Direct low-level callers use `tryReserve` and stay fail-fast.
+ */
+export async function admitWork(
+  budget: WorkBudget,
+  bytes: number,
+  what: string,
+  signal: AbortSignal,
+  onRetry?: () => void,
+): Promise<Reservation> {
+  try {
+    return budget.tryReserve(bytes, what);
+  } catch (e) {
+    if (!(e instanceof ResourceLimitError)) throw e;
+    onRetry?.();
+    return budget.reserveExclusive(bytes, what, signal);
+  }
+}

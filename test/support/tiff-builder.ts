@@ -1,0 +1,96 @@
+// Builds small classic (little-endian) tiled TIFFs byte by byte, so tests can make files that
+// lie: wrong counts, offsets past the end, IFD loops, tiles that inflate beyond their shape.
+// Layout: 8-byte header, tile payloads, out-of-line tag values, then the IFD.
+
+export interface Tag {
+  tag: number;
+  /** 3 SHORT, 4 LONG, 7 UNDEFINED. */
+  type: 3 | 4 | 7;
+  values: number[];
+  /** A declared count other than values.length (to lie). */
+  count?: number;
+}
+
+export interface TiffSpec {
+  width: number;
+  height: number;
+  tileWidth: number;
+  tileHeight: number;
+  samples?: number;
+  compression?: number;
+  photometric?: number;
+  tiles: Uint8Array[];
+  extraTags?: Tag[];
+  /** Replace or add tags after the defaults are computed (offsets are known by then). */
+  edit?: (tags: Map<number, Tag>, layout: { fileEnd: number; tileOffsets: number[] }) => void;
+  /** The next-IFD pointer: "self" loops back to this IFD. */
+  nextIfd?: "self" | number;
+}
+
+const TYPE_SIZE = { 3: 2, 4: 4, 7: 1 } as const;
+
+export function buildTiff(spec: TiffSpec): Uint8Array {
+  const samples = spec.samples ?? 3;
+  const tileOffsets: number[] = [];
+  let at = 8;
+  for (const t of spec.tiles) {
+    tileOffsets.push(at);
+    at += t.length;
+  }
+  const tags = new Map<number, Tag>();
+  const put = (tag: number, type: Tag["type"], values: number[]) => tags.set(tag, { tag, type, values });
+  put(256, 4, [spec.width]);
+  put(257, 4, [spec.height]);
+  put(258, 3, Array(samples).fill(8));
+  put(259, 3, [spec.compression ?? 1]);
+  put(262, 3, [spec.photometric ?? (samples >= 3 ? 2 : 1)]);
+  put(277, 3, [samples]);
+  put(284, 3, [1]);
+  put(322, 4, [spec.tileWidth]);
+  put(323, 4, [spec.tileHeight]);
+  put(324, 4, tileOffsets);
+  put(325, 4, spec.tiles.map((t) => t.length));
+  for (const t of spec.extraTags ?? []) tags.set(t.tag, t);
+
+  // Out-of-line values go after the tiles; the IFD after them. Sizes first, then offsets.
+  const sorted = () => [...tags.values()].sort((a, b) => a.tag - b.tag);
+  const outOfLine = (t: Tag) => t.values.length * TYPE_SIZE[t.type] > 4;
+  const valuesBytes = sorted().filter(outOfLine).reduce((n, t) => n + t.values.length * TYPE_SIZE[t.type], 0);
+  const ifdOffset = at + valuesBytes + (valuesBytes % 2);
+  const fileEnd = ifdOffset + 2 + 12 * tags.size + 4;
+  spec.edit?.(tags, { fileEnd, tileOffsets });
+
+  const entries = sorted();
+  const ifdSize = 2 + 12 * entries.length + 4;
+  const valueBytes = entries.filter(outOfLine).reduce((n, t) => n + t.values.length * TYPE_SIZE[t.type], 0);
+  const ifdAt = at + valueBytes + (valueBytes % 2);
+  const out = new Uint8Array(ifdAt + ifdSize);
+  const v = new DataView(out.buffer);
+  out.set([0x49, 0x49], 0);
+  v.setUint16(2, 42, true);
+  v.setUint32(4, ifdAt, true);
+  spec.tiles.forEach((t, i) => out.set(t, tileOffsets[i]));
+  const write = (pos: number, t: Tag) => {
+    t.values.forEach((x, i) => {
+      if (t.type === 3) v.setUint16(pos + 2 * i, x, true);
+      else if (t.type === 4) v.setUint32(pos + 4 * i, x >>> 0, true);
+      else v.setUint8(pos + i, x);
+    });
+  };
+  let valuesAt = at;
+  v.setUint16(ifdAt, entries.length, true);
+  entries.forEach((t, i) => {
+    const e = ifdAt + 2 + 12 * i;
+    v.setUint16(e, t.tag, true);
+    v.setUint16(e + 2, t.type, true);
+    v.setUint32(e + 4, t.count ?? t.values.length, true);
+    if (outOfLine(t)) {
+      v.setUint32(e + 8, valuesAt, true);
+      write(valuesAt, t);
+      valuesAt += t.values.length * TYPE_SIZE[t.type];
+    } else write(e + 8, t);
+  });
+  const next = spec.nextIfd === "self" ? ifdAt : (spec.nextIfd ?? 0);
+  v.setUint32(ifdAt + 2 + 12 * entries.length, next, true);
+  return out;
+}

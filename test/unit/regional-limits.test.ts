@@ -1,0 +1,228 @@
+// Seed 003's runtime limits on a real decoder over the bundled COGs: the request limiter, the
+// work budget with its single exclusive retry, deadlines and cancellation, and their metrics.
+// GatedCatalog holds tile reads so requests can be kept in flight deterministically.
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DecodedBlockCache } from "../../regional/cog/block-cache";
+import { Cog } from "../../regional/cog/cog";
+import { RequestLimiter } from "../../regional/request-limiter";
+import { LocalCatalog } from "../../regional/source/local";
+import { ResourceLimitError, WorkBudget } from "../../regional/work-budget";
+import { DECODER, signRequest, TIMEOUT_HEADER, type SourceInfo } from "../../shared/protocol";
+import { fixtureDir, GatedCatalog, metricValue, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+
+let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
+beforeAll(async () => {
+  fixtures = await fixtureDir();
+});
+afterAll(async () => {
+  await fixtures?.remove();
+});
+
+const MIB = 1024 * 1024;
+/** One 256² RGB block read and a 256² output: 2 × 192 KiB + 256 KiB window + 512 KiB output. */
+const ONE_TILE_COST = 2 * 196_608 + 262_144 + 524_288;
+
+async function imageUrl(d: Decoder, canonical: string): Promise<string> {
+  const info = (await (await signedGet(d, DECODER.info("deflate"))).json()) as SourceInfo;
+  return DECODER.image("deflate", canonical, info.version);
+}
+
+/** Starts a signed GET without awaiting it; `abort` disconnects the client. */
+async function start(d: Decoder, pathAndQuery: string, headers: Record<string, string> = {}) {
+  const client = new AbortController();
+  const signature = await signRequest(d.secret, "GET", pathAndQuery);
+  const response = fetch(d.url + pathAndQuery, { signal: client.signal, headers: { "x-tessera-signature": signature, ...headers } });
+  response.catch(() => {});
+  return { response, abort: () => client.abort() };
+}
+
+async function withDecoder(options: Parameters<typeof startDecoder>[2], test: (d: Decoder, catalog: GatedCatalog) => Promise<void>) {
+  const catalog = new GatedCatalog(new LocalCatalog(fixtures.dir));
+  const d = await startDecoder(catalog, 3, { prefetchRing: 0, blockCache: new DecodedBlockCache(0), ...options });
+  try {
+    await test(d, catalog);
+  } finally {
+    catalog.pass();
+    await d.close();
+  }
+}
+
+describe("request limiter", () => {
+  it("refuses the request over the limit at once with 503 + Retry-After, and frees permits", async () => {
+    await withDecoder({ limiter: new RequestLimiter(1) }, async (d, catalog) => {
+      const url = await imageUrl(d, "0,0,256,256/max/0/default.jpg");
+      const held = await start(d, url);
+      await catalog.readsStarted(1);
+      expect(await metricValue(d, "tessera_decoder_requests_in_flight")).toBe(1);
+
+      // (imageUrl's info request would itself be refused: build the path from the held one.)
+      const refused = await signedGet(d, url.replace("0,0,256,256", "256,0,256,256"));
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect(await refused.json()).toEqual({ error: "overloaded", message: "decoder busy: 1 requests in flight" });
+      expect(await metricValue(d, "tessera_decoder_rejected_total", '{reason="overloaded"}')).toBeGreaterThanOrEqual(1);
+
+      catalog.pass();
+      expect((await held.response).status).toBe(200);
+      expect(await metricValue(d, "tessera_decoder_requests_in_flight")).toBe(0);
+      expect((await signedGet(d, url)).status).toBe(200);
+    });
+  });
+
+  it("lets a request's own background work (tile-table prefetch) run without a second permit", async () => {
+    await withDecoder({ limiter: new RequestLimiter(1), prefetchRing: 8 }, async (d, catalog) => {
+      catalog.pass();
+      // Opening the source starts the prefetch; with one permit, the request still succeeds.
+      const res = await signedGet(d, await imageUrl(d, "0,0,256,256/max/0/default.jpg"));
+      expect(res.status).toBe(200);
+    });
+  });
+});
+
+describe("work budget", () => {
+  it("a request that finds the allowance taken waits for exclusive admission and retries once", async () => {
+    const budget = new WorkBudget(Math.floor(1.5 * ONE_TILE_COST));
+    await withDecoder({ budget }, async (d, catalog) => {
+      const first = await start(d, await imageUrl(d, "0,0,256,256/max/0/default.jpg"));
+      await catalog.readsStarted(1);
+      expect(budget.usedBytes).toBe(ONE_TILE_COST);
+
+      const second = await start(d, await imageUrl(d, "256,0,256,256/max/0/default.jpg"));
+      await expect.poll(() => metricValue(d, "tessera_decoder_work_budget_waiting")).toBe(1);
+      expect(await metricValue(d, "tessera_decoder_work_budget_retries_total")).toBe(1);
+      // While a retry waits, even a request that would fit is refused (it cannot jump the line).
+      const direct = await Cog.open(await new LocalCatalog(fixtures.dir).open("deflate", undefined), { budget, prefetchRing: 0 });
+      await expect(direct.readWindow(0, { x: 0, y: 0, w: 16, h: 16 })).rejects.toBeInstanceOf(ResourceLimitError);
+      await direct.close();
+
+      catalog.pass();
+      expect((await first.response).status).toBe(200);
+      expect((await second.response).status).toBe(200);
+      expect(budget.usedBytes).toBe(0);
+      expect(await metricValue(d, "tessera_decoder_work_budget_peak_bytes")).toBe(ONE_TILE_COST);
+      expect(await metricValue(d, "tessera_decoder_work_budget_limit_bytes")).toBe(budget.limitBytes);
+    });
+  });
+
+  it("the retry waits under the request's original deadline (408 when it expires)", async () => {
+    const budget = new WorkBudget(ONE_TILE_COST);
+    await withDecoder({ budget }, async (d, catalog) => {
+      const first = await start(d, await imageUrl(d, "0,0,256,256/max/0/default.jpg"));
+      await catalog.readsStarted(1);
+      const res = await signedGet(d, await imageUrl(d, "256,0,256,256/max/0/default.jpg"), undefined, { [TIMEOUT_HEADER]: "150" });
+      expect(res.status).toBe(408);
+      expect(((await res.json()) as { error: string }).error).toBe("deadline");
+      expect(budget.waiting).toBe(0);
+      catalog.pass();
+      expect((await first.response).status).toBe(200);
+    });
+  });
+
+  it("a request that alone exceeds the budget fails with 413 before any read", async () => {
+    await withDecoder({ budget: new WorkBudget(4 * MIB) }, async (d, catalog) => {
+      const res = await signedGet(d, await imageUrl(d, "full/max/0/default.jpg"));
+      expect(res.status).toBe(413);
+      expect(((await res.json()) as { message: string }).message).toMatch(/more than the whole 4\.0 MiB work budget/);
+      expect(catalog.tileReads).toHaveLength(0);
+    });
+  });
+
+  it("direct low-level reads stay fail-fast", async () => {
+    const budget = new WorkBudget(MIB);
+    const cog = await Cog.open(await new LocalCatalog(fixtures.dir).open("deflate", undefined), { budget, prefetchRing: 0 });
+    try {
+      const hold = budget.tryReserve(MIB, "someone else");
+      const started = performance.now();
+      await expect(cog.readWindow(0, { x: 0, y: 0, w: 64, h: 64 })).rejects.toBeInstanceOf(ResourceLimitError);
+      expect(performance.now() - started).toBeLessThan(1000); // failed, did not wait
+      hold.release();
+      expect(await cog.readWindow(0, { x: 0, y: 0, w: 64, h: 64 })).toMatchObject({ width: 64, height: 64 });
+      expect(budget.usedBytes).toBe(0);
+    } finally {
+      await cog.close();
+    }
+  });
+
+  it("a shared block fetch keeps its reservation after the request that started it is cancelled", async () => {
+    const budget = new WorkBudget(64 * MIB);
+    await withDecoder({ budget }, async (d, catalog) => {
+      const url = await imageUrl(d, "0,0,256,256/max/0/default.jpg");
+      const a = await start(d, url);
+      await catalog.readsStarted(1);
+      const b = await start(d, url); // joins a's fetch of the same block
+      await expect.poll(() => budget.usedBytes).toBe(2 * ONE_TILE_COST);
+      a.abort();
+      // a's own reservation is gone, but the fetch it started still holds a share of it.
+      await expect.poll(() => metricValue(d, "tessera_decoder_rejected_total", '{reason="cancelled"}')).toBe(1);
+      expect(budget.usedBytes).toBe(2 * ONE_TILE_COST);
+      catalog.pass();
+      expect((await b.response).status).toBe(200);
+      await expect.poll(() => budget.usedBytes).toBe(0);
+      expect(catalog.tileReads).toHaveLength(1); // one fetch served both
+    });
+  });
+});
+
+describe("header prefetch", () => {
+  it("runs only when no foreground work owns the budget, and not at all with a ring of 0", async () => {
+    const open = async (budget: WorkBudget, prefetchRing: number) => {
+      const cog = await Cog.open(await new LocalCatalog(fixtures.dir).open("deflate", undefined), { budget, prefetchRing });
+      await new Promise((r) => setTimeout(r, 50)); // background loads settle
+      await cog.close();
+    };
+    const idle = new WorkBudget(64 * MIB);
+    await open(idle, 8);
+    expect(idle.peakBytes).toBe(3 * 65536); // one header block per level, reserved fail-fast
+    expect(idle.usedBytes).toBe(0);
+
+    const busy = new WorkBudget(64 * MIB);
+    const foreground = busy.tryReserve(1, "foreground work");
+    await open(busy, 8);
+    expect(busy.peakBytes).toBe(1); // skipped: foreground work owns the allowance
+    foreground.release();
+
+    const off = new WorkBudget(64 * MIB);
+    await open(off, 0);
+    expect(off.peakBytes).toBe(0);
+  });
+});
+
+describe("deadlines and cancellation", () => {
+  it("a request past its deadline answers 408 and its reads are aborted", async () => {
+    await withDecoder({ requestTimeoutMs: 200 }, async (d, catalog) => {
+      const res = await signedGet(d, await imageUrl(d, "0,0,256,256/max/0/default.jpg"));
+      expect(res.status).toBe(408);
+      expect(await res.json()).toEqual({ error: "deadline", message: "request deadline of 200 ms exceeded" });
+      expect(String(catalog.aborted[0])).toContain("deadline of 200 ms");
+      expect(await metricValue(d, "tessera_decoder_rejected_total", '{reason="deadline"}')).toBe(1);
+    });
+  });
+
+  it("takes a per-request deadline from the edge, and rejects a malformed one", async () => {
+    await withDecoder({}, async (d) => {
+      const url = await imageUrl(d, "0,0,256,256/max/0/default.jpg");
+      const res = await signedGet(d, url, undefined, { [TIMEOUT_HEADER]: "100" });
+      expect(res.status).toBe(408);
+      expect(((await res.json()) as { message: string }).message).toBe("request deadline of 100 ms exceeded");
+      const bad = await signedGet(d, url, undefined, { [TIMEOUT_HEADER]: "soon" });
+      expect(bad.status).toBe(400);
+    });
+  });
+
+  it("a client that disconnects stops all further I/O of its request", async () => {
+    await withDecoder({}, async (d, catalog) => {
+      // Sixteen blocks, fetched in coalesced runs: the first run is held, the client leaves.
+      const req = await start(d, await imageUrl(d, "full/max/0/default.jpg"));
+      await catalog.readsStarted(1);
+      const readsAtAbort = catalog.tileReads.length;
+      req.abort();
+      await expect.poll(() => catalog.aborted.length).toBeGreaterThan(0);
+      expect(String(catalog.aborted[0])).toContain("client disconnected");
+      catalog.pass();
+      await new Promise((r) => setTimeout(r, 200));
+      expect(catalog.tileReads.length).toBe(readsAtAbort);
+      expect((await fetch(d.url + DECODER.health)).status).toBe(200);
+    });
+  });
+});
