@@ -2,7 +2,10 @@
 import { cors, Router, type IRequest } from "itty-router";
 import { ConfigError } from "../shared/config";
 import { errorResponse, HttpError, notFound } from "../shared/errors";
+import { HEARTBEAT_PATH } from "../shared/registration";
+import { admissionStub } from "./admission-client";
 import { AdmissionDO, METRICS_PATH } from "./admission/admission-do";
+import { heartbeatHandler } from "./admission/heartbeat-route";
 import type { Env } from "./env";
 import { imageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
@@ -29,12 +32,13 @@ router
   .get("/iiif/3/:id/info.json", infoHandler)
   .get("/iiif/3/:id/:region/:size/:rotation/:qf", imageHandler)
   .get("/metrics", metricsHandler)
+  .post(HEARTBEAT_PATH, heartbeatHandler)
   .all("*", () => {
     throw notFound("no such route");
   });
 
 function metricsHandler(_req: IRequest, env: Env): Promise<Response> {
-  return env.ADMISSION.get(env.ADMISSION.idFromName("default")).fetch(`https://admission${METRICS_PATH}`);
+  return admissionStub(env).fetch(`https://admission${METRICS_PATH}`);
 }
 
 export default {

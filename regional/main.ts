@@ -11,6 +11,7 @@
 //   TESSERA_S3_PREFIX         s3: key prefix                        ("")
 //   TESSERA_S3_REGION         s3: region                            (us-east-1)
 //   AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY   s3 credentials (the SDK's default chain)
+//   TESSERA_EDGE_URL and the other registration variables: see heartbeat.ts
 //
 // On listen it prints one JSON line with "listening":"http://host:port" (the start script
 // parses it). SIGTERM/SIGINT close the server and exit 0. A bad setting exits 1 naming it.
@@ -18,12 +19,15 @@
 import type { AddressInfo } from "node:net";
 import { ConfigError } from "../shared/config";
 import { readConfig, type DecoderConfig } from "./config";
+import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig } from "./heartbeat";
 import { createDecoderServer, jsonLog } from "./server";
 
 async function main(): Promise<void> {
   let config: DecoderConfig;
+  let heartbeat: HeartbeatConfig;
   try {
     config = readConfig();
+    heartbeat = readHeartbeatConfig();
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`tessera decoder: ${e.message}\n`);
@@ -35,9 +39,23 @@ async function main(): Promise<void> {
     jsonLog({ level: "error", msg: "server error", error: err.message });
     process.exit(1);
   });
-  server.listen(port, host, () => {
+  let beats: { stop(): void } | undefined;
+  server.listen(port, host, async () => {
     const addr = server.address() as AddressInfo;
     const shownHost = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+    if (heartbeat.edgeUrl) {
+      beats = startHeartbeat({
+        edgeUrl: heartbeat.edgeUrl,
+        secret,
+        report: {
+          url: heartbeat.publicUrl ?? `http://${shownHost}:${addr.port}`,
+          capacity,
+          memoryBytes: heartbeat.memoryLimit || (await detectMemoryLimit()),
+        },
+        intervalMs: heartbeat.intervalMs,
+        log: jsonLog,
+      });
+    }
     jsonLog({
       level: "info",
       msg: "decoder listening",
@@ -49,6 +67,7 @@ async function main(): Promise<void> {
 
   const shutdown = (signal: string) => {
     jsonLog({ level: "info", msg: "shutting down", signal });
+    beats?.stop();
     server.close(() => process.exit(0));
     server.closeIdleConnections();
     // In-flight decodes get a moment to finish; then go regardless.

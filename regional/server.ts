@@ -14,7 +14,9 @@ import { badRequest, errorResponse, HttpError, notFound } from "../shared/errors
 import { parseImageRequest } from "../shared/iiif/image-request";
 import { resolveImageRequest } from "../shared/iiif/resolve";
 import { DECODER, SIGNATURE_HEADER, VERSION_HEADER, verifyRequest } from "../shared/protocol";
+import { ESTIMATE_HEADER } from "../shared/cost";
 import { CogCache } from "./cog-cache";
+import { preciseEstimate } from "./estimate";
 import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
 import type { Cog } from "./cog/cog";
 import { checkSupported, configureSharp, render } from "./render";
@@ -152,7 +154,11 @@ export function createDecoderServer(options: DecoderOptions): Server {
       const out = await render(cog, resolved, signal);
       return {
         status: 200,
-        headers: { "content-type": out.contentType, [VERSION_HEADER]: cog.source.version },
+        headers: {
+          "content-type": out.contentType,
+          [VERSION_HEADER]: cog.source.version,
+          [ESTIMATE_HEADER]: String(preciseEstimate(cog, resolved)),
+        },
         body: out.body,
       };
     });

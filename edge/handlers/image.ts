@@ -4,6 +4,7 @@
 import type { IRequest } from "itty-router";
 import { parseImageRequest } from "../../shared/iiif/image-request";
 import { canonicalParts, resolveImageRequest } from "../../shared/iiif/resolve";
+import { ASSUMED_CHANNELS, classify, estimateRequest } from "../../shared/cost";
 import { DECODER, VERSION_HEADER } from "../../shared/protocol";
 import { viaAdmission } from "../admission-client";
 import { edgeConfig, type Env } from "../env";
@@ -18,7 +19,8 @@ export async function imageHandler(req: IRequest, env: Env, ctx: ExecutionContex
   const { region, size, rotation, qf } = req.params;
   const parsed = parseImageRequest({ region, size, rotation, qualityFormat: qf }, 3);
   const info = await sourceInfo(id, env, config, ctx, req.signal);
-  const canonical = canonicalParts(resolveImageRequest(parsed, info), info, 3);
+  const resolved = resolveImageRequest(parsed, info);
+  const canonical = canonicalParts(resolved, info, 3);
   const canonicalUrl = `${serviceId(req, 3, id)}/${canonical}`;
 
   // Equivalent URLs share one entry; a new source version never meets an old one.
@@ -27,7 +29,13 @@ export async function imageHandler(req: IRequest, env: Env, ctx: ExecutionContex
   const hit = await cache.match(key);
   if (hit) return withCacheStatus(hit, "hit");
 
-  const decoded = await viaAdmission(env, DECODER.image(id, canonical, info.version), req.signal);
+  // Coarse classification (seed 000): the decoder will tell the DO its precise estimate.
+  const estimateBytes = estimateRequest(info, resolved, ASSUMED_CHANNELS);
+  const partition = classify(estimateBytes, config.admission.largeDecodeThresholdBytes);
+  const decoded = await viaAdmission(env, DECODER.image(id, canonical, info.version), req.signal, {
+    partition,
+    estimateBytes,
+  });
   const res = new Response(decoded.body, {
     headers: {
       "content-type": decoded.headers.get("content-type") ?? "application/octet-stream",

@@ -1,0 +1,53 @@
+// The decoders the admission DO knows: who heartbeated within DECODER_TTL, what they can take,
+// and how busy each is with this DO's forwards. Routing picks the least loaded live decoder.
+
+import type { Heartbeat } from "../../shared/registration";
+
+export interface Decoder extends Heartbeat {
+  lastSeen: number;
+  /** Forwards from this DO currently in flight on it. */
+  inFlight: number;
+}
+
+export class DecoderRegistry {
+  private readonly byUrl = new Map<string, Decoder>();
+
+  constructor(private readonly ttlMs: number) {}
+
+  heartbeat(report: Heartbeat, now: number): void {
+    // Updated in place: forwards in flight hold this object and decrement its inFlight.
+    const known = this.byUrl.get(report.url);
+    if (known) Object.assign(known, report, { lastSeen: now });
+    else this.byUrl.set(report.url, { ...report, lastSeen: now, inFlight: 0 });
+  }
+
+  /** A decoder we could not connect to is gone until it heartbeats again. */
+  forget(url: string): void {
+    this.byUrl.delete(url);
+  }
+
+  live(now: number): Decoder[] {
+    return [...this.byUrl.values()].filter((d) => now - d.lastSeen < this.ttlMs);
+  }
+
+  /** The live decoder with the lowest in-flight share of its capacity, skipping `exclude`. */
+  pick(now: number, exclude?: string): Decoder | undefined {
+    let best: Decoder | undefined;
+    for (const d of this.live(now)) {
+      if (d.url === exclude) continue;
+      if (!best || d.inFlight / d.capacity < best.inFlight / best.capacity) best = d;
+    }
+    return best;
+  }
+
+  /** Capacity and memory of the live decoders, for NTHREADS=0 / MEMORY_LIMIT=0. */
+  totals(now: number): { capacity: number; memoryBytes: number } {
+    let capacity = 0;
+    let memoryBytes = 0;
+    for (const d of this.live(now)) {
+      capacity += d.capacity;
+      memoryBytes += d.memoryBytes;
+    }
+    return { capacity, memoryBytes };
+  }
+}
