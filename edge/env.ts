@@ -1,9 +1,10 @@
 // The Worker's bindings (wrangler.toml) and their parsed, validated form.
 import { admissionConfig, type AdmissionConfig, type AdmissionVars } from "../shared/admission-config";
 import { badConfig, intVar } from "../shared/config";
+import type { AdmissionDO } from "./admission/admission-do";
 
 export interface Env extends AdmissionVars {
-  ADMISSION: DurableObjectNamespace;
+  ADMISSION: DurableObjectNamespace<AdmissionDO>;
   DECODER_SECRET: string;
   IMAGE_MAX_AGE: string;
   INFO_MAX_AGE: string;

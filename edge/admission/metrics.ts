@@ -23,7 +23,7 @@ export function admissionMetrics(d: AdmissionDO, now: number): string {
     [
       `${A}full_shadow_rejected_total`,
       "counter",
-      "Basic mode: fulls that arrived with full_max already running (advanced would have held or shed them).",
+      "Basic mode: fulls that arrived behind full_max running or queued fulls (advanced would have held or shed them).",
       c.fullShadowRejected,
     ],
     [

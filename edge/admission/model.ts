@@ -151,7 +151,8 @@ export class AdmissionModel {
             throw shed("full", "too many full-image requests are waiting");
           }
           fullPermit = await this.wait("fullWaiting", this.full, waitSignal);
-        } else if (this.fullInUse >= this.fullMax) {
+        } else if (this.fullInUse + this.fullWaiting >= this.fullMax) {
+          // Advanced would have made it wait behind full_max fulls, or shed it.
           this.counters.fullShadowRejected++;
         }
         globalPermit = await this.wait("fullWaiting", this.global, waitSignal);

@@ -2,21 +2,17 @@
 // (SIGSTOP, see test/support/workers-global-setup.ts): an answer other than 408 proves the
 // edge answered alone (validation, CORS, cache hits); a hung decode is a real one.
 import { createExecutionContext } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
 import type { SourceInfo } from "../../shared/protocol";
 import { infoKey } from "../../edge/source-info";
 import worker from "../../edge/index";
 import type { Env } from "../../edge/env";
+import { BASE, get, heartbeat, metric } from "./helpers";
 
-const BASE = "http://tessera.test";
-const get = (path: string, init?: RequestInit) => exports.default.fetch(new Request(BASE + path, init));
-
-async function metric(name: string): Promise<number> {
-  const text = await (await get("/metrics")).text();
-  const line = text.split("\n").find((l) => l.startsWith(`tessera_admission_${name} `));
-  return Number(line?.split(" ")[1]);
-}
+beforeEach(async () => {
+  expect((await heartbeat()).status).toBe(204);
+});
 
 const info: SourceInfo = {
   id: "cached",
