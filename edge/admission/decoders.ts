@@ -7,10 +7,13 @@ export interface Decoder extends Heartbeat {
   lastSeen: number;
   /** Forwards from this DO currently in flight on it. */
   inFlight: number;
+  /** When it was last picked (a sequence number): ties go to the longest unpicked. */
+  lastPicked: number;
 }
 
 export class DecoderRegistry {
   private readonly byUrl = new Map<string, Decoder>();
+  private picks = 0;
 
   constructor(private readonly ttlMs: number) {}
 
@@ -18,7 +21,7 @@ export class DecoderRegistry {
     // Updated in place: forwards in flight hold this object and decrement its inFlight.
     const known = this.byUrl.get(report.url);
     if (known) Object.assign(known, report, { lastSeen: now });
-    else this.byUrl.set(report.url, { ...report, lastSeen: now, inFlight: 0 });
+    else this.byUrl.set(report.url, { ...report, lastSeen: now, inFlight: 0, lastPicked: 0 });
   }
 
   /** A decoder we could not connect to is gone until it heartbeats again. */
@@ -30,13 +33,19 @@ export class DecoderRegistry {
     return [...this.byUrl.values()].filter((d) => now - d.lastSeen < this.ttlMs);
   }
 
-  /** The live decoder with the lowest in-flight share of its capacity, skipping `exclude`. */
+  /**
+   * The live decoder with the lowest in-flight share of its capacity, skipping `exclude`;
+   * among equals the one picked longest ago, so an idle fleet still shares the work.
+   */
   pick(now: number, exclude?: string): Decoder | undefined {
     let best: Decoder | undefined;
     for (const d of this.live(now)) {
       if (d.url === exclude) continue;
-      if (!best || d.inFlight / d.capacity < best.inFlight / best.capacity) best = d;
+      const load = d.inFlight / d.capacity;
+      const bestLoad = best ? best.inFlight / best.capacity : Infinity;
+      if (load < bestLoad || (load === bestLoad && d.lastPicked < best!.lastPicked)) best = d;
     }
+    if (best) best.lastPicked = ++this.picks;
     return best;
   }
 
