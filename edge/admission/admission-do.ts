@@ -163,7 +163,9 @@ export class AdmissionDO extends DurableObject<Env> {
           throw new HttpError("overloaded", "no decoder is registered; retry shortly", 1);
         }
         if (failed) this.stats.decoderRetries++;
+        const fulls = lease.grant.partition === "full" ? 1 : 0;
         decoder.inFlight++;
+        decoder.fullsInFlight += fulls;
         let upstream: Response;
         try {
           upstream = await fetch(decoder.url + path, {
@@ -172,6 +174,7 @@ export class AdmissionDO extends DurableObject<Env> {
           });
         } catch (err) {
           decoder.inFlight--;
+          decoder.fullsInFlight -= fulls;
           if (lease.signal.aborted) throw lease.signal.reason;
           this.decoders.forget(decoder.url);
           if (failed) throw new HttpError("bad_gateway", `decoder unreachable: ${(err as Error).message}`);
@@ -180,6 +183,7 @@ export class AdmissionDO extends DurableObject<Env> {
         }
         const finish = () => {
           decoder.inFlight--;
+          decoder.fullsInFlight -= fulls;
           lease.release();
         };
         this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));

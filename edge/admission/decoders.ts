@@ -5,8 +5,9 @@ import type { Heartbeat } from "../../shared/registration";
 
 export interface Decoder extends Heartbeat {
   lastSeen: number;
-  /** Forwards from this DO currently in flight on it. */
+  /** Forwards from this DO currently in flight on it, and how many of them are fulls. */
   inFlight: number;
+  fullsInFlight: number;
   /** When it was last picked (a sequence number): ties go to the longest unpicked. */
   lastPicked: number;
 }
@@ -21,7 +22,7 @@ export class DecoderRegistry {
     // Updated in place: forwards in flight hold this object and decrement its inFlight.
     const known = this.byUrl.get(report.url);
     if (known) Object.assign(known, report, { lastSeen: now });
-    else this.byUrl.set(report.url, { ...report, lastSeen: now, inFlight: 0, lastPicked: 0 });
+    else this.byUrl.set(report.url, { ...report, lastSeen: now, inFlight: 0, fullsInFlight: 0, lastPicked: 0 });
   }
 
   /** A decoder we could not connect to is gone until it heartbeats again. */
@@ -34,16 +35,14 @@ export class DecoderRegistry {
   }
 
   /**
-   * The live decoder with the lowest in-flight share of its capacity, skipping `exclude`;
-   * among equals the one picked longest ago, so an idle fleet still shares the work.
+   * The live decoder with the lowest load, skipping `exclude`; among equals the one picked
+   * longest ago, so an idle fleet still shares the work.
    */
   pick(now: number, exclude?: string): Decoder | undefined {
     let best: Decoder | undefined;
     for (const d of this.live(now)) {
       if (d.url === exclude) continue;
-      const load = d.inFlight / d.capacity;
-      const bestLoad = best ? best.inFlight / best.capacity : Infinity;
-      if (load < bestLoad || (load === bestLoad && d.lastPicked < best!.lastPicked)) best = d;
+      if (!best || load(d) < load(best) || (load(d) === load(best) && d.lastPicked < best.lastPicked)) best = d;
     }
     if (best) best.lastPicked = ++this.picks;
     return best;
@@ -59,4 +58,13 @@ export class DecoderRegistry {
     }
     return { capacity, memoryBytes };
   }
+}
+
+/**
+ * In-flight share of capacity, where a decoder running a full decode counts as full already:
+ * a full holds the decoder's event loop for seconds (geotiff.js decodes on it), so a tile sent
+ * there waits behind it. Tiles then go to decoders without one while those have room.
+ */
+function load(d: Decoder): number {
+  return (d.inFlight + (d.fullsInFlight > 0 ? d.capacity : 0)) / d.capacity;
 }

@@ -49,10 +49,10 @@ beforeAll(async () => {
       TESSERA_DECODER_MEMORY_LIMIT: String(PER_DECODER_MEMORY),
       TESSERA_HEARTBEAT_INTERVAL: "1",
     },
-    // full/700, of the 1000 px image: (1M read + 0.49M scaled + 0.49M encoded) px × 3 channels
-    // = 5.94 MB by the edge's estimate, × 4 = 7.92 MB by the decoder's for the alpha copy: on
-    // either side of this threshold.
-    vars: { NTHREADS: "0", MEMORY_LIMIT: "0", LARGE_DECODE_THRESHOLD_BYTES: "7000000", DECODER_TTL: "2", QUEUE_TIMEOUT: "2", REQUEST_TIMEOUT: "10" },
+    // full/700, of the 1000 px image: (2 × 1M read + 0.49M scaled + 0.49M encoded) px × 3
+    // channels = 8.94 MB by the edge's estimate, × 4 = 11.92 MB by the decoder's for the alpha
+    // copy: on either side of this threshold.
+    vars: { NTHREADS: "0", MEMORY_LIMIT: "0", LARGE_DECODE_THRESHOLD_BYTES: "10000000", DECODER_TTL: "2", QUEUE_TIMEOUT: "2", REQUEST_TIMEOUT: "10" },
   });
 });
 afterAll(async () => {
@@ -88,7 +88,7 @@ describe("admission across registered decoders", () => {
   });
 
   it("answers 413 for a decode that can never fit the full budget, without Retry-After", async () => {
-    // full/max: (1M read + 1M scaled + 1M encoded) px × 3 = 9 MB > 7.5 MB.
+    // full/max: (2 × 1M read + 1M scaled + 1M encoded) px × 3 = 12 MB > 7.5 MB.
     const res = await get("/iiif/3/rgb/full/max/0/default.jpg");
     expect(res.status).toBe(413);
     expect(res.headers.get("retry-after")).toBeNull();

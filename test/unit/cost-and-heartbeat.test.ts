@@ -19,19 +19,19 @@ const full = { x: 0, y: 0, w: 4000, h: 4000 };
 
 describe("estimatePeakBytes", () => {
   it("counts decode, scale and encode buffers at the level the decoder reads", () => {
-    // max: the full level, 16M px in each of three buffers, 3 channels.
-    expect(estimatePeakBytes({ ...pyramid, channels: 3, region: full, width: 4000, height: 4000, degrees: 0 })).toBe(144_000_000);
+    // max: the full level, 16M px read (counted twice), scaled and encoded, 3 channels.
+    expect(estimatePeakBytes({ ...pyramid, channels: 3, region: full, width: 4000, height: 4000, degrees: 0 })).toBe(192_000_000);
     // 2000 px wide: read from the 2000 px overview, not the full level.
-    expect(estimatePeakBytes({ ...pyramid, channels: 3, region: full, width: 2000, height: 2000, degrees: 0 })).toBe(36_000_000);
+    expect(estimatePeakBytes({ ...pyramid, channels: 3, region: full, width: 2000, height: 2000, degrees: 0 })).toBe(48_000_000);
   });
 
   it("widens the read window to whole stored tiles, and adds the rotated buffer", () => {
     // A 10×10 region inside one 256 px tile decodes the whole tile.
     const tile = estimatePeakBytes({ ...pyramid, channels: 3, region: { x: 5, y: 5, w: 10, h: 10 }, width: 10, height: 10, degrees: 0 });
-    expect(tile).toBe((256 * 256 + 100 + 100) * 3);
+    expect(tile).toBe((2 * 256 * 256 + 100 + 100) * 3);
     // 90°: a rotated copy of the 100×50 output, and the encoder works on that copy.
     const rotated = estimatePeakBytes({ ...pyramid, channels: 1, region: { x: 0, y: 0, w: 256, h: 256 }, width: 100, height: 50, degrees: 90 });
-    expect(rotated).toBe(256 * 256 + 5000 + 5000 + 5000);
+    expect(rotated).toBe(2 * 256 * 256 + 5000 + 5000 + 5000);
   });
 
   it("classifies at the threshold: at or above it is a full", () => {

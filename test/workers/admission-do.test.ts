@@ -14,8 +14,8 @@ import { get, heartbeat, metric } from "./helpers";
 const stub = () => env.ADMISSION.get(env.ADMISSION.idFromName("default"));
 
 // A 4000×4000 RGB source the edge already knows (fake: no decoder answers info here).
-// full/max: (16M decode + 16M scale + 16M encode) px × 3 = 144 MB, more than full_mem (60 MB);
-// full/pct:50 reads the 2000 px overview: 12M px × 3 = 36 MB, a full (≥ 32 MiB) that fits once.
+// full/max: (2 × 16M read + 16M scaled + 16M encoded) px × 3 = 192 MB, more than full_mem (60 MB);
+// full/pct:50 reads the 2000 px overview: 16M px × 3 = 48 MB, a full (≥ 32 MiB) that fits once.
 const big: SourceInfo = {
   id: "big",
   version: "v1",
@@ -72,7 +72,7 @@ describe("admission DO", () => {
     const rejected = await metric("tessera_decode_memory_rejected_total");
     const first = get("/iiif/3/big/full/pct:50/0/default.jpg"); // hangs in the frozen decoder
     await scheduler.wait(200);
-    expect(await metric("tessera_decode_memory_reserved_bytes")).toBe(36_000_000);
+    expect(await metric("tessera_decode_memory_reserved_bytes")).toBe(48_000_000);
     expect(await metric("full_in_use")).toBe(1);
     const second = await get("/iiif/3/big/full/pct:50/0/default.jpg");
     expect(second.status).toBe(503);

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { admissionConfig, partitions } from "../../shared/admission-config";
 import { HttpError } from "../../shared/errors";
+import { DecoderRegistry } from "../../edge/admission/decoders";
 import { AdmissionModel, type Grant, type ModelSettings } from "../../edge/admission/model";
 
 const MiB = 1024 * 1024;
@@ -154,5 +155,34 @@ describe("admission configuration", () => {
     expect(() => admissionConfig({ TILES_THREAD_RATIO: "1.5" })).toThrow(/TILES_THREAD_RATIO must be a number from 0 to 1/);
     expect(() => admissionConfig({ MEMORY_LIMIT: "4G" })).toThrow(/MEMORY_LIMIT must be a whole number/);
     expect(() => admissionConfig({ REQUEST_TIMEOUT: "5", QUEUE_TIMEOUT: "10" })).toThrow(/REQUEST_TIMEOUT must exceed/);
+  });
+});
+
+describe("decoder routing", () => {
+  const report = (url: string, capacity = 2) => ({ url, capacity, memoryBytes: 1 });
+
+  it("picks the least loaded live decoder, shares an idle fleet, and skips expired ones", () => {
+    const r = new DecoderRegistry(1000);
+    r.heartbeat(report("http://a"), 0);
+    r.heartbeat(report("http://b"), 0);
+    expect([r.pick(10)!.url, r.pick(10)!.url, r.pick(10)!.url]).toEqual(["http://a", "http://b", "http://a"]);
+    r.pick(10)!.inFlight = 1; // b
+    expect(r.pick(10)!.url).toBe("http://a");
+    r.heartbeat(report("http://a"), 900);
+    expect(r.pick(1500)!.url).toBe("http://a"); // b's last heartbeat is too old
+    expect(r.totals(1500)).toEqual({ capacity: 2, memoryBytes: 1 });
+  });
+
+  it("sends tiles away from a decoder busy with a full while another has room", () => {
+    const r = new DecoderRegistry(1000);
+    r.heartbeat(report("http://a"), 0);
+    r.heartbeat(report("http://b"), 0);
+    const a = r.pick(1)!;
+    a.inFlight = 1;
+    a.fullsInFlight = 1;
+    const b = r.pick(1)!;
+    expect(b.url).toBe("http://b");
+    b.inFlight = 2; // b now at capacity with tiles, a at capacity with its full plus one
+    expect(r.pick(1)!.url).toBe("http://b");
   });
 });
