@@ -2,10 +2,10 @@
 //
 // The local stack (infra/local/stack.ts) with two decoders and a fixed MEMORY_LIMIT, on a
 // 6000 px JPEG COG generated here with GDAL (full-image decodes take seconds and hundreds of
-// MB) and a 12000 px one whose full image can never fit the budget. For each mode (advanced,
+// MB) and an 11000 px one whose full image can never fit the budget. For each mode (advanced,
 // then basic): a viewer workload alone (distinct tiles, all cache misses), then the same
-// workload on a fresh copy of the image while crawlers flood /full/max/-sized and pct: requests
-// at several times the full partition's capacity. Figures are ratios within the same run.
+// workload on a fresh copy of the image while crawlers flood full-size pct: requests and the
+// 11000 px image's /full/max/ at many times the full partition's capacity. Figures are ratios within the same run.
 // The last line is the summary: tile p99 flooded/alone, tile errors, the crawlers' 503s and
 // 413s, the decoders' peak RSS (sum of both, sampled) and the limit, and basic mode's ratio.
 
@@ -21,9 +21,12 @@ const DECODER_CAPACITY = 2; // per decoder: n = 4 permits
 // loop for seconds, and one decoder must stay free for tiles (README, "Tuning").
 const TILES_THREAD_RATIO = "0.75";
 const VIEWERS = 3;
+// Bounds a phase: alone the viewers finish their ~700 tiles sooner; flooded in basic mode a
+// tile can wait QUEUE_TIMEOUT, and the whole list would take many minutes.
+const VIEWER_SECONDS = 30;
 const CRAWLERS = 24; // full_max is 1: 24 times the full partition, 6 times all permits
 const BIG = 6000;
-const HUGE = 12000;
+const HUGE = 11000; // full/max: (2 × 121M + 121M + 121M) px × 3 = 1.45 GB > full_mem 1.2 GB
 
 interface Phase {
   latencies: number[];
@@ -41,33 +44,31 @@ function p99(values: number[]): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)];
 }
 
-/** Distinct viewer tiles of source `id`: full resolution and two overview levels. */
+/** Distinct viewer tiles of source `id`, in a scattered order: full resolution and two overviews. */
 function viewerTiles(id: string): string[] {
   const paths: string[] = [];
-  for (let i = 0; i < 120; i++) {
-    const x = ((i * 7) % 23) * 256;
-    const y = ((i * 11) % 23) * 256;
-    paths.push(`/iiif/3/${id}/${x},${y},256,256/max/0/default.jpg`);
+  for (const [step, out] of [
+    [256, "max"],
+    [512, "256,256"],
+    [1024, "256,256"],
+  ] as const) {
+    const across = Math.floor(BIG / step);
+    for (let i = 0; i < across * across; i++) {
+      paths.push(`/iiif/3/${id}/${(i % across) * step},${Math.floor(i / across) * step},${step},${step}/${out}/0/default.jpg`);
+    }
   }
-  for (let i = 0; i < 60; i++) {
-    const x = (i % 11) * 512;
-    const y = Math.floor(i / 11) * 512;
-    paths.push(`/iiif/3/${id}/${x},${y},512,512/256,256/0/default.jpg`);
-  }
-  for (let i = 0; i < 20; i++) {
-    const x = (i % 5) * 1024;
-    const y = Math.floor(i / 5) * 1024;
-    paths.push(`/iiif/3/${id}/${x},${y},1024,1024/256,256/0/default.jpg`);
-  }
-  return paths;
+  // A fixed shuffle (Knuth's multiplicative hash) so viewers do not walk the image row by row.
+  return paths.map((p, i) => [(i * 2654435761) % 2 ** 32, p] as const).sort((a, b) => a[0] - b[0]).map(([, p]) => p);
 }
 
+/** The viewers fetch distinct tiles until the list or VIEWER_SECONDS runs out. */
 async function viewers(stack: Stack, id: string): Promise<Phase> {
   const queue = viewerTiles(id);
   const phase: Phase = { latencies: [], errors: 0 };
+  const end = Date.now() + VIEWER_SECONDS * 1000;
   await Promise.all(
     Array.from({ length: VIEWERS }, async () => {
-      for (let p = queue.shift(); p; p = queue.shift()) {
+      for (let p = queue.shift(); p && Date.now() < end; p = queue.shift()) {
         const started = performance.now();
         const res = await fetch(stack.url + p);
         await res.arrayBuffer();
@@ -151,6 +152,7 @@ async function runMode(mode: "advanced" | "basic", dir: string) {
       mode,
       aloneP99: p99(alone.latencies),
       floodP99: p99(flooded.latencies),
+      tiles: [alone.latencies.length, flooded.latencies.length],
       tileErrors: alone.errors + flooded.errors,
       ...crawler.flood,
       rssPeak: rss.peak(),
@@ -159,7 +161,7 @@ async function runMode(mode: "advanced" | "basic", dir: string) {
       leasesExpired: await metric(stack, "tessera_admission_leases_expired_total"),
     };
     console.log(
-      `${mode}: tile p99 alone ${result.aloneP99.toFixed(0)} ms, flooded ${result.floodP99.toFixed(0)} ms ` +
+      `${mode}: ${result.tiles.join(" / ")} tiles; tile p99 alone ${result.aloneP99.toFixed(0)} ms, flooded ${result.floodP99.toFixed(0)} ms ` +
         `(median ${median(flooded.latencies).toFixed(0)} ms); tile errors ${result.tileErrors}; crawler ok ${result.ok}, ` +
         `503 ${result.shed503}, 413 ${result.tooLarge413}, other ${result.other}; decoder RSS peak ` +
         `${(result.rssPeak / 2 ** 20).toFixed(0)} MiB of ${(MEMORY_LIMIT / 2 ** 20).toFixed(0)} MiB; ` +

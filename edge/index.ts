@@ -6,7 +6,7 @@ import { HEARTBEAT_PATH } from "../shared/registration";
 import { admissionStub } from "./admission-client";
 import { AdmissionDO, METRICS_PATH } from "./admission/admission-do";
 import { heartbeatHandler } from "./admission/heartbeat-route";
-import type { Env } from "./env";
+import { edgeConfig, type Env } from "./env";
 import { imageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
 
@@ -38,6 +38,7 @@ router
   });
 
 function metricsHandler(_req: IRequest, env: Env): Promise<Response> {
+  edgeConfig(env); // a bad variable is named here, not lost inside the DO
   return admissionStub(env).fetch(`https://admission${METRICS_PATH}`);
 }
 

@@ -130,10 +130,6 @@ export class AdmissionDO extends DurableObject<Env> {
     if (next < Infinity) await this.scheduleAlarm(next);
   }
 
-  get leaseCount(): number {
-    return this.leases.size;
-  }
-
   private async scheduleAlarm(at: number): Promise<void> {
     // Deadlines only grow, so an armed alarm is never later than the lease just added.
     if (this.alarmAt !== undefined) return;

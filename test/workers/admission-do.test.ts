@@ -6,30 +6,16 @@ import { env } from "cloudflare:workers";
 import { beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { AdmissionDO } from "../../edge/admission/admission-do";
 import { infoKey } from "../../edge/source-info";
-import type { SourceInfo } from "../../shared/protocol";
 import { SIGNATURE_HEADER, signRequest } from "../../shared/protocol";
 import { heartbeatTarget } from "../../shared/registration";
-import { get, heartbeat, metric } from "./helpers";
+import { get, heartbeat, metric, squareSource } from "./helpers";
 
 const stub = () => env.ADMISSION.get(env.ADMISSION.idFromName("default"));
 
 // A 4000×4000 RGB source the edge already knows (fake: no decoder answers info here).
 // full/max: (2 × 16M read + 16M scaled + 16M encoded) px × 3 = 192 MB, more than full_mem (60 MB);
 // full/pct:50 reads the 2000 px overview: 16M px × 3 = 48 MB, a full (≥ 32 MiB) that fits once.
-const big: SourceInfo = {
-  id: "big",
-  version: "v1",
-  width: 4000,
-  height: 4000,
-  tileWidth: 256,
-  tileHeight: 256,
-  levels: [
-    { width: 4000, height: 4000 },
-    { width: 2000, height: 2000 },
-    { width: 1000, height: 1000 },
-  ],
-  bytes: 1,
-};
+const big = squareSource("big", [4000, 2000, 1000]);
 
 beforeAll(async () => {
   await caches.default.put(infoKey("big"), Response.json(big, { headers: { "cache-control": "max-age=600" } }));

@@ -4,29 +4,16 @@
 import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import type { SourceInfo } from "../../shared/protocol";
 import { infoKey } from "../../edge/source-info";
 import worker from "../../edge/index";
 import type { Env } from "../../edge/env";
-import { BASE, get, heartbeat, metric } from "./helpers";
+import { BASE, get, heartbeat, metric, squareSource } from "./helpers";
 
 beforeEach(async () => {
   expect((await heartbeat()).status).toBe(204);
 });
 
-const info: SourceInfo = {
-  id: "cached",
-  version: "v1",
-  width: 1000,
-  height: 1000,
-  tileWidth: 256,
-  tileHeight: 256,
-  levels: [
-    { width: 1000, height: 1000 },
-    { width: 500, height: 500 },
-  ],
-  bytes: 1234,
-};
+const info = squareSource("cached", [1000, 500]);
 
 describe("edge worker in workerd", () => {
   it("answers malformed IIIF requests with 400, a message and CORS, before any admission", async () => {

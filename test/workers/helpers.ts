@@ -2,7 +2,7 @@
 // registration through the real heartbeat route (the tests speak for the frozen decoder,
 // which cannot heartbeat while SIGSTOPped).
 import { env, exports } from "cloudflare:workers";
-import { signRequest, SIGNATURE_HEADER } from "../../shared/protocol";
+import { signRequest, SIGNATURE_HEADER, type SourceInfo } from "../../shared/protocol";
 import { heartbeatTarget, type Heartbeat } from "../../shared/registration";
 
 export const BASE = "http://tessera.test";
@@ -18,4 +18,18 @@ export async function heartbeat(report: Partial<Heartbeat> = {}, secret = env.DE
   const body = JSON.stringify({ url: env.TEST_DECODER_URL, capacity: 16, memoryBytes: 80 * 1000 * 1000, ...report });
   const target = await heartbeatTarget(body);
   return get(target, { method: "POST", body, headers: { [SIGNATURE_HEADER]: await signRequest(secret, "POST", target) } });
+}
+
+/** Metadata of a square RGB source with 256 px tiles and these level sizes, full size first. */
+export function squareSource(id: string, sizes: number[]): SourceInfo {
+  return {
+    id,
+    version: "v1",
+    width: sizes[0],
+    height: sizes[0],
+    tileWidth: 256,
+    tileHeight: 256,
+    levels: sizes.map((size) => ({ width: size, height: size })),
+    bytes: 1234,
+  };
 }
