@@ -1,13 +1,14 @@
-// npm run bench:flood — do viewers stay fast while a crawler floods full-image requests?
+// npm run bench:flood — do viewers stay fast while crawlers flood full-image requests?
 //
 // The local stack (infra/local/stack.ts) with two decoders and a fixed MEMORY_LIMIT, on a
 // 6000 px JPEG COG generated here with GDAL (full-image decodes take seconds and hundreds of
 // MB) and an 11000 px one whose full image can never fit the budget. For each mode (advanced,
-// then basic): a viewer workload alone (distinct tiles, all cache misses), then the same
-// workload on a fresh copy of the image while crawlers flood full-size pct: requests and the
-// 11000 px image's /full/max/ at many times the full partition's capacity. Figures are ratios within the same run.
-// The last line is the summary: tile p99 flooded/alone, tile errors, the crawlers' 503s and
-// 413s, the decoders' peak RSS (sum of both, sampled) and the limit, and basic mode's ratio.
+// then basic), ROUNDS times: a viewer workload alone (distinct tiles, all cache misses), then
+// the same workload on a fresh copy of the image while crawlers flood full-size pct: requests
+// and the 11000 px image's /full/max/ at many times the full partition's capacity. Figures are
+// ratios within the same run. The last line is the summary: tile p99 flooded/alone, tile
+// errors, the crawlers' 503s and 413s, the decoders' peak RSS (sum of both, sampled) and the
+// limit, and basic mode's ratio.
 
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdtemp, readFile, rm } from "node:fs/promises";
@@ -21,9 +22,10 @@ const DECODER_CAPACITY = 2; // per decoder: n = 4 permits
 // loop for seconds, and one decoder must stay free for tiles (README, "Tuning").
 const TILES_THREAD_RATIO = "0.75";
 const VIEWERS = 3;
-// Bounds a phase: alone the viewers finish their ~700 tiles sooner; flooded in basic mode a
-// tile can wait QUEUE_TIMEOUT, and the whole list would take many minutes.
-const VIEWER_SECONDS = 30;
+// Bounds a window: in basic mode a flooded tile can wait QUEUE_TIMEOUT, and the whole list of
+// ~700 tiles would take many minutes.
+const VIEWER_SECONDS = 10;
+const ROUNDS = 3;
 const CRAWLERS = 24; // full_max is 1: 24 times the full partition, 6 times all permits
 const BIG = 6000;
 const HUGE = 11000; // full/max: (2 × 121M + 121M + 121M) px × 3 = 1.45 GB > full_mem 1.2 GB
@@ -101,8 +103,10 @@ function crawl(stack: Stack, id: string, stop: AbortSignal): { flood: Flood; don
         else if (res.status === 503) flood.shed503++;
         else if (res.status === 413) flood.tooLarge413++;
         else flood.other++;
-        // A crawler that ignores Retry-After and comes straight back.
-        if (res.status !== 200) await new Promise((r) => setTimeout(r, 50));
+        // It waits the Retry-After of a 503 (the contract the 503 states), and goes straight on
+        // to its next URL after a 413 (that one will never work).
+        const retryAfter = Number(res.headers.get("retry-after") ?? 0);
+        if (res.status === 503) await sleep(retryAfter * 1000, stop);
       } catch {
         // aborted at the end of the phase
       }
@@ -110,6 +114,12 @@ function crawl(stack: Stack, id: string, stop: AbortSignal): { flood: Flood; don
   };
   return { flood, done: Promise.all(Array.from({ length: CRAWLERS }, loop)).then(() => {}) };
 }
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+  });
 
 /** Peak of the decoders' summed resident memory, sampled every 20 ms. */
 function rssSampler(stack: Stack): { peak(): number; stop(): void } {
@@ -138,23 +148,34 @@ async function runMode(mode: "advanced" | "basic", dir: string) {
   });
   const rss = rssSampler(stack);
   try {
-    for (const id of [`alone-${mode}`, `flood-${mode}`, `huge-flood-${mode}`]) {
-      await (await fetch(`${stack.url}/iiif/3/${id}/info.json`)).arrayBuffer(); // a viewer opens info.json first
+    const alone: Phase = { latencies: [], errors: 0 };
+    const flooded: Phase = { latencies: [], errors: 0 };
+    const flood: Flood = { ok: 0, shed503: 0, tooLarge413: 0, other: 0 };
+    // Alone and flooded windows alternate, each on a fresh copy of the image, so a change in the
+    // machine's background load over the run weighs on both sides alike.
+    for (let round = 0; round < ROUNDS; round++) {
+      const [aloneId, floodId] = [`alone-${round}`, `flood-${round}`];
+      for (const id of [aloneId, floodId, `huge-${floodId}`]) {
+        await (await fetch(`${stack.url}/iiif/3/${id}/info.json`)).arrayBuffer(); // a viewer opens info.json first
+      }
+      progress(`${mode} round ${round + 1}/${ROUNDS}: viewers alone`);
+      merge(alone, await viewers(stack, aloneId));
+      progress(`${mode} round ${round + 1}/${ROUNDS}: viewers under the crawler flood`);
+      const stop = new AbortController();
+      const crawler = crawl(stack, floodId, stop.signal);
+      await sleep(2000, new AbortController().signal); // let the flood build up
+      merge(flooded, await viewers(stack, floodId));
+      stop.abort();
+      await crawler.done;
+      for (const k of Object.keys(flood) as (keyof Flood)[]) flood[k] += crawler.flood[k];
     }
-    const alone = await viewers(stack, `alone-${mode}`);
-    const stop = new AbortController();
-    const crawler = crawl(stack, `flood-${mode}`, stop.signal);
-    await new Promise((r) => setTimeout(r, 2000)); // let the flood build up
-    const flooded = await viewers(stack, `flood-${mode}`);
-    stop.abort();
-    await crawler.done;
     const result = {
       mode,
       aloneP99: p99(alone.latencies),
       floodP99: p99(flooded.latencies),
       tiles: [alone.latencies.length, flooded.latencies.length],
       tileErrors: alone.errors + flooded.errors,
-      ...crawler.flood,
+      ...flood,
       rssPeak: rss.peak(),
       fullShadowRejected: await metric(stack, "tessera_admission_full_shadow_rejected_total"),
       memoryShadowTooLarge: await metric(stack, "tessera_decode_memory_shadow_too_large_total"),
@@ -162,7 +183,7 @@ async function runMode(mode: "advanced" | "basic", dir: string) {
     };
     console.log(
       `${mode}: ${result.tiles.join(" / ")} tiles; tile p99 alone ${result.aloneP99.toFixed(0)} ms, flooded ${result.floodP99.toFixed(0)} ms ` +
-        `(median ${median(flooded.latencies).toFixed(0)} ms); tile errors ${result.tileErrors}; crawler ok ${result.ok}, ` +
+        `(medians ${median(alone.latencies).toFixed(0)} / ${median(flooded.latencies).toFixed(0)} ms); tile errors ${result.tileErrors}; crawler ok ${result.ok}, ` +
         `503 ${result.shed503}, 413 ${result.tooLarge413}, other ${result.other}; decoder RSS peak ` +
         `${(result.rssPeak / 2 ** 20).toFixed(0)} MiB of ${(MEMORY_LIMIT / 2 ** 20).toFixed(0)} MiB; ` +
         `shadow: full ${result.fullShadowRejected}, too large ${result.memoryShadowTooLarge}`,
@@ -174,6 +195,11 @@ async function runMode(mode: "advanced" | "basic", dir: string) {
   }
 }
 
+function merge(into: Phase, from: Phase): void {
+  into.latencies.push(...from.latencies);
+  into.errors += from.errors;
+}
+const progress = (what: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${what}\n`);
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 
 async function main() {
@@ -183,11 +209,12 @@ async function main() {
     const src = `${ROOT}samples/test-pattern.tif`;
     execFileSync("gdal_translate", ["-q", "-outsize", `${BIG}`, `${BIG}`, "-r", "bilinear", ...cog, src, `${dir}/big.tif`]);
     execFileSync("gdal_translate", ["-q", "-outsize", `${HUGE}`, `${HUGE}`, "-r", "near", ...cog, src, `${dir}/huge.tif`]);
-    // One copy per phase, so no phase is served from another's edge cache.
-    for (const mode of ["advanced", "basic"]) {
-      await copyFile(`${dir}/big.tif`, `${dir}/alone-${mode}.tif`);
-      await copyFile(`${dir}/big.tif`, `${dir}/flood-${mode}.tif`);
-      await copyFile(`${dir}/huge.tif`, `${dir}/huge-flood-${mode}.tif`);
+    // One copy per window, so no window is served from another's edge cache (each mode runs on
+    // a fresh stack, whose cache starts empty).
+    for (let round = 0; round < ROUNDS; round++) {
+      await copyFile(`${dir}/big.tif`, `${dir}/alone-${round}.tif`);
+      await copyFile(`${dir}/big.tif`, `${dir}/flood-${round}.tif`);
+      await copyFile(`${dir}/huge.tif`, `${dir}/huge-flood-${round}.tif`);
     }
     const advanced = await runMode("advanced", dir);
     const basic = await runMode("basic", dir);
