@@ -7,30 +7,34 @@ import { admissionStub } from "./admission-client";
 import { AdmissionDO, METRICS_PATH } from "./admission/admission-do";
 import { heartbeatHandler } from "./admission/heartbeat-route";
 import { edgeConfig, type Env } from "./env";
+import { fileHandler } from "./handlers/file";
 import { imageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
+import { errorCacheControl, isPermanentError } from "./http-cache";
 
 export { AdmissionDO };
 
 type Args = [Env, ExecutionContext];
-const { preflight, corsify } = cors({ origin: "*", allowMethods: ["GET", "HEAD", "OPTIONS"] });
+const { preflight, corsify } = cors({
+  origin: "*",
+  allowMethods: ["GET", "HEAD", "OPTIONS"],
+  exposeHeaders: ["Link", "ETag", "x-tessera-cache", "x-tessera-version"],
+});
 
 const router = Router<IRequest, Args>({
   before: [preflight],
-  catch: (err) => {
-    if (err instanceof HttpError) return errorResponse(err);
-    console.error(JSON.stringify({ level: "error", msg: String(err) }));
-    // A misconfigured deployment says which variable is wrong; nothing else leaks.
-    const message = err instanceof ConfigError ? `configuration: ${err.message}` : "internal failure";
-    return errorResponse(new HttpError("bad_gateway", message));
-  },
+  catch: failure,
   finally: [corsify],
 });
 
 router
-  .get("/iiif/3/:id", baseUriHandler)
-  .get("/iiif/3/:id/info.json", infoHandler)
-  .get("/iiif/3/:id/:region/:size/:rotation/:qf", imageHandler)
+  .get("/iiif/3/:id", baseUriHandler(3))
+  .get("/iiif/3/:id/info.json", infoHandler(3))
+  .get("/iiif/3/:id/file", fileHandler)
+  .get("/iiif/3/:id/:region/:size/:rotation/:qf", imageHandler(3))
+  .get("/iiif/2/:id", baseUriHandler(2))
+  .get("/iiif/2/:id/info.json", infoHandler(2))
+  .get("/iiif/2/:id/:region/:size/:rotation/:qf", imageHandler(2))
   .get("/metrics", metricsHandler)
   .post(HEARTBEAT_PATH, heartbeatHandler)
   .all("*", () => {
@@ -42,6 +46,23 @@ function metricsHandler(_req: IRequest, env: Env): Promise<Response> {
   return admissionStub(env).fetch(`https://admission${METRICS_PATH}`);
 }
 
+/** Every failure becomes an answer from the one error table; client errors may be cached. */
+function failure(err: unknown, _req: IRequest, env: Env): Response {
+  if (!(err instanceof HttpError)) {
+    console.error(JSON.stringify({ level: "error", msg: String(err) }));
+    // A misconfigured deployment says which variable is wrong; nothing else leaks.
+    const message = err instanceof ConfigError ? `configuration: ${err.message}` : "internal failure";
+    return errorResponse(new HttpError("bad_gateway", message), { "cache-control": "no-store" });
+  }
+  const cacheControl = isPermanentError(err.status) ? errorCacheControl(edgeConfig(env)) : "no-store";
+  return errorResponse(err, { "cache-control": cacheControl });
+}
+
 export default {
-  fetch: (request: Request, env: Env, ctx: ExecutionContext) => router.fetch(request, env, ctx),
+  async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+    if (request.method !== "HEAD") return router.fetch(request, env, ctx);
+    // HEAD is GET without the body: same status, same headers.
+    const res: Response = await router.fetch(new Request(request, { method: "GET" }), env, ctx);
+    return new Response(null, res);
+  },
 } satisfies ExportedHandler<Env>;

@@ -1,19 +1,11 @@
-// Renders a resolved IIIF request from an opened COG: pick the level, read the window,
-// scale to exactly the requested size, encode. What the grammar accepts but this decoder
-// does not do yet is a 501 naming the feature, checked before any read.
+// Renders a resolved IIIF request from an opened COG, in the order the Image API defines:
+// region (read at the best stored level) → size → mirror → rotation → quality → format.
 
 import sharp from "sharp";
-import { unsupported } from "../shared/errors";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
 import { chooseLevel } from "./cog/levels";
-
-/** JPEG quality of encoded answers. */
-const JPEG_QUALITY = 85;
-
-const CONTENT_TYPES: Partial<Record<ResolvedImageRequest["format"], string>> = {
-  jpg: "image/jpeg",
-};
+import { encoderFor, type Encoder } from "./encode/formats";
 
 export interface RenderedImage {
   body: Buffer;
@@ -33,29 +25,50 @@ export function configureSharp(): void {
   sharp.cache(false);
 }
 
-/** Throws 501 for valid requests this decoder cannot render yet. */
+/** Throws 501 for valid requests this decoder cannot render, before any read. */
 export function checkSupported(req: ResolvedImageRequest): void {
-  if (req.mirror) throw unsupported("mirroring is not supported yet");
-  if (req.degrees !== 0) throw unsupported(`rotation ${req.degrees} is not supported yet`);
-  if (req.quality !== "default" && req.quality !== "color") {
-    throw unsupported(`quality ${req.quality} is not supported yet`);
-  }
-  if (!CONTENT_TYPES[req.format]) throw unsupported(`format ${req.format} is not supported yet`);
+  encoderFor(req.format);
 }
 
+const WHITE = { r: 255, g: 255, b: 255, alpha: 1 };
+const TRANSPARENT = { r: 0, g: 0, b: 0, alpha: 0 };
+
 export async function render(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal): Promise<RenderedImage> {
-  checkSupported(req);
+  const encoder = encoderFor(req.format);
   const level = chooseLevel(cog.levels, req.region, req.width, req.height);
   const pixels = await cog.readWindow(level, req.region, signal);
   signal?.throwIfAborted();
-  const body = await sharp(pixels.data, {
+  let img = sharp(pixels.data, {
     raw: { width: pixels.width, height: pixels.height, channels: pixels.channels },
-  })
-    .resize(req.width, req.height, { fit: "fill", kernel: "lanczos3" })
-    // JPEG has no alpha: composite on white rather than showing premultiplied black.
-    .flatten({ background: "#ffffff" })
-    .jpeg({ quality: JPEG_QUALITY, mozjpeg: false })
-    .toBuffer();
+  }).resize(req.width, req.height, { fit: "fill", kernel: "lanczos3" });
+  if (req.mirror || req.degrees !== 0) img = await orient(img, req, encoder);
+  img = quality(img, req);
+  // Formats without alpha are composited on white rather than showing premultiplied black.
+  if (!encoder.alpha) img = img.flatten({ background: WHITE });
+  const body = await encoder.encode(img);
   signal?.throwIfAborted();
-  return { body, contentType: CONTENT_TYPES[req.format]! };
+  return { body, contentType: encoder.contentType };
+}
+
+/**
+ * Mirror, then rotate clockwise. A second pipeline, because sharp orders its own operations
+ * (rotation before resize) and IIIF needs the rotation applied to the sized image.
+ */
+async function orient(img: sharp.Sharp, req: ResolvedImageRequest, encoder: Encoder): Promise<sharp.Sharp> {
+  const { data, info } = await img.raw().toBuffer({ resolveWithObject: true });
+  let out = sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } });
+  if (req.mirror) out = out.flop();
+  if (req.degrees === 0) return out;
+  if (req.degrees % 90 === 0) return out.rotate(req.degrees);
+  // Arbitrary angles grow the canvas; the corners are transparent where the format allows.
+  return (encoder.alpha ? out.ensureAlpha() : out).rotate(req.degrees, {
+    background: encoder.alpha ? TRANSPARENT : WHITE,
+  });
+}
+
+function quality(img: sharp.Sharp, req: ResolvedImageRequest): sharp.Sharp {
+  // toColourspace("b-w") makes the output one channel; grayscale() alone keeps three.
+  if (req.quality === "gray") return img.toColourspace("b-w");
+  if (req.quality === "bitonal") return img.threshold(128).toColourspace("b-w");
+  return img;
 }

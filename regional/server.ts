@@ -9,7 +9,9 @@
 // passed down to every Source read. (Seed 003's request limiter, work budget and deadline
 // will wrap `handle` here, with the same signal.)
 
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { badRequest, errorResponse, HttpError, notFound } from "../shared/errors";
 import { parseImageRequest } from "../shared/iiif/image-request";
 import { resolveImageRequest } from "../shared/iiif/resolve";
@@ -21,6 +23,7 @@ import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
 import type { Cog } from "./cog/cog";
 import { checkSupported, configureSharp, render } from "./render";
 import { isValidSourceId } from "./source/source-id";
+import { sourceChunks } from "./source/chunks";
 import type { SourceCatalog } from "./source/source";
 
 export interface DecoderOptions {
@@ -49,7 +52,8 @@ export function jsonLog(record: LogRecord): void {
 interface Answer {
   status: number;
   headers: Record<string, string>;
-  body: Buffer;
+  /** A whole body, or a stream of chunks whose content-length is in `headers`. */
+  body: Buffer | AsyncIterable<Uint8Array>;
 }
 
 /** Creates (does not start) the decoder's HTTP server. */
@@ -71,11 +75,8 @@ export function createDecoderServer(options: DecoderOptions): Server {
       : new URL("http://decoder/");
     handle(req, url, controller.signal)
       .catch((err) => failure(err, req, url, controller.signal))
-      .then((answer) => {
-        if (!res.destroyed) {
-          res.writeHead(answer.status, { ...answer.headers, "content-length": String(answer.body.length) });
-          res.end(answer.body);
-        }
+      .then(async (answer) => {
+        await send(res, answer);
         const route = routeOf(url.pathname);
         const status = controller.signal.aborted ? "aborted" : answer.status;
         requestsTotal.inc({ route, status });
@@ -126,6 +127,9 @@ export function createDecoderServer(options: DecoderOptions): Server {
     if (parts[0] === "info" && parts.length === 2) {
       return info(parts[1], version, signal);
     }
+    if (parts[0] === "file" && parts.length === 2) {
+      return file(parts[1], version, signal);
+    }
     if (parts[0] === "image" && parts.length === 6) {
       const [, id, region, size, rotation, qualityFormat] = parts;
       return image(id, { region, size, rotation, qualityFormat }, version, signal);
@@ -138,6 +142,20 @@ export function createDecoderServer(options: DecoderOptions): Server {
       const body = cog.info(id);
       return json(200, body, { [VERSION_HEADER]: body.version });
     });
+  }
+
+  /** The stored bytes of the pinned snapshot, streamed; no header parse, no decode. */
+  async function file(id: string, version: string | undefined, signal: AbortSignal): Promise<Answer> {
+    const source = await options.catalog.open(id, version, signal);
+    return {
+      status: 200,
+      headers: {
+        "content-type": "image/tiff",
+        "content-length": String(source.size),
+        [VERSION_HEADER]: source.version,
+      },
+      body: sourceChunks(source, signal),
+    };
   }
 
   async function image(
@@ -198,6 +216,18 @@ export function createDecoderServer(options: DecoderOptions): Server {
     response.headers.forEach((v, k) => (headers[k] = v));
     return { status: response.status, headers, body: Buffer.from(await response.arrayBuffer()) };
   }
+}
+
+/** Writes an answer; a stream that fails midway cuts the body short, never mixes versions. */
+async function send(res: ServerResponse, answer: Answer): Promise<void> {
+  if (res.destroyed) return;
+  if (Buffer.isBuffer(answer.body)) {
+    res.writeHead(answer.status, { ...answer.headers, "content-length": String(answer.body.length) });
+    res.end(answer.body);
+    return;
+  }
+  res.writeHead(answer.status, answer.headers);
+  await pipeline(Readable.from(answer.body), res).catch(() => res.destroy());
 }
 
 /** Failures that may mean the snapshot (or our copy of its headers) is unusable. */

@@ -24,6 +24,8 @@ export const DECODER = {
   info: (id: string) => `/v1/info/${encodeURIComponent(id)}`,
   image: (id: string, canonical: string, version: string) =>
     `/v1/image/${encodeURIComponent(id)}/${canonical}?version=${encodeURIComponent(version)}`,
+  /** The source's stored bytes, unchanged. */
+  file: (id: string, version: string) => `/v1/file/${encodeURIComponent(id)}?version=${encodeURIComponent(version)}`,
 };
 
 /** Response header naming the snapshot an answer was made from. */

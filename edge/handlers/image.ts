@@ -1,55 +1,98 @@
-// GET /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format}
+// GET /iiif/{2,3}/{id}/{region}/{size}/{rotation}/{quality}.{format}
 // Parse → resolve against cached metadata → canonical cache key (+ pinned version) →
 // Cache API hit, or admission → decoder, then store.
 import type { IRequest } from "itty-router";
-import { parseImageRequest } from "../../shared/iiif/image-request";
+import { errorResponse, HttpError } from "../../shared/errors";
+import { parseImageRequest, type ApiVersion } from "../../shared/iiif/image-request";
+import { PROFILE_URI } from "../../shared/iiif/info";
 import { canonicalParts, resolveImageRequest } from "../../shared/iiif/resolve";
 import { ASSUMED_CHANNELS, classify, estimateRequest } from "../../shared/cost";
 import { DECODER, VERSION_HEADER } from "../../shared/protocol";
-import { viaAdmission } from "../admission-client";
-import { edgeConfig, type Env } from "../env";
+import { viaAdmission, type Cost } from "../admission-client";
+import { edgeConfig, type EdgeConfig, type Env } from "../env";
+import {
+  errorCacheControl,
+  imageCacheControl,
+  isPermanentError,
+  matchesIfNoneMatch,
+  notModified,
+  strongEtag,
+} from "../http-cache";
 import { sourceInfo } from "../source-info";
-import { serviceId, sourceId } from "./params";
+import { segment, serviceId, sourceId } from "./params";
 
 export const CACHE_STATUS_HEADER = "x-tessera-cache";
 
-export async function imageHandler(req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
-  const config = edgeConfig(env);
-  const id = sourceId(req.params.id);
-  const { region, size, rotation, qf } = req.params;
-  const parsed = parseImageRequest({ region, size, rotation, qualityFormat: qf }, 3);
-  const info = await sourceInfo(id, env, config, ctx, req.signal);
-  const resolved = resolveImageRequest(parsed, info);
-  const canonical = canonicalParts(resolved, info, 3);
-  const canonicalUrl = `${serviceId(req, 3, id)}/${canonical}`;
+/** The Cache API key of an image: not a routable URL, so only this handler can fill it. */
+export const imageCacheKey = (origin: string, id: string, canonical: string, version: string) =>
+  `${origin}/__tessera/image/${encodeURIComponent(id)}/${canonical}?version=${encodeURIComponent(version)}`;
 
-  // Equivalent URLs share one entry; a new source version never meets an old one.
-  const key = new Request(`${canonicalUrl}?version=${encodeURIComponent(info.version)}`);
-  const cache = caches.default;
-  const hit = await cache.match(key);
-  if (hit) return withCacheStatus(hit, "hit");
+export const imageHandler =
+  (version: ApiVersion) =>
+  async (req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> => {
+    const config = edgeConfig(env);
+    const id = sourceId(req.params.id);
+    const { region, size, rotation, qf } = req.params;
+    const parsed = parseImageRequest(
+      {
+        region: segment(region, "region"),
+        size: segment(size, "size"),
+        rotation: segment(rotation, "rotation"),
+        qualityFormat: segment(qf, "quality.format"),
+      },
+      version,
+    );
+    const info = await sourceInfo(id, env, config, ctx, req.signal);
+    const limits = { width: info.width, height: info.height, ...config.limits };
+    const resolved = resolveImageRequest(parsed, limits);
+    // The 3.0 canonical form names the pixels whatever the API version: 2.1 and 3.0 requests
+    // for the same image share one cache entry, one ETag and one decoder path.
+    const canonical = canonicalParts(resolved, limits, 3);
+    const headers = {
+      "cache-control": imageCacheControl(config),
+      link: `<${serviceId(req, version, id)}/${canonicalParts(resolved, limits, version)}>;rel="canonical", <${PROFILE_URI[version]}>;rel="profile"`,
+    };
+    const etag = await strongEtag(id, info.version, canonical);
+    if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
 
-  // Coarse classification (seed 000): the decoder will tell the DO its precise estimate.
-  const estimateBytes = estimateRequest(info, resolved, ASSUMED_CHANNELS);
-  const partition = classify(estimateBytes, config.admission.largeDecodeThresholdBytes);
-  const decoded = await viaAdmission(env, DECODER.image(id, canonical, info.version), req.signal, {
-    partition,
-    estimateBytes,
-  });
-  const res = new Response(decoded.body, {
-    headers: {
-      "content-type": decoded.headers.get("content-type") ?? "application/octet-stream",
-      "cache-control": `public, max-age=${config.imageMaxAge}`,
-      link: `<${canonicalUrl}>;rel="canonical", <http://iiif.io/api/image/3/level1.json>;rel="profile"`,
-      [VERSION_HEADER]: info.version,
-    },
-  });
-  ctx.waitUntil(cache.put(key, res.clone()));
-  return withCacheStatus(res, "miss");
+    const key = imageCacheKey(new URL(req.url).origin, id, canonical, info.version);
+    const cache = caches.default;
+    const hit = await cache.match(key);
+    if (hit) return answer(hit, headers, "hit");
+
+    // Coarse classification (seed 000); the decoder tells the DO its precise estimate.
+    const estimateBytes = estimateRequest(info, resolved, ASSUMED_CHANNELS);
+    const cost = { partition: classify(estimateBytes, config.admission.largeDecodeThresholdBytes), estimateBytes };
+    const stored = await decode(env, config, DECODER.image(id, canonical, info.version), req.signal, etag, cost);
+    ctx.waitUntil(cache.put(key, stored.clone()));
+    return answer(stored, headers, "miss");
+  };
+
+/** The decoder's answer as it is stored: bytes, type, ETag; or a client error, kept briefly. */
+async function decode(env: Env, config: EdgeConfig, path: string, signal: AbortSignal, etag: string, cost: Cost) {
+  try {
+    const decoded = await viaAdmission(env, path, signal, cost);
+    return new Response(decoded.body, {
+      headers: {
+        "content-type": decoded.headers.get("content-type") ?? "application/octet-stream",
+        "cache-control": imageCacheControl(config),
+        [VERSION_HEADER]: decoded.headers.get(VERSION_HEADER) ?? "",
+        etag,
+      },
+    });
+  } catch (err) {
+    // A 4xx or 501 from the decoder is about this exact request: the same request gets it
+    // again, so it is stored (briefly). Timeouts and overloads are not.
+    if (err instanceof HttpError && isPermanentError(err.status)) {
+      return errorResponse(err, { "cache-control": errorCacheControl(config) });
+    }
+    throw err;
+  }
 }
 
-function withCacheStatus(res: Response, status: "hit" | "miss"): Response {
-  const out = new Response(res.body, res);
+function answer(stored: Response, headers: Record<string, string>, status: "hit" | "miss"): Response {
+  const out = new Response(stored.body, stored);
+  if (stored.ok) for (const [k, v] of Object.entries(headers)) out.headers.set(k, v);
   out.headers.set(CACHE_STATUS_HEADER, status);
   return out;
 }

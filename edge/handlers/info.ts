@@ -1,26 +1,37 @@
-// GET /iiif/3/{id}/info.json and the base URI redirect.
+// GET /iiif/{2,3}/{id}/info.json and the base URI redirect.
 import type { IRequest } from "itty-router";
-import { infoJson3 } from "../../shared/iiif/info";
+import type { ApiVersion } from "../../shared/iiif/image-request";
+import { CONTEXT, infoJson, PROFILE_URI } from "../../shared/iiif/info";
 import { edgeConfig, type Env } from "../env";
+import { infoCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
 import { sourceInfo } from "../source-info";
 import { serviceId, sourceId } from "./params";
 
-export async function infoHandler(req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
-  const config = edgeConfig(env);
-  const id = sourceId(req.params.id);
-  const info = await sourceInfo(id, env, config, ctx, req.signal);
-  return Response.json(infoJson3(info, serviceId(req, 3, id)), {
-    headers: {
-      "cache-control": `public, max-age=${config.infoMaxAge}`,
-      link: '<http://iiif.io/api/image/3/level1.json>;rel="profile"',
-    },
-  });
-}
+export const infoHandler =
+  (version: ApiVersion) =>
+  async (req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> => {
+    const config = edgeConfig(env);
+    const id = sourceId(req.params.id);
+    const info = await sourceInfo(id, env, config, ctx, req.signal);
+    const base = serviceId(req, version, id);
+    // JSON-LD only when asked for (Image API §5.1); either way the body is the same.
+    const ldJson = (req.headers.get("accept") ?? "").includes("application/ld+json");
+    const headers = {
+      "content-type": ldJson ? `application/ld+json;profile="${CONTEXT[version]}"` : "application/json",
+      "cache-control": infoCacheControl(config),
+      link: `<${PROFILE_URI[version]}>;rel="profile"`,
+      vary: "Accept",
+    };
+    const etag = await strongEtag(base, info.version, JSON.stringify(config.limits), headers["content-type"]);
+    if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
+    return new Response(JSON.stringify(infoJson(version, info, base, config.limits)), {
+      headers: { ...headers, etag },
+    });
+  };
 
 /** The bare service URI answers 303 See Other to its info.json (Image API 3.0 §2.2). */
-export function baseUriHandler(req: IRequest): Response {
-  return new Response(null, {
+export const baseUriHandler = (version: ApiVersion) => (req: IRequest) =>
+  new Response(null, {
     status: 303,
-    headers: { location: `${serviceId(req, 3, sourceId(req.params.id))}/info.json` },
+    headers: { location: `${serviceId(req, version, sourceId(req.params.id))}/info.json` },
   });
-}

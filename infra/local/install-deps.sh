@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages the local stack needs (single-node Ceph RGW for S3, GDAL for the
-# sample COGs, curl for readiness probes) on Debian bookworm. Idempotent: a package is installed
-# only when its binary is missing and dpkg does not list it as installed, and `apt-get update` runs at most
-# once, only when something must be installed. Run as root (CI) or with sudo available.
+# sample COGs, curl for readiness probes, Chromium for the viewer's browser test) on Debian
+# bookworm. Idempotent: a package is installed only when its binary is missing and dpkg does not
+# list it as installed, and `apt-get update` runs at most once, only when something must be
+# installed. Run as root (CI) or with sudo available.
 set -euo pipefail
 
 # package -> a binary it provides (the check that matters: scripts call these binaries)
@@ -12,10 +13,11 @@ declare -A BIN=(
   [ceph-osd]=ceph-osd
   [gdal-bin]=gdal_translate
   [curl]=curl
+  [chromium]=chromium
 )
 
 missing=()
-for pkg in radosgw ceph-mon ceph-osd gdal-bin curl; do
+for pkg in radosgw ceph-mon ceph-osd gdal-bin curl chromium; do
   # The binary on PATH is what our scripts need; dpkg -s is the fallback for a package that is
   # installed but whose binary is not on this shell's PATH (e.g. /usr/sbin for a non-root user).
   command -v "${BIN[$pkg]}" >/dev/null 2>&1 && continue
@@ -24,7 +26,7 @@ for pkg in radosgw ceph-mon ceph-osd gdal-bin curl; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all present (radosgw ceph-mon ceph-osd gdal-bin curl)"
+  echo "install-deps: all present (radosgw ceph-mon ceph-osd gdal-bin curl chromium)"
   exit 0
 fi
 

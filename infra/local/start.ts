@@ -2,6 +2,7 @@
 // or on a local versioned S3 (Ceph RGW) with TESSERA_SOURCE=s3. Ctrl-C stops everything.
 import { readdir } from "node:fs/promises";
 import { startStack, ROOT } from "./stack";
+import { startViewerServer } from "./viewer-server";
 
 const port = Number(process.env.TESSERA_PORT ?? 8787);
 const source = process.env.TESSERA_SOURCE ?? "local";
@@ -40,11 +41,17 @@ async function main() {
     verbose: true,
   });
   cleanups.unshift(() => stack.stop());
+  const viewer = await startViewerServer({
+    port: Number(process.env.TESSERA_VIEWER_PORT ?? 8788),
+    edgeUrl: stack.url,
+  });
+  cleanups.unshift(() => viewer.close());
   console.log(`
 Tessera is running (${source} sources).
-  Open a tile:   ${stack.url}/iiif/3/test-pattern/full/max/0/default.jpg
-  info.json:     ${stack.url}/iiif/3/test-pattern/info.json
-  metrics:       ${stack.url}/metrics
+  Open the viewer: ${viewer.url}?id=test-pattern
+  a whole image:   ${stack.url}/iiif/3/test-pattern/full/max/0/default.jpg
+  info.json:       ${stack.url}/iiif/3/test-pattern/info.json
+  metrics:         ${stack.url}/metrics
 Ctrl-C stops it.`);
 }
 

@@ -1,22 +1,85 @@
-// The IIIF info.json document built from a source's metadata.
+// The IIIF info.json documents (Image API 3.0 and 2.1) built from a source's metadata and the
+// server's declared limits. What is listed here is exactly what the renderer supports.
 import type { SourceInfo } from "../protocol";
+import type { ApiVersion } from "./image-request";
+
+/** Server-imposed output limits, declared in info.json and enforced on every request. */
+export interface SizeLimits {
+  maxWidth?: number;
+  maxHeight?: number;
+  maxArea?: number;
+}
+
+/** Formats beyond level 2's jpg and png. jp2 and others are refused with 501. */
+export const EXTRA_FORMATS = ["webp", "tif", "gif", "pdf"] as const;
+export const EXTRA_QUALITIES_3 = ["bitonal"] as const;
+/** Features beyond level 2 (3.0 names; 2.1 shares them but lists regionSquare too). */
+export const EXTRA_FEATURES = [
+  "canonicalLinkHeader",
+  "profileLinkHeader",
+  "mirroring",
+  "rotationArbitrary",
+  "sizeUpscaling",
+] as const;
+
+export const CONTEXT: Record<ApiVersion, string> = {
+  2: "http://iiif.io/api/image/2/context.json",
+  3: "http://iiif.io/api/image/3/context.json",
+};
+export const PROFILE_URI: Record<ApiVersion, string> = {
+  2: "http://iiif.io/api/image/2/level2.json",
+  3: "http://iiif.io/api/image/3/level2.json",
+};
 
 /** Scale factors of the stored levels relative to full resolution (1, 2, 4, ...). */
 export function scaleFactors(info: SourceInfo): number[] {
   return info.levels.map((l) => Math.round(info.width / l.width));
 }
 
-export function infoJson3(info: SourceInfo, serviceId: string) {
+function common(info: SourceInfo, limits: SizeLimits) {
   return {
-    "@context": "http://iiif.io/api/image/3/context.json",
-    id: serviceId,
-    type: "ImageService3",
     protocol: "http://iiif.io/api/image",
-    profile: "level1",
     width: info.width,
     height: info.height,
+    ...limits,
+    // Smallest first; each is a stored level, so it is served without reading full resolution.
+    sizes: info.levels
+      .slice(1)
+      .reverse()
+      .map(({ width, height }) => ({ width, height })),
     tiles: [{ width: info.tileWidth, height: info.tileHeight, scaleFactors: scaleFactors(info) }],
-    // Smallest first; each is a stored level, so it is served without resampling the whole image.
-    sizes: info.levels.slice(1).reverse().map(({ width, height }) => ({ width, height })),
+  };
+}
+
+export function infoJson(version: ApiVersion, info: SourceInfo, serviceId: string, limits: SizeLimits) {
+  if (version === 3) {
+    return {
+      "@context": CONTEXT[3],
+      id: serviceId,
+      type: "ImageService3",
+      ...common(info, limits),
+      profile: "level2",
+      extraFormats: [...EXTRA_FORMATS],
+      extraQualities: [...EXTRA_QUALITIES_3],
+      extraFeatures: [...EXTRA_FEATURES],
+    };
+  }
+  const { maxWidth, maxHeight, maxArea, ...rest } = common(info, limits);
+  return {
+    "@context": CONTEXT[2],
+    "@id": serviceId,
+    ...rest,
+    // 2.1 declares limits and extras inside the profile's second entry.
+    profile: [
+      PROFILE_URI[2],
+      {
+        formats: ["jpg", "png", ...EXTRA_FORMATS],
+        qualities: ["default", "color", "gray", "bitonal"],
+        supports: [...EXTRA_FEATURES.filter((f) => f !== "sizeUpscaling"), "regionSquare", "sizeAboveFull"],
+        ...(maxWidth && { maxWidth }),
+        ...(maxHeight && { maxHeight }),
+        ...(maxArea && { maxArea }),
+      },
+    ],
   };
 }

@@ -24,8 +24,9 @@ export function reference(
 export async function meanAbsDiff(actual: Uint8Array, expected: sharp.Sharp): Promise<number> {
   const a = await rgb(sharp(actual));
   const e = await rgb(expected);
-  if (a.width !== e.width || a.height !== e.height) {
-    throw new Error(`size ${a.width}x${a.height} differs from the reference's ${e.width}x${e.height}`);
+  if (a.width !== e.width || a.height !== e.height || a.data.length !== e.data.length) {
+    const shape = (x: typeof a) => `${x.width}x${x.height}x${x.data.length / (x.width * x.height)}`;
+    throw new Error(`image ${shape(a)} differs in shape from the reference's ${shape(e)}`);
   }
   let sum = 0;
   for (let i = 0; i < a.data.length; i++) sum += Math.abs(a.data[i] - e.data[i]);

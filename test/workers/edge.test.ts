@@ -5,6 +5,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { infoKey } from "../../edge/source-info";
+import { imageCacheKey } from "../../edge/handlers/image";
 import worker from "../../edge/index";
 import type { Env } from "../../edge/env";
 import { BASE, get, heartbeat, metric, squareSource } from "./helpers";
@@ -76,7 +77,7 @@ describe("edge worker in workerd", () => {
     await caches.default.put(infoKey("cached"), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
     const tile = new Uint8Array([0xff, 0xd8, 0xff, 0xd9]);
     await caches.default.put(
-      `${BASE}/iiif/3/cached/0,0,256,256/max/0/default.jpg?version=v1`,
+      imageCacheKey(BASE, "cached", "0,0,256,256/max/0/default.jpg", "v1"),
       new Response(tile, { headers: { "content-type": "image/jpeg", "cache-control": "max-age=60" } }),
     );
     const released = await metric("released_total");

@@ -1,0 +1,28 @@
+// GET /iiif/3/{id}/file: the source's original bytes, streamed from the pinned version.
+// No decode; admitted as a Tile-class request like metadata. Not stored in the edge cache
+// (sources can be large); Cache-Control lets the CDN in front keep it.
+import type { IRequest } from "itty-router";
+import { DECODER } from "../../shared/protocol";
+import { viaAdmission } from "../admission-client";
+import { edgeConfig, type Env } from "../env";
+import { imageCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
+import { sourceInfo } from "../source-info";
+import { sourceId } from "./params";
+
+export async function fileHandler(req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
+  const config = edgeConfig(env);
+  const id = sourceId(req.params.id);
+  const info = await sourceInfo(id, env, config, ctx, req.signal);
+  const headers = { "cache-control": imageCacheControl(config) };
+  const etag = await strongEtag("file", id, info.version);
+  if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
+  const res = await viaAdmission(env, DECODER.file(id, info.version), req.signal);
+  return new Response(res.body, {
+    headers: {
+      ...headers,
+      etag,
+      "content-type": "image/tiff",
+      "content-length": String(info.bytes),
+    },
+  });
+}

@@ -1,0 +1,32 @@
+// HTTP caching rules, kept apart from the handlers: strong ETags, conditional requests, and
+// the Cache-Control values. Cache API storage itself is in the handlers that own the keys.
+import type { EdgeConfig } from "./env";
+
+/** A strong ETag from the parts that determine a representation's bytes. */
+export async function strongEtag(...parts: string[]): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(parts.join("\n")));
+  const hex = Array.from(new Uint8Array(digest).slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+  return `"${hex}"`;
+}
+
+/** If-None-Match uses the weak comparison (RFC 9110 §13.1.2), so a W/ prefix still matches. */
+export function matchesIfNoneMatch(request: Request, etag: string): boolean {
+  const header = request.headers.get("if-none-match");
+  if (!header) return false;
+  if (header.trim() === "*") return true;
+  return header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
+}
+
+export function notModified(etag: string, headers: Record<string, string>): Response {
+  return new Response(null, { status: 304, headers: { etag, ...headers } });
+}
+
+export const imageCacheControl = (c: EdgeConfig) =>
+  `public, max-age=${c.imageMaxAge}, stale-while-revalidate=${c.staleWhileRevalidate}`;
+export const infoCacheControl = (c: EdgeConfig) =>
+  `public, max-age=${c.infoMaxAge}, stale-while-revalidate=${c.staleWhileRevalidate}`;
+export const errorCacheControl = (c: EdgeConfig) => `public, max-age=${c.errorMaxAge}`;
+
+/** Client errors that the same request would get again: worth caching for ERROR_MAX_AGE. */
+export const isPermanentError = (status: number) =>
+  status === 501 || (status >= 400 && status < 500 && status !== 408);
