@@ -15,9 +15,12 @@ export default defineConfig({
             miniflare: {
               bindings: {
                 DECODER_SECRET: WORKERS_TEST_SECRET,
-                DECODER_URL: inject("frozenDecoderUrl"),
+                // The tests register the frozen decoder with the real heartbeat route.
+                TEST_DECODER_URL: inject("frozenDecoderUrl"),
                 REQUEST_TIMEOUT: "2",
                 QUEUE_TIMEOUT: "1",
+                DECODER_TTL: "3",
+                BODY_READ_TIMEOUT: "1",
               },
             },
           })),

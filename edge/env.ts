@@ -1,14 +1,12 @@
 // The Worker's bindings (wrangler.toml) and their parsed, validated form.
+import { admissionConfig, type AdmissionConfig, type AdmissionVars } from "../shared/admission-config";
 import { badConfig, intVar } from "../shared/config";
+import type { AdmissionDO } from "./admission/admission-do";
 import type { SizeLimits } from "../shared/iiif/info";
 
-export interface Env {
-  ADMISSION: DurableObjectNamespace;
-  DECODER_URL: string;
+export interface Env extends AdmissionVars {
+  ADMISSION: DurableObjectNamespace<AdmissionDO>;
   DECODER_SECRET: string;
-  NTHREADS: string;
-  REQUEST_TIMEOUT: string;
-  QUEUE_TIMEOUT: string;
   IMAGE_MAX_AGE: string;
   INFO_MAX_AGE: string;
   STALE_WHILE_REVALIDATE: string;
@@ -19,13 +17,10 @@ export interface Env {
 }
 
 export interface EdgeConfig {
-  decoderUrl: string;
   decoderSecret: string;
-  permits: number;
-  requestTimeoutMs: number;
-  queueTimeoutMs: number;
   imageMaxAge: number;
   infoMaxAge: number;
+  admission: AdmissionConfig;
   staleWhileRevalidate: number;
   errorMaxAge: number;
   /** Output limits declared in info.json and enforced (undefined: unlimited). */
@@ -35,13 +30,10 @@ export interface EdgeConfig {
 export function edgeConfig(env: Env): EdgeConfig {
   if (!env.DECODER_SECRET) throw badConfig("DECODER_SECRET", "is not set (wrangler secret put DECODER_SECRET)");
   return {
-    decoderUrl: env.DECODER_URL.replace(/\/$/, ""),
     decoderSecret: env.DECODER_SECRET,
-    permits: intVar(env, "NTHREADS", { min: 1 }),
-    requestTimeoutMs: intVar(env, "REQUEST_TIMEOUT", { min: 1 }) * 1000,
-    queueTimeoutMs: intVar(env, "QUEUE_TIMEOUT", { min: 0 }) * 1000,
     imageMaxAge: intVar(env, "IMAGE_MAX_AGE", { min: 0 }),
     infoMaxAge: intVar(env, "INFO_MAX_AGE", { min: 0 }),
+    admission: admissionConfig(env),
     staleWhileRevalidate: intVar(env, "STALE_WHILE_REVALIDATE", { min: 0 }),
     errorMaxAge: intVar(env, "ERROR_MAX_AGE", { min: 0 }),
     limits: {

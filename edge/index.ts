@@ -2,7 +2,10 @@
 import { cors, Router, type IRequest } from "itty-router";
 import { ConfigError } from "../shared/config";
 import { errorResponse, HttpError, notFound } from "../shared/errors";
+import { HEARTBEAT_PATH } from "../shared/registration";
+import { admissionStub } from "./admission-client";
 import { AdmissionDO, METRICS_PATH } from "./admission/admission-do";
+import { heartbeatHandler } from "./admission/heartbeat-route";
 import { edgeConfig, type Env } from "./env";
 import { fileHandler } from "./handlers/file";
 import { imageHandler } from "./handlers/image";
@@ -33,12 +36,14 @@ router
   .get("/iiif/2/:id/info.json", infoHandler(2))
   .get("/iiif/2/:id/:region/:size/:rotation/:qf", imageHandler(2))
   .get("/metrics", metricsHandler)
+  .post(HEARTBEAT_PATH, heartbeatHandler)
   .all("*", () => {
     throw notFound("no such route");
   });
 
 function metricsHandler(_req: IRequest, env: Env): Promise<Response> {
-  return env.ADMISSION.get(env.ADMISSION.idFromName("default")).fetch(`https://admission${METRICS_PATH}`);
+  edgeConfig(env); // a bad variable is named here, not lost inside the DO
+  return admissionStub(env).fetch(`https://admission${METRICS_PATH}`);
 }
 
 /** Every failure becomes an answer from the one error table; client errors may be cached. */

@@ -17,6 +17,7 @@
 //   TESSERA_WORK_BUDGET_MB          work budget (active work, not RSS)         (512)
 //   TESSERA_BLOCK_CACHE_MB          decoded-block cache cap                    (256)
 //   UV_THREADPOOL_SIZE              libuv pool: decodes/encodes at once; = the decoder's cores
+//   TESSERA_EDGE_URL and the other registration variables: see heartbeat.ts
 //
 // On listen it prints one JSON line with "listening":"http://host:port" (the start script
 // parses it). SIGTERM/SIGINT close the server and exit 0. A bad setting exits 1 naming it.
@@ -25,14 +26,17 @@ import type { AddressInfo } from "node:net";
 import { ConfigError } from "../shared/config";
 import { readConfig, type DecoderConfig } from "./config";
 import { DecodedBlockCache } from "./cog/block-cache";
+import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig } from "./heartbeat";
 import { RequestLimiter } from "./request-limiter";
 import { createDecoderServer, jsonLog } from "./server";
 import { WorkBudget } from "./work-budget";
 
 async function main(): Promise<void> {
   let config: DecoderConfig;
+  let heartbeat: HeartbeatConfig;
   try {
     config = readConfig();
+    heartbeat = readHeartbeatConfig();
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`tessera decoder: ${e.message}\n`);
@@ -53,9 +57,23 @@ async function main(): Promise<void> {
     jsonLog({ level: "error", msg: "server error", error: err.message });
     process.exit(1);
   });
-  server.listen(port, host, () => {
+  let beats: { stop(): void } | undefined;
+  server.listen(port, host, async () => {
     const addr = server.address() as AddressInfo;
     const shownHost = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+    if (heartbeat.edgeUrl) {
+      beats = startHeartbeat({
+        edgeUrl: heartbeat.edgeUrl,
+        secret,
+        report: {
+          url: heartbeat.publicUrl ?? `http://${shownHost}:${addr.port}`,
+          capacity,
+          memoryBytes: heartbeat.memoryLimit || (await detectMemoryLimit()),
+        },
+        intervalMs: heartbeat.intervalMs,
+        log: jsonLog,
+      });
+    }
     jsonLog({
       level: "info",
       msg: "decoder listening",
@@ -67,6 +85,7 @@ async function main(): Promise<void> {
 
   const shutdown = (signal: string) => {
     jsonLog({ level: "info", msg: "shutting down", signal });
+    beats?.stop();
     server.close(() => process.exit(0));
     server.closeIdleConnections();
     // In-flight decodes get a moment to finish; then go regardless.

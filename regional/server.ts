@@ -20,10 +20,12 @@ import { Registry } from "prom-client";
 import { badRequest, errorResponse, HttpError, notFound } from "../shared/errors";
 import { parseImageRequest } from "../shared/iiif/image-request";
 import { resolveImageRequest } from "../shared/iiif/resolve";
+import { ESTIMATE_HEADER } from "../shared/cost";
 import { DECODER, SIGNATURE_HEADER, TIMEOUT_HEADER, VERSION_HEADER, verifyRequest } from "../shared/protocol";
 import { withDeadline } from "./abort";
 import { CogCache } from "./cog-cache";
 import { DecodedBlockCache } from "./cog/block-cache";
+import { preciseEstimate } from "./estimate";
 import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
 import type { Cog } from "./cog/cog";
 import { renderDirectJpeg } from "./jpeg-encode";
@@ -224,7 +226,12 @@ export function createDecoderServer(options: DecoderOptions): Server {
           : ((await renderDirectJpeg(cog, resolved, signal, work)) ?? (await render(cog, resolved, signal, work)));
         return {
           status: 200,
-          headers: { "content-type": out.contentType, [VERSION_HEADER]: cog.source.version },
+          headers: {
+            "content-type": out.contentType,
+            [VERSION_HEADER]: cog.source.version,
+            // The precise peak-memory estimate, for the DO's classifier-disagreement count.
+            [ESTIMATE_HEADER]: String(preciseEstimate(cog, resolved)),
+          },
           body: out.body,
         };
       } finally {

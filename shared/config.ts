@@ -25,3 +25,18 @@ export function intVar<T extends object>(
   }
   return Number(text);
 }
+
+/** A decimal variable in [min, max] (ratios); `fallback` is used when it is unset or empty. */
+export function numberVar<T extends object>(
+  vars: T,
+  name: keyof T & string,
+  { min = 0, max = 1, fallback }: { min?: number; max?: number; fallback?: number } = {},
+): number {
+  const raw: unknown = vars[name];
+  if ((raw === undefined || raw === "") && fallback !== undefined) return fallback;
+  const text = String(raw ?? "").trim();
+  if (!/^(\d+(\.\d*)?|\.\d+)$/.test(text) || Number(text) < min || Number(text) > max) {
+    throw badConfig(name, `must be a number from ${min} to ${max}, got ${JSON.stringify(raw ?? null)}`);
+  }
+  return Number(text);
+}

@@ -1,77 +1,207 @@
-// The admission Durable Object: one per decoder region. It holds a permit for every decode it
-// forwards, streams the decoder's answer back, and releases the permit when the stream ends
-// on every path: success, decoder error, client abort, deadline.
+// The admission Durable Object: one per decoder region. It admits each decode through the
+// seed-000 model (model.ts), forwards it to the least loaded live decoder, streams the answer
+// back, and releases what it holds when the stream ends, on every path: success, decoder
+// error, client abort, deadline. Every grant is also a lease with a deadline that a DO alarm
+// enforces, so a path that never ends (a hung pipe, a bug) still cannot keep its permits.
 
 import { DurableObject } from "cloudflare:workers";
+import { classify, ESTIMATE_HEADER, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { signRequest } from "../../shared/protocol";
+import { parseHeartbeat } from "../../shared/registration";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
-import { PermitPool } from "./permit-pool";
+import { DecoderRegistry, type Decoder } from "./decoders";
 import { admissionMetrics } from "./metrics";
+import { AdmissionModel, type Grant } from "./model";
 
-/** DO-internal path the edge uses to read the admission gauges. */
+/** DO-internal paths the edge uses for the metrics page and decoder heartbeats. */
 export const METRICS_PATH = "/__admission/metrics";
+export const HEARTBEAT_DO_PATH = "/__admission/heartbeat";
+
+/** After its deadline a lease's own path has this long to release it before the alarm does. */
+const LEASE_GRACE_MS = 1000;
+
+export interface Lease {
+  grant: Grant;
+  /** Aborts at the request deadline or when the client goes away. */
+  signal: AbortSignal;
+  /** Idempotent: frees the grant and clears the deadline. */
+  release(): void;
+}
+
+export interface DoStats {
+  released: number;
+  leasesExpired: number;
+  requestTimeouts: number;
+  disagreements: number;
+  decoderRetries: number;
+}
 
 export class AdmissionDO extends DurableObject<Env> {
-  private readonly config: EdgeConfig;
-  private readonly pool: PermitPool;
-  private released = 0;
+  readonly config: EdgeConfig;
+  readonly model: AdmissionModel;
+  readonly decoders: DecoderRegistry;
+  readonly stats: DoStats = { released: 0, leasesExpired: 0, requestTimeouts: 0, disagreements: 0, decoderRetries: 0 };
+  private readonly leases = new Map<number, { deadline: number; expire: () => void }>();
+  private nextLeaseId = 0;
+  private alarmAt: number | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = edgeConfig(env);
-    this.pool = new PermitPool(this.config.permits);
+    const a = this.config.admission;
+    if (a.unrecognizedMode !== undefined) {
+      console.log(
+        JSON.stringify({
+          level: "warn",
+          msg: `ADMISSION_MODE "${a.unrecognizedMode}" is not advanced or basic; running in basic mode`,
+        }),
+      );
+    }
+    this.model = new AdmissionModel(a);
+    this.decoders = new DecoderRegistry(a.decoderTtlMs);
+    this.resize();
   }
 
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
-    if (url.pathname === METRICS_PATH) {
-      return new Response(admissionMetrics(this.pool, this.released), {
-        headers: { "content-type": "text/plain; version=0.0.4" },
-      });
-    }
     try {
-      const release = await this.pool.acquire(this.config.queueTimeoutMs);
-      return await this.forward(url.pathname + url.search, request.signal, () => {
-        release();
-        this.released++;
-      });
+      if (url.pathname === METRICS_PATH) {
+        this.resize();
+        return new Response(admissionMetrics(this, Date.now()), {
+          headers: { "content-type": "text/plain; version=0.0.4" },
+        });
+      }
+      if (url.pathname === HEARTBEAT_DO_PATH) {
+        this.decoders.heartbeat(parseHeartbeat(await request.text()), Date.now());
+        this.resize();
+        return new Response(null, { status: 204 });
+      }
+      const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
+      const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
+      const lease = await this.lease(partition, estimate, request.signal);
+      return await this.forward(url.pathname + url.search, lease);
     } catch (err) {
       return errorResponse(err);
     }
   }
 
-  /** Forwards one admitted decode; `release` runs exactly once, whatever happens. */
-  private async forward(path: string, clientSignal: AbortSignal, release: () => void): Promise<Response> {
+  /** Admits a request and leases what it was granted until `release` or the deadline alarm. */
+  async lease(partition: Partition, estimate: number, clientSignal: AbortSignal): Promise<Lease> {
+    const { requestTimeoutMs, queueTimeoutMs } = this.config.admission;
+    const deadlineAt = Date.now() + requestTimeoutMs;
     const deadline = new AbortController();
-    const timer = setTimeout(
-      () => deadline.abort(new HttpError("deadline", "decode exceeded the request deadline")),
-      this.config.requestTimeoutMs,
-    );
+    // The seed's request timeout is wall-clock from arrival, the wait for a permit included.
+    const timer = setTimeout(() => {
+      this.stats.requestTimeouts++;
+      deadline.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
+    }, requestTimeoutMs);
     const signal = AbortSignal.any([deadline.signal, clientSignal]);
-    const finish = () => {
-      clearTimeout(timer);
-      release();
-    };
-    let upstream: Response;
+    this.resize();
+    let grant: Grant;
     try {
-      upstream = await fetch(this.config.decoderUrl + path, {
-        headers: { "x-tessera-signature": await signRequest(this.config.decoderSecret, "GET", path) },
-        signal,
-      });
+      grant = await this.model.admit(partition, estimate, queueTimeoutMs, signal);
     } catch (err) {
-      finish();
-      if (deadline.signal.aborted) throw deadline.signal.reason;
-      throw new HttpError("bad_gateway", `decoder unreachable: ${(err as Error).message}`);
+      clearTimeout(timer);
+      throw err;
     }
-    if (!upstream.body) {
-      finish();
-      return upstream;
+    const id = this.nextLeaseId++;
+    const release = (expired: boolean) => {
+      if (!this.leases.delete(id)) return;
+      clearTimeout(timer);
+      grant.release();
+      this.stats.released++;
+      if (expired) this.stats.leasesExpired++;
+    };
+    this.leases.set(id, { deadline: deadlineAt, expire: () => release(true) });
+    await this.scheduleAlarm(deadlineAt + LEASE_GRACE_MS);
+    return { grant, signal, release: () => release(false) };
+  }
+
+  /** Reclaims every lease past its deadline and grace; re-arms for the next one. */
+  async alarm(): Promise<void> {
+    this.alarmAt = undefined;
+    const now = Date.now();
+    let next = Infinity;
+    for (const lease of [...this.leases.values()]) {
+      if (lease.deadline + LEASE_GRACE_MS <= now) lease.expire();
+      else next = Math.min(next, lease.deadline + LEASE_GRACE_MS);
     }
-    // Pass the body through; the permit is held until the last byte is written or the
-    // pipe fails (client gone, decoder died, deadline).
-    const { readable, writable } = new TransformStream();
-    this.ctx.waitUntil(upstream.body.pipeTo(writable, { signal }).catch(() => {}).finally(finish));
-    return new Response(readable, { status: upstream.status, headers: upstream.headers });
+    if (next < Infinity) await this.scheduleAlarm(next);
+  }
+
+  private async scheduleAlarm(at: number): Promise<void> {
+    // Deadlines only grow, so an armed alarm is never later than the lease just added.
+    if (this.alarmAt !== undefined) return;
+    this.alarmAt = at;
+    await this.ctx.storage.setAlarm(at);
+  }
+
+  /** NTHREADS / MEMORY_LIMIT, or with 0 the sums the live decoders report. */
+  private resize(): void {
+    const { nthreads, memoryLimit } = this.config.admission;
+    const live = this.decoders.totals(Date.now());
+    this.model.resize(nthreads || live.capacity, memoryLimit || live.memoryBytes);
+  }
+
+  /**
+   * Forwards one admitted decode to the least loaded live decoder; if it cannot be reached,
+   * forgets it and tries one other (every forwarded request is a GET, so a retry is safe).
+   * The lease is released when the answer has streamed, or at once on any failure.
+   */
+  private async forward(path: string, lease: Lease): Promise<Response> {
+    let failed: Decoder | undefined;
+    try {
+      for (;;) {
+        const decoder = this.decoders.pick(Date.now(), failed?.url);
+        if (!decoder) {
+          if (failed) throw new HttpError("bad_gateway", `decoder unreachable: ${failed.url}`);
+          throw new HttpError("overloaded", "no decoder is registered; retry shortly", 1);
+        }
+        if (failed) this.stats.decoderRetries++;
+        const fulls = lease.grant.partition === "full" ? 1 : 0;
+        decoder.inFlight++;
+        decoder.fullsInFlight += fulls;
+        let upstream: Response;
+        try {
+          upstream = await fetch(decoder.url + path, {
+            headers: { "x-tessera-signature": await signRequest(this.config.decoderSecret, "GET", path) },
+            signal: lease.signal,
+          });
+        } catch (err) {
+          decoder.inFlight--;
+          decoder.fullsInFlight -= fulls;
+          if (lease.signal.aborted) throw lease.signal.reason;
+          this.decoders.forget(decoder.url);
+          if (failed) throw new HttpError("bad_gateway", `decoder unreachable: ${(err as Error).message}`);
+          failed = decoder;
+          continue;
+        }
+        const finish = () => {
+          decoder.inFlight--;
+          decoder.fullsInFlight -= fulls;
+          lease.release();
+        };
+        this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));
+        if (!upstream.body) {
+          finish();
+          return upstream;
+        }
+        // Pass the body through; the permit is held until the last byte is written or the
+        // pipe fails (client gone, decoder died, deadline).
+        const { readable, writable } = new TransformStream();
+        this.ctx.waitUntil(upstream.body.pipeTo(writable, { signal: lease.signal }).catch(() => {}).finally(finish));
+        return new Response(readable, { status: upstream.status, headers: upstream.headers });
+      }
+    } catch (err) {
+      lease.release();
+      throw err;
+    }
+  }
+
+  private countDisagreement(edgeVerdict: Partition, precise: string | null): void {
+    if (precise === null) return;
+    const verdict = classify(Number(precise), this.config.admission.largeDecodeThresholdBytes);
+    if (verdict !== edgeVerdict) this.stats.disagreements++;
   }
 }

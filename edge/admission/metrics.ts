@@ -1,22 +1,71 @@
-// Prometheus text for the admission gauges and counters.
-import type { PermitPool } from "./permit-pool";
+// Prometheus text for GET /metrics: seed 000's gauges and counters under our prefixes
+// (tessera_admission_*, tessera_decode_memory_*), plus the DO's own lease, timeout and
+// routing counters. Counters are cumulative for the DO's lifetime.
+import type { AdmissionDO } from "./admission-do";
 
-const P = "tessera_admission_";
+type Sample = [labels: string, value: number];
+type Metric = [name: string, type: "gauge" | "counter", help: string, value: number | Sample[]];
 
-export function admissionMetrics(pool: PermitPool, released: number): string {
-  return [
-    `# HELP ${P}permits_total Global decode permits.`,
-    `# TYPE ${P}permits_total gauge`,
-    `${P}permits_total ${pool.total}`,
-    `# HELP ${P}permits_in_use Global decode permits held.`,
-    `# TYPE ${P}permits_in_use gauge`,
-    `${P}permits_in_use ${pool.inUse}`,
-    `# HELP ${P}waiting Requests waiting for a permit.`,
-    `# TYPE ${P}waiting gauge`,
-    `${P}waiting ${pool.waiting}`,
-    `# HELP ${P}released_total Permits released after their decode finished, failed or was abandoned.`,
-    `# TYPE ${P}released_total counter`,
-    `${P}released_total ${released}`,
-    "",
-  ].join("\n");
+export function admissionMetrics(d: AdmissionDO, now: number): string {
+  const m = d.model;
+  const c = m.counters;
+  const a = d.config.admission;
+  const A = "tessera_admission_";
+  const M = "tessera_decode_memory_";
+  const metrics: Metric[] = [
+    [`${A}permits_total`, "gauge", "Global decode permits (n).", m.nthreads],
+    [`${A}permits_in_use`, "gauge", "Global decode permits held.", m.global.inUse],
+    [`${A}full_in_use`, "gauge", "Full-partition decodes holding a global permit.", m.fullInUse],
+    [`${A}tile_waiting`, "gauge", "Tile requests waiting for a global permit.", m.tileWaiting],
+    [`${A}full_waiting`, "gauge", "Full requests waiting for a full or global permit.", m.fullWaiting],
+    [`${A}tile_shed_total`, "counter", "Tile requests shed with 503.", c.tileShed],
+    [`${A}full_shed_total`, "counter", "Full requests shed with 503 for want of a permit.", c.fullShed],
+    [
+      `${A}full_shadow_rejected_total`,
+      "counter",
+      "Basic mode: fulls that arrived behind full_max running or queued fulls (advanced would have held or shed them).",
+      c.fullShadowRejected,
+    ],
+    [
+      `${A}classifier_disagreement_total`,
+      "counter",
+      "Answers whose edge tile/full verdict differed from the decoder's precise one.",
+      d.stats.disagreements,
+    ],
+    [`${A}released_total`, "counter", "Leases released (decode finished, failed, abandoned or expired).", d.stats.released],
+    [`${A}leases_expired_total`, "counter", "Leases reclaimed by the deadline alarm, not by their own path.", d.stats.leasesExpired],
+    [`${A}request_timeouts_total`, "counter", "Requests that reached REQUEST_TIMEOUT (408).", d.stats.requestTimeouts],
+    [`${A}decoder_retries_total`, "counter", "Forwards retried on another decoder after a connect failure.", d.stats.decoderRetries],
+    [`${A}decoders_live`, "gauge", "Decoders that heartbeated within DECODER_TTL.", d.decoders.live(now).length],
+    // The config fingerprint.
+    [
+      `${A}mode`,
+      "gauge",
+      "1 for the running mode; fallback=\"true\" when ADMISSION_MODE was unrecognized.",
+      (["advanced", "basic"] as const).map((mode): Sample => [
+        `mode="${mode}",fallback="${a.unrecognizedMode !== undefined}"`,
+        a.mode === mode ? 1 : 0,
+      ]),
+    ],
+    [`${A}tile_min_threads`, "gauge", "Global permits guaranteed to tiles.", m.tileMin],
+    [`${A}full_max_threads`, "gauge", "Cap on concurrent full decodes.", m.fullMax],
+    [`${A}tiles_thread_ratio`, "gauge", "TILES_THREAD_RATIO.", a.tilesThreadRatio],
+    [`${A}tiles_memory_ratio`, "gauge", "TILES_MEMORY_RATIO.", a.tilesMemoryRatio],
+    [`${A}memory_limit_bytes`, "gauge", "The RAM envelope (MEMORY_LIMIT, or the live decoders' sum).", m.memoryLimit],
+    [`${A}large_decode_threshold_bytes`, "gauge", "LARGE_DECODE_THRESHOLD_BYTES.", a.largeDecodeThresholdBytes],
+    // The full partition's memory budget.
+    [`${M}budget_bytes`, "gauge", "full_mem = memory_limit × (1 − tiles_memory_ratio).", m.fullMem],
+    [`${M}reserved_bytes`, "gauge", "Estimated bytes reserved by running full decodes.", m.reservedBytes],
+    [`${M}rejected_total`, "counter", "Fulls shed with 503: the budget was in use.", c.memoryRejected],
+    [`${M}too_large_total`, "counter", "Fulls refused with 413: the estimate alone exceeds the budget.", c.memoryTooLarge],
+    [`${M}shadow_rejected_total`, "counter", "Basic mode: fulls advanced would have shed for the budget.", c.memoryShadowRejected],
+    [`${M}shadow_too_large_total`, "counter", "Basic mode: fulls advanced would have refused with 413.", c.memoryShadowTooLarge],
+  ];
+  const lines: string[] = [];
+  for (const [name, type, help, value] of metrics) {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    if (typeof value === "number") lines.push(`${name} ${value}`);
+    else for (const [labels, v] of value) lines.push(`${name}{${labels}} ${v}`);
+  }
+  return lines.join("\n") + "\n";
 }

@@ -6,8 +6,9 @@ import { errorResponse, HttpError } from "../../shared/errors";
 import { parseImageRequest, type ApiVersion } from "../../shared/iiif/image-request";
 import { PROFILE_URI } from "../../shared/iiif/info";
 import { canonicalParts, resolveImageRequest } from "../../shared/iiif/resolve";
+import { ASSUMED_CHANNELS, classify, estimateRequest } from "../../shared/cost";
 import { DECODER, VERSION_HEADER } from "../../shared/protocol";
-import { viaAdmission } from "../admission-client";
+import { viaAdmission, type Cost } from "../admission-client";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import {
   errorCacheControl,
@@ -59,15 +60,18 @@ export const imageHandler =
     const hit = await cache.match(key);
     if (hit) return answer(hit, headers, "hit");
 
-    const stored = await decode(env, config, DECODER.image(id, canonical, info.version), req.signal, etag);
+    // Coarse classification (seed 000); the decoder tells the DO its precise estimate.
+    const estimateBytes = estimateRequest(info, resolved, ASSUMED_CHANNELS);
+    const cost = { partition: classify(estimateBytes, config.admission.largeDecodeThresholdBytes), estimateBytes };
+    const stored = await decode(env, config, DECODER.image(id, canonical, info.version), req.signal, etag, cost);
     ctx.waitUntil(cache.put(key, stored.clone()));
     return answer(stored, headers, "miss");
   };
 
 /** The decoder's answer as it is stored: bytes, type, ETag; or a client error, kept briefly. */
-async function decode(env: Env, config: EdgeConfig, path: string, signal: AbortSignal, etag: string) {
+async function decode(env: Env, config: EdgeConfig, path: string, signal: AbortSignal, etag: string, cost: Cost) {
   try {
-    const decoded = await viaAdmission(env, path, signal);
+    const decoded = await viaAdmission(env, path, signal, cost);
     return new Response(decoded.body, {
       headers: {
         "content-type": decoded.headers.get("content-type") ?? "application/octet-stream",

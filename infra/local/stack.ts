@@ -19,8 +19,10 @@ export interface DecoderProcess {
 export interface StackOptions {
   /** Edge port; 0 picks a free one. */
   port?: number;
-  /** First decoder port; 0 picks free ones. */
+  /** First decoder port (the others follow it); 0 picks free ones. */
   decoderPort?: number;
+  /** How many decoder processes (default 1); each registers with the edge by heartbeat. */
+  decoders?: number;
   /** Decoder environment beyond the secret and port (source kind, data dir, S3 settings). */
   decoderEnv?: Record<string, string>;
   /** Worker vars overriding wrangler.toml's. */
@@ -82,42 +84,53 @@ export async function buildEdge(): Promise<string> {
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const secret = randomBytes(32).toString("hex");
-  const decoder = await startDecoder(
-    {
-      TESSERA_DECODER_SECRET: secret,
-      TESSERA_DECODER_PORT: String(opts.decoderPort ?? 0),
-      ...opts.decoderEnv,
-    },
-    opts.verbose,
-  );
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(`${ROOT}wrangler.toml`);
+  const miniflare = new Miniflare({
+    ...workerOptions,
+    name: "tessera",
+    modules: true,
+    scriptPath: await buildEdge(),
+    bindings: { ...workerOptions.bindings, DECODER_SECRET: secret, ...opts.vars },
+    host: "127.0.0.1",
+    port: opts.port ?? 0,
+  } as ConstructorParameters<typeof Miniflare>[0]);
+  const decoders: DecoderProcess[] = [];
+  const stop = async () => {
+    await miniflare.dispose();
+    await Promise.all(decoders.map(stopDecoder));
+  };
   try {
-    const { workerOptions } = unstable_getMiniflareWorkerOptions(`${ROOT}wrangler.toml`);
-    const miniflare = new Miniflare({
-      ...workerOptions,
-      name: "tessera",
-      modules: true,
-      scriptPath: await buildEdge(),
-      bindings: {
-        ...workerOptions.bindings,
-        DECODER_URL: decoder.url,
-        DECODER_SECRET: secret,
-        ...opts.vars,
-      },
-      host: "127.0.0.1",
-      port: opts.port ?? 0,
-    } as ConstructorParameters<typeof Miniflare>[0]);
     const url = (await miniflare.ready).toString().replace(/\/$/, "");
-    return {
-      url,
-      decoders: [decoder],
-      miniflare,
-      async stop() {
-        await miniflare.dispose();
-        await stopDecoder(decoder);
-      },
-    };
+    const count = opts.decoders ?? 1;
+    for (let i = 0; i < count; i++) {
+      const port = opts.decoderPort ? opts.decoderPort + i : 0;
+      decoders.push(
+        await startDecoder(
+          {
+            TESSERA_DECODER_SECRET: secret,
+            TESSERA_DECODER_PORT: String(port),
+            TESSERA_EDGE_URL: url,
+            ...opts.decoderEnv,
+          },
+          opts.verbose,
+        ),
+      );
+    }
+    await untilRegistered(url, count);
+    return { url, decoders, miniflare, stop };
   } catch (err) {
-    await stopDecoder(decoder);
+    await stop();
     throw err;
+  }
+}
+
+/** Waits until the admission DO counts `count` live decoders (their first heartbeats). */
+export async function untilRegistered(url: string, count: number, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    if (Number(/^tessera_admission_decoders_live (\d+)$/m.exec(text)?.[1]) === count) return;
+    if (Date.now() > until) throw new Error(`${count} decoders did not register within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -36,6 +36,7 @@ async function main() {
   const stack = await startStack({
     port,
     decoderPort: Number(process.env.TESSERA_DECODER_PORT ?? 9100),
+    decoders: Number(process.env.TESSERA_DECODERS ?? 1),
     decoderEnv,
     verbose: true,
   });

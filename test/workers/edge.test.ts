@@ -2,36 +2,19 @@
 // (SIGSTOP, see test/support/workers-global-setup.ts): an answer other than 408 proves the
 // edge answered alone (validation, CORS, cache hits); a hung decode is a real one.
 import { createExecutionContext } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
-import type { SourceInfo } from "../../shared/protocol";
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
 import { infoKey } from "../../edge/source-info";
 import { imageCacheKey } from "../../edge/handlers/image";
 import worker from "../../edge/index";
 import type { Env } from "../../edge/env";
+import { BASE, get, heartbeat, metric, squareSource } from "./helpers";
 
-const BASE = "http://tessera.test";
-const get = (path: string, init?: RequestInit) => exports.default.fetch(new Request(BASE + path, init));
+beforeEach(async () => {
+  expect((await heartbeat()).status).toBe(204);
+});
 
-async function metric(name: string): Promise<number> {
-  const text = await (await get("/metrics")).text();
-  const line = text.split("\n").find((l) => l.startsWith(`tessera_admission_${name} `));
-  return Number(line?.split(" ")[1]);
-}
-
-const info: SourceInfo = {
-  id: "cached",
-  version: "v1",
-  width: 1000,
-  height: 1000,
-  tileWidth: 256,
-  tileHeight: 256,
-  levels: [
-    { width: 1000, height: 1000 },
-    { width: 500, height: 500 },
-  ],
-  bytes: 1234,
-};
+const info = squareSource("cached", [1000, 500]);
 
 describe("edge worker in workerd", () => {
   it("answers malformed IIIF requests with 400, a message and CORS, before any admission", async () => {

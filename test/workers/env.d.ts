@@ -3,7 +3,10 @@ type TesseraEnv = import("../../edge/env").Env;
 type TesseraWorker = typeof import("../../edge/index");
 
 declare namespace Cloudflare {
-  interface Env extends TesseraEnv {}
+  interface Env extends TesseraEnv {
+    /** The frozen real decoder behind these tests (test/support/workers-global-setup.ts). */
+    TEST_DECODER_URL: string;
+  }
   interface GlobalProps {
     mainModule: TesseraWorker;
   }

@@ -1,0 +1,234 @@
+// The admission model of seed 000, pure bookkeeping (no I/O): two FIFO semaphores (global
+// permits, full-partition permits), the full partition's decode-memory budget, the mode, and
+// the counters the metrics page shows. The admission DO drives it; tests drive it directly.
+//
+//   tile: global permit only (bursts into idle full capacity; waits only on the global queue)
+//   full: full-partition permit first, then a global one, so at most full_max fulls ever hold
+//         or wait for global permits and tile_min of them stay free for tiles (the tile floor);
+//         then a non-blocking reservation of its estimated peak bytes against full_mem.
+// In basic mode fulls take only the global permit; the full cap and the memory budget are
+// evaluated anyway and counted as shadow rejections instead of enforced.
+
+import { HttpError } from "../../shared/errors";
+import { fullMemory, partitions, type AdmissionMode } from "../../shared/admission-config";
+
+export type Partition = "tile" | "full";
+
+/** A counting semaphore whose waiters are served strictly in arrival order. */
+export class FifoSemaphore {
+  private held = 0;
+  private readonly queue: { grant: () => void }[] = [];
+
+  constructor(private capacity: number) {}
+
+  get inUse(): number {
+    return this.held;
+  }
+  get waiting(): number {
+    return this.queue.length;
+  }
+  get total(): number {
+    return this.capacity;
+  }
+
+  /** Resolves once a permit is held; rejects with the signal's reason if it aborts first. */
+  acquire(signal: AbortSignal): Promise<void> {
+    // No overtaking: a free permit goes to the queue's head, never to a newcomer.
+    if (this.queue.length === 0 && this.held < this.capacity) {
+      this.held++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        grant: () => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        this.queue.splice(this.queue.indexOf(waiter), 1);
+        reject(signal.reason);
+      };
+      if (signal.aborted) return reject(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.queue.push(waiter);
+    });
+  }
+
+  release(): void {
+    this.held--;
+    this.drain();
+  }
+
+  /** Auto-sized pools follow the decoders; permits above a shrunk capacity drain as released. */
+  resize(capacity: number): void {
+    this.capacity = capacity;
+    this.drain();
+  }
+
+  private drain(): void {
+    while (this.queue.length > 0 && this.held < this.capacity) {
+      this.held++;
+      this.queue.shift()!.grant();
+    }
+  }
+}
+
+export interface ModelSettings {
+  mode: AdmissionMode;
+  tilesThreadRatio: number;
+  tilesMemoryRatio: number;
+  /** Fulls parked at once (advanced); beyond it a full is shed at once. Tiles are exempt. */
+  fullMaxWaiting: number;
+}
+
+/** What an admitted request holds; `release` is idempotent and frees everything. */
+export interface Grant {
+  readonly partition: Partition;
+  readonly reservedBytes: number;
+  release(): void;
+}
+
+export class AdmissionModel {
+  readonly global = new FifoSemaphore(0);
+  readonly full = new FifoSemaphore(0);
+  nthreads = 0;
+  tileMin = 0;
+  fullMax = 0;
+  memoryLimit = 0;
+  fullMem = 0;
+  reservedBytes = 0;
+  /** Fulls holding a global permit (the seed's full_in_use, also meaningful in basic mode). */
+  fullInUse = 0;
+  fullWaiting = 0;
+  tileWaiting = 0;
+  readonly counters = {
+    tileShed: 0,
+    fullShed: 0,
+    fullShadowRejected: 0,
+    memoryRejected: 0,
+    memoryTooLarge: 0,
+    memoryShadowRejected: 0,
+    memoryShadowTooLarge: 0,
+  };
+
+  constructor(readonly settings: ModelSettings) {}
+
+  /** Sets n and the memory envelope (fixed by config, or the live decoders' sums). */
+  resize(nthreads: number, memoryLimit: number): void {
+    this.nthreads = nthreads;
+    ({ tileMin: this.tileMin, fullMax: this.fullMax } = partitions(nthreads, this.settings.tilesThreadRatio));
+    this.memoryLimit = memoryLimit;
+    this.fullMem = fullMemory(memoryLimit, this.settings.tilesMemoryRatio);
+    this.global.resize(nthreads);
+    this.full.resize(this.fullMax);
+  }
+
+  /**
+   * Admits one request of `partition` whose estimated peak decode memory is `estimateBytes`,
+   * waiting (FIFO) at most `queueTimeoutMs`. Throws 503 (shed, transient) or 413 (can never
+   * fit), or the signal's reason if the client goes away while waiting.
+   */
+  async admit(partition: Partition, estimateBytes: number, queueTimeoutMs: number, signal: AbortSignal): Promise<Grant> {
+    const advanced = this.settings.mode === "advanced";
+    if (partition === "full") this.checkFitsAtAll(estimateBytes, advanced);
+
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(shed(partition, "no decode permit became free in time")), queueTimeoutMs);
+    const waitSignal = AbortSignal.any([signal, timeout.signal]);
+    let fullPermit = false;
+    let globalPermit = false;
+    const giveBack = () => {
+      if (globalPermit) this.global.release();
+      if (fullPermit) this.full.release();
+    };
+    try {
+      if (partition === "tile") {
+        globalPermit = await this.wait("tileWaiting", this.global, waitSignal);
+      } else {
+        if (advanced) {
+          if (this.fullWaiting >= this.settings.fullMaxWaiting && !this.fullPartitionFree()) {
+            throw shed("full", "too many full-image requests are waiting");
+          }
+          fullPermit = await this.wait("fullWaiting", this.full, waitSignal);
+        } else if (this.fullInUse + this.fullWaiting >= this.fullMax) {
+          // Advanced would have made it wait behind full_max fulls, or shed it.
+          this.counters.fullShadowRejected++;
+        }
+        globalPermit = await this.wait("fullWaiting", this.global, waitSignal);
+      }
+    } catch (err) {
+      giveBack();
+      if (err instanceof HttpError && err.kind === "overloaded") {
+        this.counters[partition === "tile" ? "tileShed" : "fullShed"]++;
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+
+    let reserved = 0;
+    if (partition === "full") {
+      if (this.reservedBytes + estimateBytes > this.fullMem) {
+        if (advanced) {
+          giveBack();
+          this.counters.memoryRejected++;
+          throw new HttpError("overloaded", "the full-image decode memory budget is in use; retry shortly", 1);
+        }
+        this.counters.memoryShadowRejected++;
+      }
+      reserved = estimateBytes;
+      this.reservedBytes += reserved;
+      this.fullInUse++;
+    }
+    let released = false;
+    return {
+      partition,
+      reservedBytes: reserved,
+      release: () => {
+        if (released) return;
+        released = true;
+        if (partition === "full") {
+          this.reservedBytes -= reserved;
+          this.fullInUse--;
+        }
+        giveBack();
+      },
+    };
+  }
+
+  /** 413 when one request alone exceeds full_mem; unknown memory (no decoder yet) is transient. */
+  private checkFitsAtAll(estimateBytes: number, advanced: boolean): void {
+    if (this.fullMem > 0 && estimateBytes <= this.fullMem) return;
+    if (this.fullMem === 0) {
+      if (advanced) throw new HttpError("overloaded", "no decoder has reported its memory yet", 1);
+      return;
+    }
+    if (!advanced) {
+      this.counters.memoryShadowTooLarge++;
+      return;
+    }
+    this.counters.memoryTooLarge++;
+    throw new HttpError(
+      "too_large",
+      `this request needs an estimated ${estimateBytes} bytes to decode, more than the ${this.fullMem}-byte full-image budget`,
+    );
+  }
+
+  private fullPartitionFree(): boolean {
+    return this.full.waiting === 0 && this.full.inUse < this.full.total;
+  }
+
+  private async wait(gauge: "tileWaiting" | "fullWaiting", sem: FifoSemaphore, signal: AbortSignal): Promise<true> {
+    this[gauge]++;
+    try {
+      await sem.acquire(signal);
+      return true;
+    } finally {
+      this[gauge]--;
+    }
+  }
+}
+
+const shed = (partition: Partition, why: string) =>
+  new HttpError("overloaded", `${why} (${partition} partition); retry shortly`, 1);

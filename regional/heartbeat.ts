@@ -1,0 +1,80 @@
+// Registration: the decoder tells the edge (and through it the admission DO) where it is, how
+// many decodes it runs well at once and how much memory it has, every few seconds. A decoder
+// that stops heartbeating leaves the DO's routing and its auto-sized permits and memory.
+//
+//   TESSERA_EDGE_URL              the Worker's base URL; unset = do not register
+//   TESSERA_DECODER_PUBLIC_URL    where the DO reaches this decoder (default: the listen URL)
+//   TESSERA_HEARTBEAT_INTERVAL    seconds between heartbeats (5; keep well under DECODER_TTL)
+//   TESSERA_DECODER_MEMORY_LIMIT  bytes reported; 0 = cgroup v2, else cgroup v1, else total RAM
+
+import { readFile } from "node:fs/promises";
+import { totalmem } from "node:os";
+import { intVar } from "../shared/config";
+import { signRequest, SIGNATURE_HEADER } from "../shared/protocol";
+import { heartbeatTarget, type Heartbeat } from "../shared/registration";
+import type { LogRecord } from "./server";
+
+export interface HeartbeatConfig {
+  edgeUrl?: string;
+  publicUrl?: string;
+  intervalMs: number;
+  memoryLimit: number;
+}
+
+export function readHeartbeatConfig(env: NodeJS.ProcessEnv = process.env): HeartbeatConfig {
+  return {
+    edgeUrl: env.TESSERA_EDGE_URL?.replace(/\/$/, "") || undefined,
+    publicUrl: env.TESSERA_DECODER_PUBLIC_URL?.replace(/\/$/, "") || undefined,
+    intervalMs: intVar(env, "TESSERA_HEARTBEAT_INTERVAL", { min: 1, fallback: 5 }) * 1000,
+    memoryLimit: intVar(env, "TESSERA_DECODER_MEMORY_LIMIT", { fallback: 0 }),
+  };
+}
+
+/** cgroup v1 reports "no limit" as a huge page-rounded number rather than "max". */
+const V1_UNLIMITED = 2 ** 60;
+
+/** The memory this process may use: cgroup v2 memory.max, else cgroup v1's limit, else total RAM. */
+export async function detectMemoryLimit(cgroupRoot = "/sys/fs/cgroup"): Promise<number> {
+  const read = (path: string) => readFile(`${cgroupRoot}/${path}`, "utf8").then((t) => t.trim(), () => undefined);
+  const v2 = await read("memory.max");
+  if (v2 !== undefined && /^\d+$/.test(v2)) return Number(v2);
+  if (v2 === undefined) {
+    const v1 = await read("memory/memory.limit_in_bytes");
+    if (v1 !== undefined && /^\d+$/.test(v1) && Number(v1) < V1_UNLIMITED) return Number(v1);
+  }
+  return totalmem();
+}
+
+/** Sends a heartbeat now and every `intervalMs` until stopped. Failures are logged, not fatal. */
+export function startHeartbeat(opts: {
+  edgeUrl: string;
+  secret: string;
+  report: Heartbeat;
+  intervalMs: number;
+  log: (r: LogRecord) => void;
+}): { stop(): void } {
+  let failing = false;
+  const beat = async () => {
+    const body = JSON.stringify(opts.report);
+    const target = await heartbeatTarget(body);
+    try {
+      const res = await fetch(opts.edgeUrl + target, {
+        method: "POST",
+        body,
+        headers: { "content-type": "application/json", [SIGNATURE_HEADER]: await signRequest(opts.secret, "POST", target) },
+        signal: AbortSignal.timeout(opts.intervalMs),
+      });
+      if (!res.ok) throw new Error(`edge answered ${res.status}: ${await res.text()}`);
+      if (failing) opts.log({ level: "info", msg: "heartbeat accepted again", edge: opts.edgeUrl });
+      failing = false;
+    } catch (err) {
+      // One line per outage, not one per beat.
+      if (!failing) opts.log({ level: "error", msg: "heartbeat failed", edge: opts.edgeUrl, error: String(err) });
+      failing = true;
+    }
+  };
+  void beat();
+  const timer = setInterval(beat, opts.intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

@@ -1,0 +1,95 @@
+// The admission model's settings (seed 000's table plus our waiting and registration knobs),
+// parsed from the Worker's wrangler vars. Every bad value fails loudly with the variable's name,
+// except ADMISSION_MODE: an unrecognized mode falls back to basic (the caller logs it and the
+// mode gauge shows it), because a stale value must never take the service down.
+
+import { badConfig, intVar, numberVar } from "./config";
+
+export type AdmissionMode = "advanced" | "basic";
+
+export interface AdmissionVars {
+  NTHREADS?: string;
+  TILES_THREAD_RATIO?: string;
+  MEMORY_LIMIT?: string;
+  TILES_MEMORY_RATIO?: string;
+  ADMISSION_MODE?: string;
+  LARGE_DECODE_THRESHOLD_BYTES?: string;
+  REQUEST_TIMEOUT?: string;
+  BODY_READ_TIMEOUT?: string;
+  QUEUE_TIMEOUT?: string;
+  FULL_MAX_WAITING?: string;
+  DECODER_TTL?: string;
+}
+
+export interface AdmissionConfig {
+  /** Global decode permits; 0 = auto: the sum of the capacities live decoders report. */
+  nthreads: number;
+  tilesThreadRatio: number;
+  /** The RAM envelope in bytes; 0 = auto: the sum of the limits live decoders report. */
+  memoryLimit: number;
+  tilesMemoryRatio: number;
+  mode: AdmissionMode;
+  /** The mode as configured, when it was not a recognized one (it then runs as basic). */
+  unrecognizedMode?: string;
+  largeDecodeThresholdBytes: number;
+  requestTimeoutMs: number;
+  bodyReadTimeoutMs: number;
+  queueTimeoutMs: number;
+  fullMaxWaiting: number;
+  decoderTtlMs: number;
+}
+
+/** The seed's defaults (and ours for the knobs it does not have). */
+export const ADMISSION_DEFAULTS = {
+  NTHREADS: 0,
+  TILES_THREAD_RATIO: 0.5,
+  MEMORY_LIMIT: 0,
+  TILES_MEMORY_RATIO: 0.25,
+  ADMISSION_MODE: "advanced",
+  LARGE_DECODE_THRESHOLD_BYTES: 32 * 1024 * 1024,
+  REQUEST_TIMEOUT: 60,
+  BODY_READ_TIMEOUT: 10,
+  QUEUE_TIMEOUT: 10,
+  FULL_MAX_WAITING: 16,
+  DECODER_TTL: 15,
+} as const;
+
+export function admissionConfig(vars: AdmissionVars): AdmissionConfig {
+  const d = ADMISSION_DEFAULTS;
+  const int = (name: keyof AdmissionVars, min: number) => intVar(vars, name, { min, fallback: d[name] as number });
+  const ratio = (name: keyof AdmissionVars) => numberVar(vars, name, { fallback: d[name] as number });
+  const configuredMode = (vars.ADMISSION_MODE ?? "").trim() || d.ADMISSION_MODE;
+  const known = configuredMode === "advanced" || configuredMode === "basic";
+  const config: AdmissionConfig = {
+    nthreads: int("NTHREADS", 0),
+    tilesThreadRatio: ratio("TILES_THREAD_RATIO"),
+    memoryLimit: int("MEMORY_LIMIT", 0),
+    tilesMemoryRatio: ratio("TILES_MEMORY_RATIO"),
+    mode: known ? configuredMode : "basic",
+    unrecognizedMode: known ? undefined : configuredMode,
+    largeDecodeThresholdBytes: int("LARGE_DECODE_THRESHOLD_BYTES", 1),
+    requestTimeoutMs: int("REQUEST_TIMEOUT", 1) * 1000,
+    bodyReadTimeoutMs: int("BODY_READ_TIMEOUT", 1) * 1000,
+    queueTimeoutMs: int("QUEUE_TIMEOUT", 0) * 1000,
+    fullMaxWaiting: int("FULL_MAX_WAITING", 0),
+    decoderTtlMs: int("DECODER_TTL", 1) * 1000,
+  };
+  // The request deadline covers the wait for a permit too: a shorter one would turn every
+  // queued request into a 408 before it could be admitted (the seed's own warning).
+  if (config.requestTimeoutMs <= config.queueTimeoutMs) {
+    throw badConfig("REQUEST_TIMEOUT", `must exceed QUEUE_TIMEOUT (${config.queueTimeoutMs / 1000} s)`);
+  }
+  return config;
+}
+
+/** tile_min and full_max for n global permits (seed 000: round, clamped to [1, n−1] when n ≥ 2). */
+export function partitions(n: number, tilesThreadRatio: number): { tileMin: number; fullMax: number } {
+  let tileMin = Math.round(n * tilesThreadRatio);
+  if (n >= 2) tileMin = Math.min(Math.max(tileMin, 1), n - 1);
+  tileMin = Math.min(tileMin, n);
+  return { tileMin, fullMax: n - tileMin };
+}
+
+/** full_mem: the full partition's decode-memory budget. */
+export const fullMemory = (memoryLimit: number, tilesMemoryRatio: number) =>
+  Math.floor(memoryLimit * (1 - tilesMemoryRatio));

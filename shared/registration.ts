@@ -1,0 +1,45 @@
+// Decoder registration: each decoder POSTs a heartbeat (where to reach it, how many decodes it
+// runs well at once, its memory limit) to the edge every few seconds; the admission DO routes
+// to the live ones and, when NTHREADS / MEMORY_LIMIT are 0, sizes itself from their sums.
+// The request is signed like every edge↔decoder request; the signed query carries the body's
+// SHA-256, so a captured signature cannot carry a different body.
+
+import { badRequest } from "./errors";
+
+export const HEARTBEAT_PATH = "/__decoders/heartbeat";
+
+export interface Heartbeat {
+  /** Base URL the DO forwards to. */
+  url: string;
+  /** Decodes the decoder runs well at once. */
+  capacity: number;
+  /** Its memory limit: cgroup v2, else cgroup v1, else total memory (or an operator override). */
+  memoryBytes: number;
+}
+
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The path and query a heartbeat with this body is signed over. */
+export const heartbeatTarget = async (body: string) => `${HEARTBEAT_PATH}?digest=${await sha256Hex(body)}`;
+
+/** Validates a heartbeat body; 400 naming the bad field. */
+export function parseHeartbeat(body: string): Heartbeat {
+  let value: Partial<Heartbeat>;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    throw badRequest("heartbeat body is not JSON");
+  }
+  const { url, capacity, memoryBytes } = value;
+  if (typeof url !== "string" || !/^https?:\/\/[^/?#]+/.test(url)) {
+    throw badRequest("heartbeat url must be an http(s) URL");
+  }
+  if (!Number.isInteger(capacity) || capacity! < 1) throw badRequest("heartbeat capacity must be a whole number ≥ 1");
+  if (!Number.isInteger(memoryBytes) || memoryBytes! < 1) {
+    throw badRequest("heartbeat memoryBytes must be a whole number ≥ 1");
+  }
+  return { url: url.replace(/\/$/, ""), capacity: capacity!, memoryBytes: memoryBytes! };
+}

@@ -1,0 +1,152 @@
+// The admission DO inside workerd, through the real Worker, in front of the real decoder frozen
+// with SIGSTOP (every forwarded decode hangs): auto-sizing from heartbeats, the memory budget's
+// 503 vs 413, decoder expiry and retry, lease expiry by alarm, the mode fallback, /metrics.
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { AdmissionDO } from "../../edge/admission/admission-do";
+import { infoKey } from "../../edge/source-info";
+import { SIGNATURE_HEADER, signRequest } from "../../shared/protocol";
+import { heartbeatTarget } from "../../shared/registration";
+import { get, heartbeat, metric, squareSource } from "./helpers";
+
+const stub = () => env.ADMISSION.get(env.ADMISSION.idFromName("default"));
+
+// A 4000×4000 RGB source the edge already knows (fake: no decoder answers info here).
+// full/max: (2 × 16M read + 16M scaled + 16M encoded) px × 3 = 192 MB, more than full_mem (60 MB);
+// full/pct:50 reads the 2000 px overview: 16M px × 3 = 48 MB, a full (≥ 32 MiB) that fits once.
+const big = squareSource("big", [4000, 2000, 1000]);
+
+beforeAll(async () => {
+  await caches.default.put(infoKey("big"), Response.json(big, { headers: { "cache-control": "max-age=600" } }));
+});
+beforeEach(async () => {
+  // 16 permits and an 80 MB envelope, reported by the one live decoder (NTHREADS=MEMORY_LIMIT=0).
+  expect((await heartbeat()).status).toBe(204);
+});
+
+describe("admission DO", () => {
+  it("sizes itself from the live decoders' reports and exports every seed metric", async () => {
+    const text = await (await get("/metrics")).text();
+    for (const name of [
+      "permits_in_use", "permits_total", "full_in_use", "tile_waiting", "full_waiting", "tile_shed_total",
+      "full_shed_total", "full_shadow_rejected_total", "classifier_disagreement_total", "tile_min_threads",
+      "full_max_threads", "tiles_thread_ratio", "tiles_memory_ratio", "memory_limit_bytes",
+      "large_decode_threshold_bytes", "leases_expired_total",
+    ]) {
+      expect(text).toMatch(new RegExp(`^# TYPE tessera_admission_${name} (gauge|counter)$`, "m"));
+    }
+    for (const name of ["budget_bytes", "reserved_bytes", "rejected_total", "too_large_total", "shadow_rejected_total", "shadow_too_large_total"]) {
+      expect(text).toMatch(new RegExp(`^tessera_decode_memory_${name} \\d+$`, "m"));
+    }
+    expect(text).toContain('tessera_admission_mode{mode="advanced",fallback="false"} 1');
+    expect([await metric("permits_total"), await metric("tile_min_threads"), await metric("full_max_threads")]).toEqual([16, 8, 8]);
+    expect(await metric("memory_limit_bytes")).toBe(80_000_000);
+    expect(await metric("tessera_decode_memory_budget_bytes")).toBe(60_000_000);
+  });
+
+  it("refuses a full that can never fit with 413 and no Retry-After, before any decoder", async () => {
+    const before = await metric("tessera_decode_memory_too_large_total");
+    const res = await get("/iiif/3/big/full/max/0/default.jpg");
+    expect(res.status).toBe(413);
+    expect(res.headers.get("retry-after")).toBeNull();
+    expect(await metric("tessera_decode_memory_too_large_total")).toBe(before + 1);
+    expect(await metric("permits_in_use")).toBe(0);
+  });
+
+  it("sheds a full with 503 + Retry-After while the budget is in use, and gives the bytes back", async () => {
+    const rejected = await metric("tessera_decode_memory_rejected_total");
+    const first = get("/iiif/3/big/full/pct:50/0/default.jpg"); // hangs in the frozen decoder
+    await scheduler.wait(200);
+    expect(await metric("tessera_decode_memory_reserved_bytes")).toBe(48_000_000);
+    expect(await metric("full_in_use")).toBe(1);
+    const second = await get("/iiif/3/big/full/pct:50/0/default.jpg");
+    expect(second.status).toBe(503);
+    expect(second.headers.get("retry-after")).toBe("1");
+    expect(await metric("tessera_decode_memory_rejected_total")).toBe(rejected + 1);
+    expect((await first).status).toBe(408);
+    expect([await metric("tessera_decode_memory_reserved_bytes"), await metric("full_in_use")]).toEqual([0, 0]);
+  });
+
+  it("drops a decoder that stops heartbeating from the sums (DECODER_TTL = 3 s)", async () => {
+    expect((await heartbeat({ url: "http://127.0.0.1:9", capacity: 4 })).status).toBe(204);
+    expect([await metric("permits_total"), await metric("decoders_live")]).toEqual([20, 2]);
+    await scheduler.wait(2000);
+    await heartbeat(); // only the frozen decoder keeps beating
+    await scheduler.wait(1100);
+    expect([await metric("permits_total"), await metric("decoders_live")]).toEqual([16, 1]);
+  });
+
+  // (workerd logs the refused connect as "Uncaught (in promise) Network connection lost" even
+  // though the DO catches the fetch's rejection; a bare caught fetch to a closed port does too.)
+  it("retries once on another decoder when the chosen one cannot be reached, and forgets it", async () => {
+    const retries = await metric("decoder_retries_total");
+    const busy = get("/iiif/3/big/0,0,256,256/max/0/default.jpg"); // the frozen decoder now has one in flight
+    await scheduler.wait(200);
+    // A decoder with nothing listening: the least loaded, so it is picked first.
+    expect((await heartbeat({ url: "http://127.0.0.1:9", capacity: 16 })).status).toBe(204);
+    const res = await get("/iiif/3/big/256,0,256,256/max/0/default.jpg");
+    expect(res.status).toBe(408); // reached the (frozen) live decoder after the retry: not a 502
+    expect(await metric("decoder_retries_total")).toBe(retries + 1);
+    expect(await metric("decoders_live")).toBe(1);
+    expect((await busy).status).toBe(408);
+  });
+
+  it("reclaims a lease whose holder never releases it, by alarm, and counts it", async () => {
+    const expired = await metric("leases_expired_total");
+    // Fake: a holder that loses its release (the DO's own paths always release; only a bug could not).
+    await runInDurableObject(stub(), async (instance: AdmissionDO) => {
+      await instance.lease("tile", 0, new AbortController().signal);
+    });
+    expect(await metric("permits_in_use")).toBe(1);
+    await scheduler.wait(3100); // REQUEST_TIMEOUT (2 s) + the lease grace (1 s)
+    await heartbeat();
+    await runDurableObjectAlarm(stub()); // runs it now unless Miniflare already has
+    expect(await metric("decoders_live")).toBe(1);
+    expect(await metric("permits_in_use")).toBe(0);
+    expect(await metric("leases_expired_total")).toBe(expired + 1);
+  });
+
+  it("runs an unrecognized ADMISSION_MODE as basic, with a log line and the mode gauge", async () => {
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    await runInDurableObject(stub(), async (_instance: AdmissionDO, state) => {
+      const legacy = new AdmissionDO(state, { ...env, ADMISSION_MODE: "enforce" });
+      const text = await (await legacy.fetch(new Request("https://admission/__admission/metrics"))).text();
+      expect(text).toContain('tessera_admission_mode{mode="basic",fallback="true"} 1');
+      expect(text).toContain('tessera_admission_mode{mode="advanced",fallback="true"} 0');
+    });
+    expect(log.mock.calls.some(([line]) => /ADMISSION_MODE.*enforce.*running in basic mode/.test(String(line)))).toBe(true);
+    log.mockRestore();
+  });
+});
+
+describe("decoder heartbeat route", () => {
+  it("refuses unsigned heartbeats, and bodies that do not match the signed digest", async () => {
+    const body = JSON.stringify({ url: "http://evil.example", capacity: 99, memoryBytes: 1 });
+    const target = await heartbeatTarget(body);
+    expect((await get(target, { method: "POST", body })).status).toBe(401);
+    const signed = await signRequest(env.DECODER_SECRET, "POST", target);
+    const other = JSON.stringify({ url: "http://evil.example", capacity: 98, memoryBytes: 1 });
+    expect((await get(target, { method: "POST", body: other, headers: { [SIGNATURE_HEADER]: signed } })).status).toBe(401);
+    expect((await heartbeat({ capacity: 0 })).status).toBe(400);
+    expect(await metric("decoders_live")).toBe(1);
+  });
+
+  it("cuts off a body that trickles past BODY_READ_TIMEOUT with 408", async () => {
+    const target = await heartbeatTarget("{}");
+    const stalled = new ReadableStream({
+      start(c) {
+        c.enqueue(new TextEncoder().encode("{"));
+      }, // and never closes
+    });
+    const started = Date.now();
+    const res = await get(target, {
+      method: "POST",
+      body: stalled,
+      headers: { [SIGNATURE_HEADER]: await signRequest(env.DECODER_SECRET, "POST", target) },
+      duplex: "half",
+    } as RequestInit);
+    expect(res.status).toBe(408);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+});

@@ -1,0 +1,188 @@
+// The seed-000 admission model (edge/admission/model.ts) inside workerd, driven directly:
+// the seed's own examples, FIFO order, the tile floor, the memory budget, basic mode.
+import { describe, expect, it } from "vitest";
+import { admissionConfig, partitions } from "../../shared/admission-config";
+import { HttpError } from "../../shared/errors";
+import { DecoderRegistry } from "../../edge/admission/decoders";
+import { AdmissionModel, type Grant, type ModelSettings } from "../../edge/admission/model";
+
+const MiB = 1024 * 1024;
+const never = new AbortController().signal;
+
+function model(overrides: Partial<ModelSettings> = {}, n = 16, memory = 1024 * MiB): AdmissionModel {
+  const m = new AdmissionModel({ mode: "advanced", tilesThreadRatio: 0.5, tilesMemoryRatio: 0.25, fullMaxWaiting: 16, ...overrides });
+  m.resize(n, memory);
+  return m;
+}
+const admitMany = (m: AdmissionModel, partition: "tile" | "full", count: number, bytes = 40 * MiB) =>
+  Promise.all(Array.from({ length: count }, () => m.admit(partition, bytes, 1000, never)));
+async function status(p: Promise<unknown>): Promise<number | "admitted"> {
+  try {
+    await p;
+    return "admitted";
+  } catch (e) {
+    return (e as HttpError).status;
+  }
+}
+
+describe("seed 000 admission model", () => {
+  it("splits 16 threads at ratio 0.5 into 8 tile_min / 8 full_max, and clamps small pools", () => {
+    expect(partitions(16, 0.5)).toEqual({ tileMin: 8, fullMax: 8 });
+    expect(partitions(2, 0)).toEqual({ tileMin: 1, fullMax: 1 });
+    expect(partitions(2, 1)).toEqual({ tileMin: 1, fullMax: 1 });
+    expect(partitions(4, 0.25)).toEqual({ tileMin: 1, fullMax: 3 });
+    const m = model();
+    expect([m.tileMin, m.fullMax, m.fullMem]).toEqual([8, 8, 768 * MiB]);
+  });
+
+  it("lets a 9th tile burst into idle full capacity (tiles may take all 16)", async () => {
+    const m = model();
+    await admitMany(m, "tile", 16);
+    expect(m.global.inUse).toBe(16);
+    expect(await status(m.admit("tile", 0, 50, never))).toBe(503);
+    expect(m.counters.tileShed).toBe(1);
+  });
+
+  it("refuses a 9th full with tiles idle: at once past FULL_MAX_WAITING, else after the queue timeout", async () => {
+    const m = model({ fullMaxWaiting: 0 });
+    await admitMany(m, "full", 8, 10 * MiB);
+    expect(await status(m.admit("full", 10 * MiB, 1000, never))).toBe(503);
+    expect([m.global.inUse, m.counters.fullShed, m.fullWaiting]).toEqual([8, 1, 0]);
+
+    const waiting = model({ fullMaxWaiting: 4 });
+    await admitMany(waiting, "full", 8, 10 * MiB);
+    const started = Date.now();
+    expect(await status(waiting.admit("full", 10 * MiB, 300, never))).toBe(503);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    expect(waiting.counters.fullShed).toBe(1);
+  });
+
+  it("keeps tile_min permits for tiles while full_max fulls run (the tile floor)", async () => {
+    const m = model();
+    const fulls = await admitMany(m, "full", 8, 10 * MiB);
+    await admitMany(m, "tile", 8);
+    expect(m.global.inUse).toBe(16);
+    fulls[0].release();
+    // The freed permit goes to the next tile, never to a 9th full: the full partition is at cap.
+    const ninthFull = m.admit("full", 10 * MiB, 1000, never);
+    const tile = await m.admit("tile", 0, 1000, never);
+    expect(m.fullInUse).toBe(7);
+    tile.release();
+    await ninthFull;
+    expect(m.fullInUse).toBe(8);
+  });
+
+  it("serves waiters in arrival order (FIFO), tiles never shed for full-partition pressure", async () => {
+    const m = model({}, 2);
+    const held = await admitMany(m, "tile", 2);
+    const order: number[] = [];
+    const waiters = [0, 1, 2].map((i) => m.admit("tile", 0, 2000, never).then((g) => (order.push(i), g)));
+    expect(m.tileWaiting).toBe(3);
+    held[0].release();
+    held[1].release();
+    const granted = await Promise.all(waiters.slice(0, 2));
+    granted[0].release();
+    await waiters[2];
+    expect(order).toEqual([0, 1, 2]);
+    expect(m.counters.tileShed + m.counters.fullShed).toBe(0);
+  });
+
+  it("answers 503 + Retry-After when the budget is transiently full, 413 without it when one request can never fit", async () => {
+    const m = model({}, 16, 100 * MiB); // full_mem = 75 MiB
+    const first = await m.admit("full", 40 * MiB, 1000, never);
+    const busy = await m.admit("full", 40 * MiB, 1000, never).catch((e: HttpError) => e);
+    expect(busy).toBeInstanceOf(HttpError);
+    expect([(busy as HttpError).status, (busy as HttpError).retryAfterSeconds]).toEqual([503, 1]);
+    const huge = await m.admit("full", 76 * MiB, 1000, never).catch((e: HttpError) => e);
+    expect([(huge as HttpError).status, (huge as HttpError).retryAfterSeconds]).toEqual([413, undefined]);
+    expect([m.counters.memoryRejected, m.counters.memoryTooLarge]).toEqual([1, 1]);
+    // A refused full holds nothing; a released one gives its bytes back.
+    expect([m.global.inUse, m.full.inUse, m.reservedBytes]).toEqual([1, 1, 40 * MiB]);
+    first.release();
+    first.release(); // idempotent
+    expect([m.global.inUse, m.full.inUse, m.reservedBytes, m.fullInUse]).toEqual([0, 0, 0, 0]);
+    await m.admit("full", 40 * MiB, 1000, never);
+  });
+
+  it("in basic mode admits what advanced would shed and shadow-counts it", async () => {
+    const m = model({ mode: "basic" }, 16, 100 * MiB);
+    const grants: Grant[] = await admitMany(m, "full", 9, 40 * MiB);
+    expect(m.fullInUse).toBe(9);
+    expect(m.counters.fullShadowRejected).toBe(1); // the 9th, past full_max = 8
+    expect(m.counters.memoryShadowRejected).toBe(8); // every one after the first 40 MiB
+    await m.admit("full", 200 * MiB, 1000, never);
+    expect(m.counters.memoryShadowTooLarge).toBe(1);
+    expect([m.counters.fullShed, m.counters.memoryRejected, m.counters.memoryTooLarge]).toEqual([0, 0, 0]);
+    // The basic tier (the global cap) is still enforced.
+    await admitMany(m, "tile", 6);
+    expect(await status(m.admit("tile", 0, 50, never))).toBe(503);
+    grants.forEach((g) => g.release());
+  });
+
+  it("frees a waiter's place when its client goes away", async () => {
+    const m = model({}, 2);
+    await admitMany(m, "tile", 2);
+    const client = new AbortController();
+    const waiting = status(m.admit("tile", 0, 5000, client.signal));
+    expect(m.tileWaiting).toBe(1);
+    client.abort(new Error("gone"));
+    expect(await waiting).toBe(undefined); // not an HttpError: nothing was shed
+    expect([m.tileWaiting, m.counters.tileShed]).toEqual([0, 0]);
+  });
+
+  it("follows the decoders when auto-sized: a smaller pool drains, a larger one grants waiters", async () => {
+    const m = model({}, 2);
+    const held = await admitMany(m, "tile", 2);
+    const waiter = m.admit("tile", 0, 2000, never);
+    m.resize(3, 1024 * MiB);
+    await waiter;
+    m.resize(1, 1024 * MiB);
+    held.forEach((g) => g.release());
+    expect(m.global.inUse).toBe(1);
+    expect(await status(m.admit("tile", 0, 50, never))).toBe(503);
+  });
+});
+
+describe("admission configuration", () => {
+  it("has the seed's defaults and falls back to basic on an unrecognized mode", () => {
+    const c = admissionConfig({});
+    expect([c.nthreads, c.tilesThreadRatio, c.memoryLimit, c.tilesMemoryRatio, c.mode]).toEqual([0, 0.5, 0, 0.25, "advanced"]);
+    expect([c.largeDecodeThresholdBytes, c.requestTimeoutMs, c.bodyReadTimeoutMs]).toEqual([33554432, 60000, 10000]);
+    expect(admissionConfig({ ADMISSION_MODE: "enforce" })).toMatchObject({ mode: "basic", unrecognizedMode: "enforce" });
+  });
+
+  it("fails loudly on a bad value, naming the variable", () => {
+    expect(() => admissionConfig({ TILES_THREAD_RATIO: "1.5" })).toThrow(/TILES_THREAD_RATIO must be a number from 0 to 1/);
+    expect(() => admissionConfig({ MEMORY_LIMIT: "4G" })).toThrow(/MEMORY_LIMIT must be a whole number/);
+    expect(() => admissionConfig({ REQUEST_TIMEOUT: "5", QUEUE_TIMEOUT: "10" })).toThrow(/REQUEST_TIMEOUT must exceed/);
+  });
+});
+
+describe("decoder routing", () => {
+  const report = (url: string, capacity = 2) => ({ url, capacity, memoryBytes: 1 });
+
+  it("picks the least loaded live decoder, shares an idle fleet, and skips expired ones", () => {
+    const r = new DecoderRegistry(1000);
+    r.heartbeat(report("http://a"), 0);
+    r.heartbeat(report("http://b"), 0);
+    expect([r.pick(10)!.url, r.pick(10)!.url, r.pick(10)!.url]).toEqual(["http://a", "http://b", "http://a"]);
+    r.pick(10)!.inFlight = 1; // b
+    expect(r.pick(10)!.url).toBe("http://a");
+    r.heartbeat(report("http://a"), 900);
+    expect(r.pick(1500)!.url).toBe("http://a"); // b's last heartbeat is too old
+    expect(r.totals(1500)).toEqual({ capacity: 2, memoryBytes: 1 });
+  });
+
+  it("sends tiles away from a decoder busy with a full while another has room", () => {
+    const r = new DecoderRegistry(1000);
+    r.heartbeat(report("http://a"), 0);
+    r.heartbeat(report("http://b"), 0);
+    const a = r.pick(1)!;
+    a.inFlight = 1;
+    a.fullsInFlight = 1;
+    const b = r.pick(1)!;
+    expect(b.url).toBe("http://b");
+    b.inFlight = 2; // b now at capacity with tiles, a at capacity with its full plus one
+    expect(r.pick(1)!.url).toBe("http://b");
+  });
+});
