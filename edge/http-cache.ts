@@ -27,6 +27,10 @@ export const infoCacheControl = (c: EdgeConfig) =>
   `public, max-age=${c.infoMaxAge}, stale-while-revalidate=${c.staleWhileRevalidate}`;
 export const errorCacheControl = (c: EdgeConfig) => `public, max-age=${c.errorMaxAge}`;
 
-/** Client errors that the same request would get again: worth caching for ERROR_MAX_AGE. */
+/**
+ * Client errors that the same request would get again: worth caching for ERROR_MAX_AGE.
+ * Not 408 (a slow moment) and not 413: the budget it is measured against grows when decoders
+ * join (MEMORY_LIMIT=0), so yesterday's "never" may fit today.
+ */
 export const isPermanentError = (status: number) =>
-  status === 501 || (status >= 400 && status < 500 && status !== 408);
+  status === 501 || (status >= 400 && status < 500 && status !== 408 && status !== 413);
