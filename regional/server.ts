@@ -29,7 +29,7 @@ import { preciseEstimate } from "./estimate";
 import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
 import type { Cog } from "./cog/cog";
 import { renderDirectJpeg } from "./jpeg-encode";
-import { passthroughTile, storedJpeg } from "./passthrough";
+import { passthroughTile, storedTile } from "./passthrough";
 import { checkSupported, configureSharp, render } from "./render";
 import { DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./request-limiter";
 import { runtimeMetrics } from "./runtime-metrics";
@@ -222,7 +222,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
         if (tile) runtime.passthrough.inc();
         // Cheapest first: the stored tile itself, a TurboJPEG encode of cached pixels, libvips.
         const out = tile
-          ? { body: await storedJpeg(cog, tile, signal), contentType: "image/jpeg" }
+          ? await storedTile(cog, tile, signal)
           : ((await renderDirectJpeg(cog, resolved, signal, work)) ?? (await render(cog, resolved, signal, work)));
         return {
           status: 200,

@@ -220,6 +220,30 @@ describe("codec passthrough", () => {
     }
   });
 
+  it("answers a request that is exactly one stored WebP tile, as webp, with the stored bytes", async () => {
+    const file = path.join(fixtures.dir, "webp.tif");
+    execFileSync("gdal_translate", ["-q", "-of", "COG", "-co", "COMPRESS=WEBP", "-co", "QUALITY=90", "-co", "BLOCKSIZE=256", REFERENCE_PNG, file]);
+    const d = await startDecoder(new LocalCatalog(fixtures.dir));
+    try {
+      const before = await metricValue(d, "tessera_decoder_passthrough_total");
+      const tiff = await fromFile(file);
+      const dir = (await tiff.getImage(0)).getFileDirectory();
+      const offsets = (await dir.loadValue("TileOffsets")) as ArrayLike<number>;
+      const counts = (await dir.loadValue("TileByteCounts")) as ArrayLike<number>;
+      await tiff.close();
+      const stored = (await readFile(file)).subarray(offsets[1], offsets[1] + counts[1]);
+      const got = await image(d, "webp", "256,0,256,256/max/0/default.webp");
+      expect(got.equals(stored)).toBe(true);
+      expect(await metricValue(d, "tessera_decoder_passthrough_total")).toBe(before + 1);
+      // The same tile as jpg is decoded and re-encoded, and shows the same picture.
+      await image(d, "webp", "256,0,256,256/max/0/default.jpg");
+      expect(await metricValue(d, "tessera_decoder_passthrough_total")).toBe(before + 1);
+      expect(meanAbsDiff(await decodeRgb(got), await gdalWindow(file, [256, 0, 256, 256]))).toBeLessThan(1);
+    } finally {
+      await d.close();
+    }
+  });
+
   it("re-encodes everything else: padded edge tiles, other sizes, lossless sources", async () => {
     const d = await startDecoder(new LocalCatalog(fixtures.dir));
     try {
