@@ -8,7 +8,7 @@
 import jpegTurbo from "@julusian/jpeg-turbo";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
-import { chooseLevel, windowAtLevel } from "./cog/levels";
+import { chooseLevel, windowAtLevel } from "../shared/levels";
 import { compactWindow, type PixelView } from "./cog/pixels";
 import type { RenderedImage } from "./render";
 import type { Reservation } from "./work-budget";

@@ -13,7 +13,7 @@ import type { Cog } from "./cog/cog";
 import { COMPRESSION } from "./cog/codecs";
 import { jpegFrame, mergeJpegTables } from "./cog/jpeg-tables";
 import { malformed } from "./cog/tiff-guard";
-import { chooseLevel } from "./cog/levels";
+import { chooseLevel } from "../shared/levels";
 
 /** Float slack when checking that a region maps onto whole pixels of an overview. */
 const EPSILON = 1e-6;

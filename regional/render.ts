@@ -4,7 +4,7 @@
 import sharp from "sharp";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
-import { chooseLevel } from "./cog/levels";
+import { chooseLevel } from "../shared/levels";
 import { encoderFor, type Encoder } from "./encode/formats";
 import type { Reservation } from "./work-budget";
 

@@ -6,7 +6,7 @@
 
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
-import { chooseLevel } from "./cog/levels";
+import { chooseLevel } from "../shared/levels";
 
 /** Output bytes per pixel we account for: RGBA resize output plus the encoder's buffers. */
 const OUTPUT_BYTES_PER_PIXEL = 4 * 2;

@@ -15,7 +15,7 @@ import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
 import { BlockReader } from "./block-reader";
 import { blockParameters, COMPRESSION, registerCodecs } from "./codecs";
 import { GeoTiffSource } from "./geotiff-source";
-import { windowAtLevel, type LevelSize } from "./levels";
+import { windowAtLevel, type LevelSize } from "../../shared/levels";
 import { compactWindow, type PixelView, type Pixels } from "./pixels";
 import { checkTiffStructure, malformed } from "./tiff-guard";
 import type { Rect } from "../../shared/iiif/resolve";

@@ -1,7 +1,7 @@
 // Pyramid geometry: level choice and windows at a level.
 
 import { describe, expect, it } from "vitest";
-import { chooseLevel, windowAtLevel } from "../../regional/cog/levels";
+import { chooseLevel, windowAtLevel } from "../../shared/levels";
 
 const levels = [
   { width: 1000, height: 800 },
