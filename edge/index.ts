@@ -47,14 +47,21 @@ function metricsHandler(_req: IRequest, env: Env): Promise<Response> {
 }
 
 /** Every failure becomes an answer from the one error table; client errors may be cached. */
-function failure(err: unknown, _req: IRequest, env: Env): Response {
+function failure(err: unknown, req: IRequest, env: Env): Response {
   if (!(err instanceof HttpError)) {
     console.error(JSON.stringify({ level: "error", msg: String(err) }));
     // A misconfigured deployment says which variable is wrong; nothing else leaks.
     const message = err instanceof ConfigError ? `configuration: ${err.message}` : "internal failure";
     return errorResponse(new HttpError("bad_gateway", message), { "cache-control": "no-store" });
   }
-  const cacheControl = isPermanentError(err.status) ? errorCacheControl(edgeConfig(env)) : "no-store";
+  let cacheControl = "no-store";
+  if (isPermanentError(err.status)) {
+    try {
+      cacheControl = errorCacheControl(edgeConfig(env));
+    } catch (configError) {
+      return failure(configError, req, env); // a bad variable outranks the client's error
+    }
+  }
   return errorResponse(err, { "cache-control": cacheControl });
 }
 

@@ -98,8 +98,11 @@ describe("edge worker in workerd", () => {
 
   it("fails loudly on a bad variable, naming it", async () => {
     const badEnv: Env = { ...env, NTHREADS: "many" };
-    const res = await worker.fetch(new Request(`${BASE}/iiif/3/x/info.json`), badEnv, createExecutionContext());
-    expect(res.status).toBe(502);
-    expect(((await res.json()) as { message: string }).message).toMatch(/NTHREADS must be a whole number/);
+    // A route that reads the config, and one that fails before reading it (an unknown route).
+    for (const path of ["/iiif/3/x/info.json", "/no-such-route"]) {
+      const res = await worker.fetch(new Request(`${BASE}${path}`), badEnv, createExecutionContext());
+      expect(res.status, path).toBe(502);
+      expect(((await res.json()) as { message: string }).message).toMatch(/NTHREADS must be a whole number/);
+    }
   });
 });
