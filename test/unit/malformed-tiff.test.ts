@@ -38,10 +38,17 @@ async function firstFailure(id: string, canonical = "0,0,16,16/max/0/default.jpg
   return { status: res.status, body };
 }
 
+/** The test pattern as a 256²-tiled TIFF made by GDAL. */
+function gdalTiff(compress: string, extra: string[], out: string): void {
+  // GDAL's stderr is kept out of the run (it warns that lossless WebP ignores its default
+  // WEBP_LEVEL) and comes back inside the error if gdal_translate fails.
+  execFileSync("gdal_translate", ["-q", "-of", "GTiff", "-co", "TILED=YES", "-co", `COMPRESS=${compress}`, ...extra, path.join(SAMPLES, "test-pattern.png"), out], { stdio: "pipe" });
+}
+
 /** A tile payload as GDAL writes it for a 256² tiled TIFF of the test pattern. */
 async function gdalTile(compress: string, extra: string[] = []): Promise<{ tile: Uint8Array; tables?: number[]; compression: number; photometric: number }> {
   const out = path.join(fixtures.dir, `gdal-${compress}.tif.src`);
-  execFileSync("gdal_translate", ["-q", "-of", "GTiff", "-co", "TILED=YES", "-co", `COMPRESS=${compress}`, ...extra, path.join(SAMPLES, "test-pattern.png"), out]);
+  gdalTiff(compress, extra, out);
   const tiff = await fromFile(out);
   const dir = (await tiff.getImage(0)).getFileDirectory();
   const offsets = (await dir.loadValue("TileOffsets")) as ArrayLike<number>;
@@ -191,10 +198,7 @@ describe("every registered codec decodes honest files", () => {
   ] as [string, string[], number][]) {
     it(`${compress} ${extra.join(" ")}`, async () => {
       const id = `codec-${compress.toLowerCase()}${extra.join("").replace(/[^a-z]/gi, "").toLowerCase()}`;
-      execFileSync("gdal_translate", [
-        "-q", "-of", "GTiff", "-co", "TILED=YES", "-co", `COMPRESS=${compress}`, ...extra,
-        path.join(SAMPLES, "test-pattern.png"), path.join(fixtures.dir, `${id}.tif`),
-      ]);
+      gdalTiff(compress, extra, path.join(fixtures.dir, `${id}.tif`));
       const rect = { x: 100, y: 150, w: 300, h: 200 };
       const info = (await (await signedGet(d, DECODER.info(id))).json()) as SourceInfo;
       const res = await signedGet(d, DECODER.image(id, "100,150,300,200/max/0/default.jpg", info.version));

@@ -77,8 +77,9 @@ describe("admission DO", () => {
     expect([await metric("permits_total"), await metric("decoders_live")]).toEqual([16, 1]);
   });
 
-  // (workerd logs the refused connect as "Uncaught (in promise) Network connection lost" even
-  // though the DO catches the fetch's rejection; a bare caught fetch to a closed port does too.)
+  // (In this test runner workerd logs the refused connect as "Uncaught (in promise) Network
+  // connection lost" although the DO catches the rejection; the same caught fetch logs nothing in
+  // plain Miniflare, where the e2e tests run the stack.)
   it("retries once on another decoder when the chosen one cannot be reached, and forgets it", async () => {
     const retries = await metric("decoder_retries_total");
     const busy = get("/iiif/3/big/0,0,256,256/max/0/default.jpg"); // the frozen decoder now has one in flight

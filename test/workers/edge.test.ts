@@ -3,7 +3,7 @@
 // edge answered alone (validation, CORS, cache hits); a hung decode is a real one.
 import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { infoKey } from "../../edge/source-info";
 import { imageCacheKey } from "../../edge/handlers/image";
 import worker from "../../edge/index";
@@ -98,11 +98,18 @@ describe("edge worker in workerd", () => {
 
   it("fails loudly on a bad variable, naming it", async () => {
     const badEnv: Env = { ...env, NTHREADS: "many" };
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     // A route that reads the config, and one that fails before reading it (an unknown route).
     for (const path of ["/iiif/3/x/info.json", "/no-such-route"]) {
       const res = await worker.fetch(new Request(`${BASE}${path}`), badEnv, createExecutionContext());
       expect(res.status, path).toBe(502);
       expect(((await res.json()) as { message: string }).message).toMatch(/NTHREADS must be a whole number/);
     }
+    // The operator's log says it too, once a request, as one structured line.
+    expect(logged.mock.calls.map(([line]) => JSON.parse(String(line)))).toEqual([
+      { level: "error", msg: expect.stringMatching(/NTHREADS must be a whole number/) },
+      { level: "error", msg: expect.stringMatching(/NTHREADS must be a whole number/) },
+    ]);
+    logged.mockRestore();
   });
 });
