@@ -1,13 +1,15 @@
 // Three projects: plain Node unit tests, Worker + DO tests inside workerd, and end-to-end
 // tests that start the real stack (RGW, decoders, Miniflare) and drive it over HTTP.
+// Every test file runs in a fresh worker (isolate, chosen, not defaulted): the decoder's
+// modules keep process-wide caches and libvips settings that one file must not hand the next.
 import { defineConfig } from "vitest/config";
-import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
-import { WORKERS_TEST_SECRET } from "./test/support/workers-global-setup";
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { WORKERS_TEST_SECRET } from "./test/support/workers-global-setup.ts";
 
 export default defineConfig({
   test: {
     projects: [
-      { test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" } },
+      { test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node", isolate: true } },
       {
         plugins: [
           cloudflareTest(({ inject }) => ({
@@ -27,6 +29,7 @@ export default defineConfig({
         ],
         test: {
           name: "workers",
+          isolate: true,
           include: ["test/workers/**/*.test.ts"],
           globalSetup: ["test/support/workers-global-setup.ts"],
         },
@@ -34,6 +37,7 @@ export default defineConfig({
       {
         test: {
           name: "e2e",
+          isolate: true,
           include: ["test/e2e/**/*.test.ts"],
           environment: "node",
           fileParallelism: false,

@@ -5,7 +5,7 @@
 // fall on both alike. The ratio is the share of the floor's throughput the edge keeps on hits.
 //
 //   npm run bench:cache    (TESSERA_BENCH_SECONDS per run, _ROUNDS, _CONCURRENCY)
-import { Miniflare } from "miniflare";
+import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 import { Pool } from "undici";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { ROOT, startStack } from "../infra/local/stack";
@@ -94,16 +94,18 @@ async function run(target: Target, paths: string[]): Promise<number> {
 async function main() {
   const stack = await startStack();
   const { workerOptions } = unstable_getMiniflareWorkerOptions(`${ROOT}wrangler.toml`);
-  const bare = new Miniflare({
-    name: "bare-match",
-    modules: true,
-    script: BARE_WORKER,
-    compatibilityDate: workerOptions.compatibilityDate,
-    compatibilityFlags: workerOptions.compatibilityFlags,
-    bindings: { ORIGIN: stack.url },
-    host: "127.0.0.1",
-    port: 0,
-  });
+  const bare = new Miniflare(
+    convertV4MiniflareOptions({
+      name: "bare-match",
+      modules: true,
+      script: BARE_WORKER,
+      compatibilityDate: workerOptions.compatibilityDate as string,
+      compatibilityFlags: workerOptions.compatibilityFlags as string[],
+      bindings: { ORIGIN: stack.url },
+      host: "127.0.0.1",
+      port: 0,
+    }),
+  );
   const pools: Pool[] = [];
   try {
     const bareUrl = (await bare.ready).toString().replace(/\/$/, "");

@@ -1,7 +1,7 @@
 // Renders a resolved IIIF request from an opened COG, in the order the Image API defines:
 // region (read at the best stored level) → size → mirror → rotation → quality → format.
 
-import sharp from "sharp";
+import sharp, { type Sharp } from "sharp";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
 import { chooseLevel } from "../shared/levels";
@@ -61,7 +61,7 @@ export async function render(
  * Mirror, then rotate clockwise. A second pipeline, because sharp orders its own operations
  * (rotation before resize) and IIIF needs the rotation applied to the sized image.
  */
-async function orient(img: sharp.Sharp, req: ResolvedImageRequest, encoder: Encoder): Promise<sharp.Sharp> {
+async function orient(img: Sharp, req: ResolvedImageRequest, encoder: Encoder): Promise<Sharp> {
   const { data, info } = await img.raw().toBuffer({ resolveWithObject: true });
   let out = sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } });
   if (req.mirror) out = out.flop();
@@ -73,7 +73,7 @@ async function orient(img: sharp.Sharp, req: ResolvedImageRequest, encoder: Enco
   });
 }
 
-function quality(img: sharp.Sharp, req: ResolvedImageRequest): sharp.Sharp {
+function quality(img: Sharp, req: ResolvedImageRequest): Sharp {
   // toColourspace("b-w") makes the output one channel; grayscale() alone keeps three.
   if (req.quality === "gray") return img.toColourspace("b-w");
   if (req.quality === "bitonal") return img.threshold(128).toColourspace("b-w");

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { Miniflare } from "miniflare";
+import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -84,16 +84,22 @@ export async function buildEdge(): Promise<string> {
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const secret = randomBytes(32).toString("hex");
-  const { workerOptions } = unstable_getMiniflareWorkerOptions(`${ROOT}wrangler.toml`);
-  const miniflare = new Miniflare({
-    ...workerOptions,
-    name: "tessera",
-    modules: true,
-    scriptPath: await buildEdge(),
-    bindings: { ...workerOptions.bindings, DECODER_SECRET: secret, ...opts.vars },
-    host: "127.0.0.1",
-    port: opts.port ?? 0,
-  } as ConstructorParameters<typeof Miniflare>[0]);
+  // The Worker is one bundled module, so wrangler's module rules are moot (and Miniflare 5 cannot
+  // convert them); wrangler types the rest as an index signature, its Omit drops the named fields.
+  const { modulesRules: _, ...workerOptions } = unstable_getMiniflareWorkerOptions(`${ROOT}wrangler.toml`).workerOptions;
+  const bindings = workerOptions.bindings as Record<string, unknown>;
+  // wrangler hands out Miniflare 4-shaped worker options; Miniflare 5 converts them, as wrangler does.
+  const miniflare = new Miniflare(
+    convertV4MiniflareOptions({
+      ...workerOptions,
+      name: "tessera",
+      modules: true,
+      scriptPath: await buildEdge(),
+      bindings: { ...bindings, DECODER_SECRET: secret, ...opts.vars },
+      host: "127.0.0.1",
+      port: opts.port ?? 0,
+    }),
+  );
   const decoders: DecoderProcess[] = [];
   const stop = async () => {
     await miniflare.dispose();

@@ -1,7 +1,7 @@
 // A real decoder, frozen with SIGSTOP, behind the Worker tests: whatever reaches it hangs,
 // so a test that gets an answer proves the edge answered alone, and a hung decode is real.
 import type { TestProject } from "vitest/node";
-import { startDecoder, stopDecoder } from "../../infra/local/stack";
+import { startDecoder, stopDecoder } from "../../infra/local/stack.ts";
 
 export const WORKERS_TEST_SECRET = "workers-test-secret";
 
