@@ -13,6 +13,11 @@
 // warm-up on a copy of the file. Plus the per-core limit: libjpeg-turbo decoding one stored
 // 512² block and encoding a 256² quadrant, in a loop on one core, nothing else.
 //
+// BENCH_OTHER_NODE=/usr/bin/node adds a second Tessera decoder run by that Node binary (own port,
+// same core), interleaved with the other two, and prints how the two compare; with
+// BENCH_OTHER_ROOT=<checkout> that decoder is another checkout's (e.g. the previous toolchain's,
+// whose dependencies still load on an older Node), otherwise this one's.
+//
 // Needs: gdal-bin, iipimage-server, lighttpd (apt-get install -y gdal-bin iipimage-server
 // lighttpd). The last line is the summary the issue asks for.
 
@@ -35,6 +40,7 @@ const IN_FLIGHT = 8;
 const DECODER_PORT = 9190;
 const IIP_PORT = 9191;
 const LIGHTTPD_PORT = 9192;
+const OTHER_NODE_DECODER_PORT = 9193;
 const SECRET = "bench-secret";
 
 type Phase = "native" | "lower" | "aligned";
@@ -161,15 +167,21 @@ interface Server {
   stop(): Promise<void>;
 }
 
-async function startTessera(): Promise<Server & { pid: number; metrics(): Promise<string> }> {
+/** The decoder under the given Node binary (by default the one running this bench). */
+async function startTessera(
+  node = process.execPath,
+  port = DECODER_PORT,
+  name = "tessera",
+  root = ROOT,
+): Promise<Server & { pid: number; metrics(): Promise<string> }> {
   // BENCH_DECODER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the decoder.
   const nodeArgs = (process.env.BENCH_DECODER_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  const decoder = spawn("taskset", ["-c", "0", process.execPath, ...nodeArgs, "--import", "tsx", "regional/main.ts"], {
-    cwd: ROOT,
+  const decoder = spawn("taskset", ["-c", "0", node, ...nodeArgs, "--import", "tsx", "regional/main.ts"], {
+    cwd: root,
     env: {
       ...process.env,
       TESSERA_DECODER_SECRET: SECRET,
-      TESSERA_DECODER_PORT: String(DECODER_PORT),
+      TESSERA_DECODER_PORT: String(port),
       TESSERA_DATA_DIR: DIR,
       // One pool thread for one core (README "libvips threads"): more threads than cores only
       // time-slice decodes and thrash the caches (measured here: 4 threads ran ~40% slower).
@@ -177,19 +189,19 @@ async function startTessera(): Promise<Server & { pid: number; metrics(): Promis
     },
     stdio: ["ignore", "ignore", "inherit"],
   });
-  await waitFor(DECODER_PORT, DECODER.health);
+  await waitFor(port, DECODER.health);
   const versions = new Map<string, string>();
-  for (const id of [ID, WARM_ID]) versions.set(id, JSON.parse(await fetchText(DECODER_PORT, DECODER.info(id), true)).version);
+  for (const id of [ID, WARM_ID]) versions.set(id, JSON.parse(await fetchText(port, DECODER.info(id), true)).version);
   return {
-    name: "tessera",
+    name,
     pids: [decoder.pid!], // taskset execs the decoder in place
     pid: decoder.pid!,
     async request(id, { region, out }) {
       const p = DECODER.image(id, `${region.join(",")}/${out},${out}/0/default.jpg`, versions.get(id)!);
       const sig = await signRequest(SECRET, "GET", p); // signed ahead: the client's cost stays out of the timing
-      return () => get(DECODER_PORT, p, { [SIGNATURE_HEADER]: sig });
+      return () => get(port, p, { [SIGNATURE_HEADER]: sig });
     },
-    metrics: () => fetchText(DECODER_PORT, "/metrics", false),
+    metrics: () => fetchText(port, "/metrics", false),
     stop: () => stop(decoder),
   };
 }
@@ -252,18 +264,23 @@ async function jpegLimit(): Promise<number> {
   const tables = Uint8Array.from((await dir.loadValue("JPEGTables")) as ArrayLike<number>);
   const file = readFileSync(FILE);
   const blocks = Array.from({ length: 64 }, (_, i) => mergeJpegTables(file.subarray(offsets[i], offsets[i] + counts[i]), tables));
-  const n = 400;
-  const started = performance.now();
   // Synchronous on this thread: exactly one core's worth of libjpeg-turbo, nothing else.
-  for (let i = 0; i < n; i++) {
-    const { data } = jpegTurbo.decompressSync(Buffer.from(blocks[i % blocks.length]), { format: jpegTurbo.FORMAT_RGB });
-    const quadrant = Buffer.from(data.buffer, data.byteOffset + (i % 2) * 256 * 3); // top-left or top-right 256²
-    jpegTurbo.compressSync(quadrant, { width: 256, height: 256, stride: 512, format: jpegTurbo.FORMAT_RGB, quality: 85, subsampling: jpegTurbo.SAMP_420 });
-  }
+  const tiles = (n: number) => {
+    for (let i = 0; i < n; i++) {
+      const { data } = jpegTurbo.decompressSync(Buffer.from(blocks[i % blocks.length]), { format: jpegTurbo.FORMAT_RGB });
+      const quadrant = Buffer.from(data.buffer, data.byteOffset + (i % 2) * 256 * 3); // top-left or top-right 256²
+      jpegTurbo.compressSync(quadrant, { width: 256, height: 256, stride: 512, format: jpegTurbo.FORMAT_RGB, quality: 85, subsampling: jpegTurbo.SAMP_420 });
+    }
+  };
+  // Untimed first: a cold first pass (fresh pages, JIT) measured ~35% slower than the rest.
+  tiles(400);
+  const n = 800;
+  const started = performance.now();
+  tiles(n);
   return n / ((performance.now() - started) / 1000);
 }
 
-/** Each server's rate and CPU use per phase, its chunks interleaved with the other server's. */
+/** Each server's rate and CPU use per phase, its chunks interleaved with the other servers'. */
 async function measure(servers: Server[]): Promise<Record<string, Record<Phase, { rate: number; cpu: number }>>> {
   const seconds: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
   const cpu: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
@@ -272,7 +289,8 @@ async function measure(servers: Server[]): Promise<Record<string, Record<Phase, 
     const tiles = PHASES[phase];
     const chunk = Math.ceil(tiles.length / ROUNDS);
     for (let r = 0; r < ROUNDS; r++) {
-      const order = r % 2 === 0 ? servers : [...servers].reverse();
+      // Each round starts with the next server (T I, I T, … for two), so no one always goes first.
+      const order = [...servers.slice(r % servers.length), ...servers.slice(0, r % servers.length)];
       for (const server of order) {
         const requests = await Promise.all(tiles.slice(r * chunk, (r + 1) * chunk).map((t) => server.request(ID, t)));
         const cpuBefore = cpuOf(server);
@@ -302,11 +320,17 @@ async function main(): Promise<void> {
   const limit = await jpegLimit();
   const tessera = await startTessera();
   const iipsrv = await startIipsrv();
+  const otherNode = process.env.BENCH_OTHER_NODE;
+  const otherRoot = process.env.BENCH_OTHER_ROOT ?? ROOT;
+  const other = otherNode
+    ? await startTessera(otherNode, OTHER_NODE_DECODER_PORT, `other(node ${execFileSync(otherNode, ["--version"], { encoding: "utf8" }).trim()}, ${otherRoot})`, otherRoot)
+    : undefined;
+  const servers = other ? [tessera, other, iipsrv] : [tessera, iipsrv];
   try {
-    for (const server of [tessera, iipsrv]) {
+    for (const server of servers) {
       for (const tiles of Object.values(ALL_PHASES)) await drive(await Promise.all(tiles.slice(0, 96).map((t) => server.request(WARM_ID, t))));
     }
-    const results = await measure([tessera, iipsrv]);
+    const results = await measure(servers);
     const metrics = await tessera.metrics();
     const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN);
     const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${tessera.pid}/status`, "utf8"))?.[1]) * 1024;
@@ -322,6 +346,12 @@ async function main(): Promise<void> {
         `${phase.padEnd(8)} tessera=${t.rate.toFixed(0)}/s (cpu ${t.cpu.toFixed(2)}) iipsrv=${y.rate.toFixed(0)}/s (cpu ${y.cpu.toFixed(2)}) ratio=${(t.rate / y.rate).toFixed(2)} per_cpu_second_ratio=${(perCpu(t) / perCpu(y)).toFixed(2)} (${PHASES[phase].length} distinct tiles, ${IN_FLIGHT} in flight)`,
       );
     }
+    for (const phase of other ? (Object.keys(PHASES) as Phase[]) : []) {
+      const [t, o] = [results.tessera[phase], results[other!.name][phase]];
+      log(
+        `${phase.padEnd(8)} tessera(node ${process.version})=${t.rate.toFixed(0)}/s (cpu ${t.cpu.toFixed(2)}) ${other!.name}=${o.rate.toFixed(0)}/s (cpu ${o.cpu.toFixed(2)}) ratio=${(t.rate / o.rate).toFixed(2)} per_cpu_second_ratio=${(t.rate / t.cpu / (o.rate / o.cpu)).toFixed(2)}`,
+      );
+    }
     log(`decoder peak_rss_bytes=${peakRss} work_budget_peak_bytes=${value("tessera_decoder_work_budget_peak_bytes")} block_cache_hits=${value("tessera_decoder_block_cache_hits_total")} blocks_decoded=${value("tessera_decoder_blocks_decoded_total")} passthrough=${value("tessera_decoder_passthrough_total")}`);
     log(`limit (one core, libjpeg-turbo: decode a 512² block + encode a 256² quadrant) ${limit.toFixed(0)}/s`);
     if (!results.tessera.native || !results.tessera.aligned) return;
@@ -333,6 +363,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await tessera.stop();
+    await other?.stop();
     await iipsrv.stop();
     agent.destroy();
   }
