@@ -183,7 +183,7 @@ async function startTessera(
       TESSERA_DECODER_SECRET: SECRET,
       TESSERA_DECODER_PORT: String(port),
       TESSERA_DATA_DIR: DIR,
-      // One pool thread for one core (README "libvips threads"): more threads than cores only
+      // One pool thread for one core (docs/operators.md, "libvips threads"): more threads than cores only
       // time-slice decodes and thrash the caches (measured here: 4 threads ran ~40% slower).
       UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? "1",
     },

@@ -19,7 +19,7 @@ import { ROOT, startStack, type Stack } from "../infra/local/stack";
 const MEMORY_LIMIT = 1.5 * 2 ** 30;
 const DECODER_CAPACITY = 2; // per decoder: n = 4 permits
 // 3 of the 4 permits guaranteed to tiles, so full_max = 1: a full decode holds a decoder's event
-// loop for seconds, and one decoder must stay free for tiles (README, "Tuning").
+// loop for seconds, and one decoder must stay free for tiles (docs/operators.md, "Tuning").
 const TILES_THREAD_RATIO = "0.75";
 const VIEWERS = 3;
 // Bounds a window: in basic mode a flooded tile can wait QUEUE_TIMEOUT, and the whole list of
