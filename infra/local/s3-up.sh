@@ -11,8 +11,8 @@
 #   TESSERA_S3_MON_PORT    mon msgr2 port (default 3300); msgr1 uses it + 3489 (6789 by default)
 #
 # If this state dir's instance is already running with the same port and keys, it is reused.
-# Data is in memory (memstore): a restart starts empty. Ceph 16.2 (Debian bookworm) facts that
-# this relies on are in ../../shared/reference/local-s3/README.md beside the checkout.
+# Data is in memory (memstore): a restart starts empty. Written for Ceph 16.2, as Debian
+# bookworm ships it.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 D=${TESSERA_S3_DIR:-/tmp/tessera-s3}

@@ -84,11 +84,11 @@ export async function buildEdge(): Promise<string> {
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const secret = randomBytes(32).toString("hex");
-  // The Worker is one bundled module, so wrangler's module rules are moot (and Miniflare 5 cannot
-  // convert them); wrangler types the rest as an index signature, its Omit drops the named fields.
+  // wrangler hands out Miniflare 4-shaped worker options; Miniflare 5 converts them, as wrangler
+  // itself does. Its module rules go: the Worker is one bundled module, and the conversion refuses
+  // them. (wrangler types these options as an index signature, hence the cast.)
   const { modulesRules: _, ...workerOptions } = unstable_getMiniflareWorkerOptions(`${ROOT}wrangler.toml`).workerOptions;
   const bindings = workerOptions.bindings as Record<string, unknown>;
-  // wrangler hands out Miniflare 4-shaped worker options; Miniflare 5 converts them, as wrangler does.
   const miniflare = new Miniflare(
     convertV4MiniflareOptions({
       ...workerOptions,
