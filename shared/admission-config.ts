@@ -82,11 +82,12 @@ export function admissionConfig(vars: AdmissionVars): AdmissionConfig {
   return config;
 }
 
-/** tile_min and full_max for n global permits (seed 000: round, clamped to [1, n−1] when n ≥ 2). */
+/**
+ * tile_min and full_max for n global permits: tile_min = round(n × ratio), exactly, so ratio 1
+ * admits no full and ratio 0 guarantees tiles nothing; the operator chose either.
+ */
 export function partitions(n: number, tilesThreadRatio: number): { tileMin: number; fullMax: number } {
-  let tileMin = Math.round(n * tilesThreadRatio);
-  if (n >= 2) tileMin = Math.min(Math.max(tileMin, 1), n - 1);
-  tileMin = Math.min(tileMin, n);
+  const tileMin = Math.round(n * tilesThreadRatio);
   return { tileMin, fullMax: n - tileMin };
 }
 

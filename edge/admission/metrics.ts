@@ -15,7 +15,7 @@ export function admissionMetrics(d: AdmissionDO, now: number): string {
   const metrics: Metric[] = [
     [`${A}permits_total`, "gauge", "Global decode permits (n).", m.nthreads],
     [`${A}permits_in_use`, "gauge", "Global decode permits held.", m.global.inUse],
-    [`${A}full_in_use`, "gauge", "Full-partition decodes holding a global permit.", m.fullInUse],
+    [`${A}full_in_use`, "gauge", "Held full-partition permits (basic mode: admitted fulls).", m.fullInUse],
     [`${A}tile_waiting`, "gauge", "Tile requests waiting for a global permit.", m.tileWaiting],
     [`${A}full_waiting`, "gauge", "Full requests waiting for a full or global permit.", m.fullWaiting],
     [`${A}tile_shed_total`, "counter", "Tile requests shed with 503.", c.tileShed],
@@ -23,7 +23,7 @@ export function admissionMetrics(d: AdmissionDO, now: number): string {
     [
       `${A}full_shadow_rejected_total`,
       "counter",
-      "Basic mode: fulls that arrived behind full_max running or queued fulls (advanced would have held or shed them).",
+      "Basic mode: fulls advanced would have shed at once (full_max 0 or its full queue full).",
       c.fullShadowRejected,
     ],
     [

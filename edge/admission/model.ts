@@ -98,7 +98,10 @@ export class AdmissionModel {
   memoryLimit = 0;
   fullMem = 0;
   reservedBytes = 0;
-  /** Fulls holding a global permit (the seed's full_in_use, also meaningful in basic mode). */
+  /**
+   * Held full-partition permits (the seed's full_in_use), waiting for a global one or not; in
+   * basic mode, where fulls take none, the admitted fulls.
+   */
   fullInUse = 0;
   fullWaiting = 0;
   tileWaiting = 0;
@@ -131,31 +134,46 @@ export class AdmissionModel {
    */
   async admit(partition: Partition, estimateBytes: number, queueTimeoutMs: number, signal: AbortSignal): Promise<Grant> {
     const advanced = this.settings.mode === "advanced";
-    if (partition === "full") this.checkFitsAtAll(estimateBytes, advanced);
+    // In basic mode a full is judged as advanced would judge it, and counted once, for the
+    // first reason advanced would refuse it (413, then the full cap, then the budget).
+    let shadowed = false;
+    if (partition === "full") shadowed = this.checkFitsAtAll(estimateBytes, advanced);
 
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(shed(partition, "no decode permit became free in time")), queueTimeoutMs);
     const waitSignal = AbortSignal.any([signal, timeout.signal]);
     let fullPermit = false;
     let globalPermit = false;
+    let countedInUse = false;
+    const countInUse = () => {
+      countedInUse = true;
+      this.fullInUse++;
+    };
     const giveBack = () => {
       if (globalPermit) this.global.release();
       if (fullPermit) this.full.release();
+      if (countedInUse) this.fullInUse--;
     };
     try {
+      // No permits at all (no live decoder): nothing could free one in time.
+      if (this.nthreads === 0) throw shed(partition, "no decode permits exist (no live decoder)");
       if (partition === "tile") {
         globalPermit = await this.wait("tileWaiting", this.global, waitSignal);
       } else {
         if (advanced) {
+          if (this.fullMax === 0) throw shed("full", "full_max is 0: no full-image decode is admitted");
           if (this.fullWaiting >= this.settings.fullMaxWaiting && !this.fullPartitionFree()) {
             throw shed("full", "too many full-image requests are waiting");
           }
           fullPermit = await this.wait("fullWaiting", this.full, waitSignal);
-        } else if (this.fullInUse + this.fullWaiting >= this.fullMax) {
-          // Advanced would have made it wait behind full_max fulls, or shed it.
+          countInUse();
+        } else if (!shadowed && this.advancedWouldShed()) {
           this.counters.fullShadowRejected++;
+          shadowed = true;
         }
         globalPermit = await this.wait("fullWaiting", this.global, waitSignal);
+        // Basic mode takes no full-partition permit: an admitted full counts as holding one.
+        if (!advanced) countInUse();
       }
     } catch (err) {
       giveBack();
@@ -175,11 +193,10 @@ export class AdmissionModel {
           this.counters.memoryRejected++;
           throw new HttpError("overloaded", "the full-image decode memory budget is in use; retry shortly", 1);
         }
-        this.counters.memoryShadowRejected++;
+        if (!shadowed) this.counters.memoryShadowRejected++;
       }
       reserved = estimateBytes;
       this.reservedBytes += reserved;
-      this.fullInUse++;
     }
     let released = false;
     return {
@@ -188,31 +205,33 @@ export class AdmissionModel {
       release: () => {
         if (released) return;
         released = true;
-        if (partition === "full") {
-          this.reservedBytes -= reserved;
-          this.fullInUse--;
-        }
+        this.reservedBytes -= reserved;
         giveBack();
       },
     };
   }
 
-  /** 413 when one request alone exceeds full_mem; unknown memory (no decoder yet) is transient. */
-  private checkFitsAtAll(estimateBytes: number, advanced: boolean): void {
-    if (this.fullMem > 0 && estimateBytes <= this.fullMem) return;
-    if (this.fullMem === 0) {
-      if (advanced) throw new HttpError("overloaded", "no decoder has reported its memory yet", 1);
-      return;
-    }
+  /**
+   * 413 when one request alone exceeds full_mem (a full_mem of 0 fits nothing). In basic mode
+   * it is counted instead; returns whether it was.
+   */
+  private checkFitsAtAll(estimateBytes: number, advanced: boolean): boolean {
+    if (estimateBytes <= this.fullMem && this.fullMem > 0) return false;
     if (!advanced) {
       this.counters.memoryShadowTooLarge++;
-      return;
+      return true;
     }
     this.counters.memoryTooLarge++;
     throw new HttpError(
       "too_large",
       `this request needs an estimated ${estimateBytes} bytes to decode, more than the ${this.fullMem}-byte full-image budget`,
     );
+  }
+
+  /** Basic mode: would advanced shed this full at once (full_max 0, or its full queue full)? */
+  private advancedWouldShed(): boolean {
+    const beyondCap = this.fullInUse + this.fullWaiting - this.fullMax;
+    return this.fullMax === 0 || beyondCap >= this.settings.fullMaxWaiting;
   }
 
   private fullPartitionFree(): boolean {

@@ -26,13 +26,51 @@ async function status(p: Promise<unknown>): Promise<number | "admitted"> {
 }
 
 describe("seed 000 admission model", () => {
-  it("splits 16 threads at ratio 0.5 into 8 tile_min / 8 full_max, and clamps small pools", () => {
+  it("splits 16 threads at ratio 0.5 into 8 tile_min / 8 full_max, rounding without a clamp", () => {
     expect(partitions(16, 0.5)).toEqual({ tileMin: 8, fullMax: 8 });
-    expect(partitions(2, 0)).toEqual({ tileMin: 1, fullMax: 1 });
-    expect(partitions(2, 1)).toEqual({ tileMin: 1, fullMax: 1 });
+    expect(partitions(2, 0)).toEqual({ tileMin: 0, fullMax: 2 });
+    expect(partitions(2, 1)).toEqual({ tileMin: 2, fullMax: 0 });
     expect(partitions(4, 0.25)).toEqual({ tileMin: 1, fullMax: 3 });
+    expect(partitions(1, 0.5)).toEqual({ tileMin: 1, fullMax: 0 });
+    expect(partitions(0, 0.5)).toEqual({ tileMin: 0, fullMax: 0 });
     const m = model();
     expect([m.tileMin, m.fullMax, m.fullMem]).toEqual([8, 8, 768 * MiB]);
+  });
+
+  it("admits nothing with n = 0: both partitions are shed at once with 503 + Retry-After", async () => {
+    for (const mode of ["advanced", "basic"] as const) {
+      const m = model({ mode }, 0);
+      for (const partition of ["tile", "full"] as const) {
+        const started = Date.now();
+        const err = (await m.admit(partition, 40 * MiB, 1000, never).catch((e) => e)) as HttpError;
+        expect([err.status, err.retryAfterSeconds]).toEqual([503, 1]);
+        expect(Date.now() - started).toBeLessThan(500);
+      }
+      expect([m.counters.tileShed, m.counters.fullShed, m.global.inUse]).toEqual([1, 1, 0]);
+    }
+  });
+
+  it("with TILES_THREAD_RATIO 1 (full_max 0) sheds every full at once and gives tiles all n", async () => {
+    const m = model({ tilesThreadRatio: 1 }, 4);
+    expect(await status(m.admit("full", 40 * MiB, 1000, never))).toBe(503);
+    expect(m.counters.fullShed).toBe(1);
+    await admitMany(m, "tile", 4);
+    expect(m.global.inUse).toBe(4);
+  });
+
+  it("with TILES_THREAD_RATIO 0 (tile_min 0) lets fulls take every permit", async () => {
+    const m = model({ tilesThreadRatio: 0 }, 4);
+    await admitMany(m, "full", 4, 10 * MiB);
+    expect([m.global.inUse, m.fullInUse]).toEqual([4, 4]);
+  });
+
+  it("refuses every full with 413 when full_mem is 0 (it can never fit), not an endless 503", async () => {
+    const m = model({ tilesMemoryRatio: 1 }, 16);
+    expect(m.fullMem).toBe(0);
+    const err = (await m.admit("full", 40 * MiB, 1000, never).catch((e) => e)) as HttpError;
+    expect([err.status, err.retryAfterSeconds]).toEqual([413, undefined]);
+    expect(m.counters.memoryTooLarge).toBe(1);
+    expect(await status(m.admit("tile", 0, 1000, never))).toBe("admitted");
   });
 
   it("lets a 9th tile burst into idle full capacity (tiles may take all 16)", async () => {
@@ -66,7 +104,8 @@ describe("seed 000 admission model", () => {
     // The freed permit goes to the next tile, never to a 9th full: the full partition is at cap.
     const ninthFull = m.admit("full", 10 * MiB, 1000, never);
     const tile = await m.admit("tile", 0, 1000, never);
-    expect(m.fullInUse).toBe(7);
+    // full_in_use counts every held full-partition permit: the 9th holds one while it waits.
+    expect([m.fullInUse, m.full.inUse, m.fullWaiting]).toEqual([8, 8, 1]);
     tile.release();
     await ninthFull;
     expect(m.fullInUse).toBe(8);
@@ -104,19 +143,30 @@ describe("seed 000 admission model", () => {
     await m.admit("full", 40 * MiB, 1000, never);
   });
 
-  it("in basic mode admits what advanced would shed and shadow-counts it", async () => {
+  it("in basic mode admits what advanced would shed and shadow-counts only that", async () => {
     const m = model({ mode: "basic" }, 16, 100 * MiB);
     const grants: Grant[] = await admitMany(m, "full", 9, 40 * MiB);
     expect(m.fullInUse).toBe(9);
-    expect(m.counters.fullShadowRejected).toBe(1); // the 9th, past full_max = 8
+    // The 9th would have waited in advanced (FULL_MAX_WAITING 16), not been rejected.
+    expect(m.counters.fullShadowRejected).toBe(0);
     expect(m.counters.memoryShadowRejected).toBe(8); // every one after the first 40 MiB
+    // Too large is counted as too large only, not also as over the cap or the budget.
     await m.admit("full", 200 * MiB, 1000, never);
-    expect(m.counters.memoryShadowTooLarge).toBe(1);
+    expect([m.counters.memoryShadowTooLarge, m.counters.fullShadowRejected, m.counters.memoryShadowRejected]).toEqual([1, 0, 8]);
     expect([m.counters.fullShed, m.counters.memoryRejected, m.counters.memoryTooLarge]).toEqual([0, 0, 0]);
     // The basic tier (the global cap) is still enforced.
     await admitMany(m, "tile", 6);
     expect(await status(m.admit("tile", 0, 50, never))).toBe(503);
     grants.forEach((g) => g.release());
+  });
+
+  it("in basic mode counts a full past full_max and FULL_MAX_WAITING, which advanced sheds at once", async () => {
+    const m = model({ mode: "basic", fullMaxWaiting: 1 }, 16, 1024 * MiB);
+    await admitMany(m, "full", 9, 10 * MiB);
+    expect(m.counters.fullShadowRejected).toBe(0); // the 9th would have been the one waiting
+    await m.admit("full", 10 * MiB, 1000, never);
+    expect(m.counters.fullShadowRejected).toBe(1);
+    expect(m.counters.memoryShadowRejected).toBe(0);
   });
 
   it("frees a waiter's place when its client goes away", async () => {
