@@ -1,9 +1,23 @@
 // The edge's only way to a decoder: through the admission Durable Object.
 import { PARTITION_HEADER, ESTIMATE_HEADER, type Partition } from "../shared/cost";
-import { errorFromResponse } from "../shared/errors";
+import { errorFromResponse, HttpError } from "../shared/errors";
 import type { Env } from "./env";
 
-export const admissionStub = (env: Env) => env.ADMISSION.get(env.ADMISSION.idFromName("default"));
+const admissionStub = (env: Env) => env.ADMISSION.get(env.ADMISSION.idFromName("default"));
+
+/**
+ * One call to the admission DO. A DO that cannot take the call (overloaded, reset, being
+ * replaced) is a transient condition: 503 + Retry-After, never a 502.
+ */
+export async function callAdmission(env: Env, request: Request): Promise<Response> {
+  try {
+    return await admissionStub(env).fetch(request);
+  } catch (err) {
+    if (request.signal.aborted) throw err; // the client is gone: nobody reads the answer
+    console.error(JSON.stringify({ level: "error", msg: `admission DO call failed: ${String(err)}` }));
+    throw new HttpError("overloaded", "admission is unavailable; retry shortly", 1);
+  }
+}
 
 /** The edge's coarse verdict on a request; metadata and small decodes are tiles. */
 export interface Cost {
@@ -20,7 +34,8 @@ export async function viaAdmission(
   signal: AbortSignal,
   cost: Cost = METADATA,
 ): Promise<Response> {
-  const res = await admissionStub(env).fetch(
+  const res = await callAdmission(
+    env,
     new Request(`https://admission${decoderPath}`, {
       signal,
       headers: { [PARTITION_HEADER]: cost.partition, [ESTIMATE_HEADER]: String(cost.estimateBytes) },

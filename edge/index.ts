@@ -3,7 +3,7 @@ import { cors, Router, type IRequest } from "itty-router";
 import { ConfigError } from "../shared/config";
 import { errorResponse, HttpError, notFound } from "../shared/errors";
 import { HEARTBEAT_PATH } from "../shared/registration";
-import { admissionStub } from "./admission-client";
+import { callAdmission } from "./admission-client";
 import { AdmissionDO, METRICS_PATH } from "./admission/admission-do";
 import { heartbeatHandler } from "./admission/heartbeat-route";
 import { edgeConfig, type Env } from "./env";
@@ -43,7 +43,7 @@ router
 
 function metricsHandler(_req: IRequest, env: Env): Promise<Response> {
   edgeConfig(env); // a bad variable is named here, not lost inside the DO
-  return admissionStub(env).fetch(`https://admission${METRICS_PATH}`);
+  return callAdmission(env, new Request(`https://admission${METRICS_PATH}`));
 }
 
 /** Every failure becomes an answer from the one error table; client errors may be cached. */

@@ -82,7 +82,7 @@ export class AdmissionDO extends DurableObject<Env> {
       const lease = await this.lease(partition, estimate, request.signal);
       return await this.forward(url.pathname + url.search, lease);
     } catch (err) {
-      return errorResponse(err);
+      return errorResponse(err instanceof HttpError ? err : failing(err));
     }
   }
 
@@ -114,7 +114,13 @@ export class AdmissionDO extends DurableObject<Env> {
       if (expired) this.stats.leasesExpired++;
     };
     this.leases.set(id, { deadline: deadlineAt, expire: () => release(true) });
-    await this.scheduleAlarm(deadlineAt + LEASE_GRACE_MS);
+    try {
+      await this.scheduleAlarm(deadlineAt + LEASE_GRACE_MS);
+    } catch (err) {
+      // Without its alarm a lost release would keep the grant for good: refuse it now.
+      release(false);
+      throw failing(err);
+    }
     return { grant, signal, release: () => release(false) };
   }
 
@@ -134,7 +140,12 @@ export class AdmissionDO extends DurableObject<Env> {
     // Deadlines only grow, so an armed alarm is never later than the lease just added.
     if (this.alarmAt !== undefined) return;
     this.alarmAt = at;
-    await this.ctx.storage.setAlarm(at);
+    try {
+      await this.ctx.storage.setAlarm(at);
+    } catch (err) {
+      this.alarmAt = undefined; // the next lease arms it again
+      throw err;
+    }
   }
 
   /** NTHREADS / MEMORY_LIMIT, or with 0 the sums the live decoders report. */
@@ -204,4 +215,10 @@ export class AdmissionDO extends DurableObject<Env> {
     const verdict = classify(Number(precise), this.config.admission.largeDecodeThresholdBytes);
     if (verdict !== edgeVerdict) this.stats.disagreements++;
   }
+}
+
+/** An unexpected failure inside the DO is logged and answered as transient: 503, retry. */
+function failing(err: unknown): HttpError {
+  console.error(JSON.stringify({ level: "error", msg: `admission failed: ${String(err)}` }));
+  return new HttpError("overloaded", "admission failed; retry shortly", 1);
 }

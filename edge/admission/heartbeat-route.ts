@@ -5,7 +5,7 @@ import type { IRequest } from "itty-router";
 import { HttpError } from "../../shared/errors";
 import { SIGNATURE_HEADER, verifyRequest } from "../../shared/protocol";
 import { heartbeatTarget, parseHeartbeat } from "../../shared/registration";
-import { admissionStub } from "../admission-client";
+import { callAdmission } from "../admission-client";
 import { edgeConfig, type Env } from "../env";
 import { HEARTBEAT_DO_PATH } from "./admission-do";
 
@@ -20,7 +20,7 @@ export async function heartbeatHandler(req: IRequest, env: Env): Promise<Respons
   const body = await readBodyWithin(req, config.admission.bodyReadTimeoutMs);
   if (target !== (await heartbeatTarget(body))) throw new HttpError("unauthorized", "body does not match the signed digest");
   parseHeartbeat(body); // 400 here, before the DO
-  return admissionStub(env).fetch(`https://admission${HEARTBEAT_DO_PATH}`, { method: "POST", body });
+  return callAdmission(env, new Request(`https://admission${HEARTBEAT_DO_PATH}`, { method: "POST", body }));
 }
 
 /** The request body as text, or 408 if it has not fully arrived within `timeoutMs`. */

@@ -6,6 +6,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { AdmissionDO } from "../../edge/admission/admission-do";
 import { infoKey } from "../../edge/source-info";
+import { HttpError } from "../../shared/errors";
 import { SIGNATURE_HEADER, signRequest } from "../../shared/protocol";
 import { heartbeatTarget } from "../../shared/registration";
 import { get, heartbeat, metric, squareSource } from "./helpers";
@@ -106,6 +107,36 @@ describe("admission DO", () => {
     expect(await metric("decoders_live")).toBe(1);
     expect(await metric("permits_in_use")).toBe(0);
     expect(await metric("leases_expired_total")).toBe(expired + 1);
+  });
+
+  it("answers 503 + Retry-After, not 502, when the DO fails under a request (here: it is reset)", async () => {
+    const pending = get("/iiif/3/big/512,0,256,256/max/0/default.jpg"); // hangs in the frozen decoder
+    await scheduler.wait(200);
+    // abort() also fails the call that made it
+    await runInDurableObject(stub(), (_instance: AdmissionDO, state) => state.abort("reset under load")).catch(() => {});
+    const res = await pending;
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("1");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    await heartbeat(); // the new instance knows no decoder until the next heartbeat
+  });
+
+  it("gives back the grant when arming the lease alarm fails, and arms it on the next lease", async () => {
+    await runInDurableObject(stub(), async (_instance: AdmissionDO, state) => {
+      await state.storage.deleteAlarm();
+      const fresh = new AdmissionDO(state, env); // no alarm armed yet
+      fresh.decoders.heartbeat({ url: env.TEST_DECODER_URL, capacity: 4, memoryBytes: 1000 }, Date.now());
+      const setAlarm = vi.spyOn(state.storage, "setAlarm").mockRejectedValueOnce(new Error("storage unavailable"));
+      const failed = (await fresh.lease("tile", 0, new AbortController().signal).catch((e) => e)) as HttpError;
+      expect([failed.status, failed.retryAfterSeconds]).toEqual([503, 1]);
+      expect(fresh.model.global.inUse).toBe(0);
+      const lease = await fresh.lease("tile", 0, new AbortController().signal);
+      expect(setAlarm).toHaveBeenCalledTimes(2);
+      expect(await state.storage.getAlarm()).not.toBeNull();
+      lease.release();
+      setAlarm.mockRestore();
+      await state.storage.deleteAlarm();
+    });
   });
 
   it("runs an unrecognized ADMISSION_MODE as basic, with a log line and the mode gauge", async () => {
