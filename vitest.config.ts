@@ -19,6 +19,8 @@ export default defineConfig({
                 DECODER_SECRET: WORKERS_TEST_SECRET,
                 // The tests register the frozen decoder with the real heartbeat route.
                 TEST_DECODER_URL: inject("frozenDecoderUrl"),
+                TEST_ROTATED_DECODER_URL: inject("rotatedDecoderUrl"),
+                TEST_DROPPING_DECODER_URL: inject("droppingDecoderUrl"),
                 REQUEST_TIMEOUT: "2",
                 QUEUE_TIMEOUT: "1",
                 DECODER_TTL: "3",

@@ -4,6 +4,7 @@
 // error, client abort, deadline. Every grant is also a lease with a deadline that a DO alarm
 // enforces, so a path that never ends (a hung pipe, a bug) still cannot keep its permits.
 
+import { connect } from "cloudflare:sockets";
 import { DurableObject } from "cloudflare:workers";
 import { classify, ESTIMATE_HEADER, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
@@ -82,7 +83,8 @@ export class AdmissionDO extends DurableObject<Env> {
       const lease = await this.lease(partition, estimate, request.signal);
       return await this.forward(url.pathname + url.search, lease);
     } catch (err) {
-      return errorResponse(err instanceof HttpError ? err : failing(err));
+      // A client that went away is not a DO failure (and reads no answer).
+      return errorResponse(err instanceof HttpError || request.signal.aborted ? err : failing(err));
     }
   }
 
@@ -156,8 +158,10 @@ export class AdmissionDO extends DurableObject<Env> {
   }
 
   /**
-   * Forwards one admitted decode to the least loaded live decoder; if it cannot be reached,
-   * forgets it and tries one other (every forwarded request is a GET, so a retry is safe).
+   * Forwards one admitted decode to the least loaded live decoder. Only a decoder that cannot
+   * be connected to is forgotten and the request tried once on another: once a request has
+   * reached a decoder it is never sent again, so a request that kills its decoder cannot go
+   * on to kill the next one (a decoder dying mid-answer is a 502).
    * The lease is released when the answer has streamed, or at once on any failure.
    */
   private async forward(path: string, lease: Lease): Promise<Response> {
@@ -166,13 +170,25 @@ export class AdmissionDO extends DurableObject<Env> {
       for (;;) {
         const decoder = this.decoders.pick(Date.now(), failed?.url);
         if (!decoder) {
-          if (failed) throw new HttpError("bad_gateway", `decoder unreachable: ${failed.url}`);
+          if (failed) throw new HttpError("bad_gateway", "no decoder could be reached");
           throw new HttpError("overloaded", "no decoder is registered; retry shortly", 1);
         }
         if (failed) this.stats.decoderRetries++;
+        if (!(await connectable(decoder.url, lease.signal))) {
+          if (lease.signal.aborted) throw lease.signal.reason;
+          logDecoderFailure(decoder.url, "connection refused or timed out");
+          this.decoders.forget(decoder.url);
+          failed = decoder;
+          continue;
+        }
         const fulls = lease.grant.partition === "full" ? 1 : 0;
         decoder.inFlight++;
         decoder.fullsInFlight += fulls;
+        const finish = () => {
+          decoder.inFlight--;
+          decoder.fullsInFlight -= fulls;
+          lease.release();
+        };
         let upstream: Response;
         try {
           upstream = await fetch(decoder.url + path, {
@@ -180,19 +196,11 @@ export class AdmissionDO extends DurableObject<Env> {
             signal: lease.signal,
           });
         } catch (err) {
-          decoder.inFlight--;
-          decoder.fullsInFlight -= fulls;
+          finish();
           if (lease.signal.aborted) throw lease.signal.reason;
-          this.decoders.forget(decoder.url);
-          if (failed) throw new HttpError("bad_gateway", `decoder unreachable: ${(err as Error).message}`);
-          failed = decoder;
-          continue;
+          logDecoderFailure(decoder.url, String(err));
+          throw new HttpError("bad_gateway", "the decoder failed while answering");
         }
-        const finish = () => {
-          decoder.inFlight--;
-          decoder.fullsInFlight -= fulls;
-          lease.release();
-        };
         this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));
         if (!upstream.body) {
           finish();
@@ -215,6 +223,32 @@ export class AdmissionDO extends DurableObject<Env> {
     const verdict = classify(Number(precise), this.config.admission.largeDecodeThresholdBytes);
     if (verdict !== edgeVerdict) this.stats.disagreements++;
   }
+}
+
+/**
+ * Whether a TCP connection to the decoder opens now; nothing is sent on it. fetch() reports a
+ * refused connection and a reset mid-answer alike, so this is how the DO knows that a retry
+ * cannot repeat a request a decoder has already received.
+ */
+async function connectable(decoderUrl: string, signal: AbortSignal): Promise<boolean> {
+  const { hostname, port, protocol } = new URL(decoderUrl);
+  const socket = connect({ hostname, port: Number(port) || (protocol === "https:" ? 443 : 80) });
+  const giveUp = () => void socket.close().catch(() => {});
+  signal.addEventListener("abort", giveUp, { once: true });
+  try {
+    await socket.opened;
+    return true;
+  } catch {
+    return false;
+  } finally {
+    signal.removeEventListener("abort", giveUp);
+    giveUp();
+  }
+}
+
+/** The decoder's address goes to the log only: public answers never name it. */
+function logDecoderFailure(url: string, why: string): void {
+  console.error(JSON.stringify({ level: "error", msg: "decoder failed", decoder: url, why }));
 }
 
 /** An unexpected failure inside the DO is logged and answered as transient: 503, retry. */

@@ -152,7 +152,9 @@ describe("IIIF through edge, admission and decoder from a versioned S3 COG", () 
     await stopDecoder(stack.decoders[0]);
     const res = await get("/iiif/3/test-pattern/0,0,140,140/max/0/default.jpg");
     expect(res.status).toBe(502);
-    expect(((await res.json()) as { message: string }).message).toMatch(/decoder unreachable/);
+    const { message } = (await res.json()) as { message: string };
+    expect(message).toMatch(/no decoder could be reached/);
+    expect(message).not.toContain(stack.decoders[0].url); // the log names it, the answer does not
     expect(await edgeMetric("permits_in_use")).toBe(0);
   });
 });

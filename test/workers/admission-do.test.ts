@@ -78,9 +78,6 @@ describe("admission DO", () => {
     expect([await metric("permits_total"), await metric("decoders_live")]).toEqual([16, 1]);
   });
 
-  // (In this test runner workerd logs the refused connect as "Uncaught (in promise) Network
-  // connection lost" although the DO catches the rejection; the same caught fetch logs nothing in
-  // plain Miniflare, where the e2e tests run the stack.)
   it("retries once on another decoder when the chosen one cannot be reached, and forgets it", async () => {
     const retries = await metric("decoder_retries_total");
     const busy = get("/iiif/3/big/0,0,256,256/max/0/default.jpg"); // the frozen decoder now has one in flight
@@ -91,6 +88,25 @@ describe("admission DO", () => {
     expect(res.status).toBe(408); // reached the (frozen) live decoder after the retry: not a 502
     expect(await metric("decoder_retries_total")).toBe(retries + 1);
     expect(await metric("decoders_live")).toBe(1);
+    expect((await busy).status).toBe(408);
+  });
+
+  // (In this test runner workerd logs the reset as "Uncaught (in promise) Network connection
+  // lost" although the DO catches the rejection; the same caught fetch logs nothing in plain
+  // Miniflare, where the e2e tests run the stack.)
+  it("never sends a request again after it reached a decoder that then died: 502, no retry", async () => {
+    const retries = await metric("decoder_retries_total");
+    const busy = get("/iiif/3/big/0,256,256,256/max/0/default.jpg"); // the frozen decoder now has one in flight
+    await scheduler.wait(200);
+    // Accepts the request, then resets the connection: the least loaded, so it is picked first.
+    expect((await heartbeat({ url: env.TEST_DROPPING_DECODER_URL, capacity: 16 })).status).toBe(204);
+    const started = Date.now();
+    const res = await get("/iiif/3/big/256,256,256,256/max/0/default.jpg");
+    expect(res.status).toBe(502); // not a 408 from the frozen decoder: it was never sent there
+    expect(await res.text()).not.toContain(env.TEST_DROPPING_DECODER_URL);
+    expect(Date.now() - started).toBeLessThan(1500);
+    expect(await metric("decoder_retries_total")).toBe(retries);
+    expect(await metric("permits_in_use")).toBe(1); // only the busy one's
     expect((await busy).status).toBe(408);
   });
 

@@ -6,6 +6,8 @@ declare namespace Cloudflare {
   interface Env extends TesseraEnv {
     /** The frozen real decoder behind these tests (test/support/workers-global-setup.ts). */
     TEST_DECODER_URL: string;
+    TEST_ROTATED_DECODER_URL: string;
+    TEST_DROPPING_DECODER_URL: string;
   }
   interface GlobalProps {
     mainModule: TesseraWorker;
