@@ -201,6 +201,11 @@ export class AdmissionDO extends DurableObject<Env> {
           logDecoderFailure(decoder.url, String(err));
           throw new HttpError("bad_gateway", "the decoder failed while answering");
         }
+        if (isDecoderFault(upstream.status)) {
+          finish();
+          logDecoderFailure(decoder.url, `${upstream.status}: ${await upstream.text()}`);
+          throw decoderFault(upstream.status);
+        }
         this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));
         if (!upstream.body) {
           finish();
@@ -244,6 +249,19 @@ async function connectable(decoderUrl: string, signal: AbortSignal): Promise<boo
     signal.removeEventListener("abort", giveUp);
     giveUp();
   }
+}
+
+/**
+ * Answers that are the service's fault, not the client's: a 401 (the decoders hold another
+ * DECODER_SECRET, or a clock is skewed) and decoder or store failures. Their messages name
+ * decoders, buckets and keys, so they go to the log and the client gets the kind alone.
+ */
+const isDecoderFault = (status: number) => status === 401 || (status >= 500 && status !== 501 && status !== 503);
+
+function decoderFault(status: number): HttpError {
+  if (status === 401) return new HttpError("bad_gateway", "the decoder refused the edge's credentials");
+  if (status === 504) return new HttpError("gateway_timeout", "the image store did not answer in time");
+  return new HttpError("bad_gateway", "the decoder or the image store failed");
 }
 
 /** The decoder's address goes to the log only: public answers never name it. */

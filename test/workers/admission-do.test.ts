@@ -91,6 +91,21 @@ describe("admission DO", () => {
     expect((await busy).status).toBe(408);
   });
 
+  it("answers a decoder's 401 (its secret was rotated) as 502, never cached as the client's error", async () => {
+    const busy = get("/iiif/3/big/0,512,256,256/max/0/default.jpg"); // the frozen decoder now has one in flight
+    await scheduler.wait(200);
+    // A real decoder holding another secret: it refuses every request the edge signs.
+    expect((await heartbeat({ url: env.TEST_ROTATED_DECODER_URL, capacity: 16 })).status).toBe(204);
+    for (const attempt of ["first", "second"]) {
+      const res = await get("/iiif/3/big/512,512,256,256/max/0/default.jpg");
+      expect(res.status, attempt).toBe(502);
+      expect(res.headers.get("cache-control"), attempt).toBe("no-store");
+      expect(res.headers.get("x-tessera-cache"), attempt).toBeNull(); // not stored, so never a hit
+      expect(await res.text(), attempt).not.toContain(env.TEST_ROTATED_DECODER_URL);
+    }
+    expect((await busy).status).toBe(408);
+  });
+
   // (In this test runner workerd logs the reset as "Uncaught (in promise) Network connection
   // lost" although the DO catches the rejection; the same caught fetch logs nothing in plain
   // Miniflare, where the e2e tests run the stack.)
