@@ -14,6 +14,8 @@ export interface Env extends AdmissionVars {
   MAX_WIDTH: string;
   MAX_HEIGHT: string;
   MAX_AREA: string;
+  PUBLIC_BASE_URL?: string;
+  TRUST_FORWARDED_HEADERS?: string;
 }
 
 export interface EdgeConfig {
@@ -25,6 +27,10 @@ export interface EdgeConfig {
   errorMaxAge: number;
   /** Output limits declared in info.json and enforced (undefined: unlimited). */
   limits: SizeLimits;
+  /** The address clients use, without a trailing slash; undefined: from the request. */
+  publicBaseUrl?: string;
+  /** Whether X-Forwarded-Host/-Proto name that address (only behind a proxy that sets them). */
+  trustForwardedHeaders: boolean;
 }
 
 export function edgeConfig(env: Env): EdgeConfig {
@@ -41,5 +47,25 @@ export function edgeConfig(env: Env): EdgeConfig {
       maxHeight: intVar(env, "MAX_HEIGHT", { min: 0 }) || undefined,
       maxArea: intVar(env, "MAX_AREA", { min: 0 }) || undefined,
     },
+    publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
+    trustForwardedHeaders: flag(env, "TRUST_FORWARDED_HEADERS"),
   };
+}
+
+function publicBaseUrl(raw: string | undefined): string | undefined {
+  const text = (raw ?? "").trim();
+  if (!text) return undefined;
+  const url = URL.canParse(text) ? new URL(text) : undefined;
+  if (!url || (url.protocol !== "https:" && url.protocol !== "http:") || url.search || url.hash) {
+    throw badConfig("PUBLIC_BASE_URL", `must be an absolute http(s) URL without query, got ${JSON.stringify(raw)}`);
+  }
+  return (url.origin + url.pathname).replace(/\/+$/, "");
+}
+
+/** "true" or "false"; unset or empty is false. */
+function flag(env: Env, name: "TRUST_FORWARDED_HEADERS"): boolean {
+  const text = (env[name] ?? "").trim();
+  if (text === "" || text === "false") return false;
+  if (text === "true") return true;
+  throw badConfig(name, `must be true or false, got ${JSON.stringify(env[name])}`);
 }

@@ -50,7 +50,7 @@ export const imageHandler =
     const canonical = canonicalParts(resolved, limits, 3);
     const headers = {
       "cache-control": imageCacheControl(config),
-      link: `<${serviceId(req, version, id)}/${canonicalParts(resolved, limits, version)}>;rel="canonical", <${PROFILE_URI[version]}>;rel="profile"`,
+      link: `<${serviceId(req, config, version, id)}/${canonicalParts(resolved, limits, version)}>;rel="canonical", <${PROFILE_URI[version]}>;rel="profile"`,
     };
     const etag = await strongEtag(id, info.version, canonical);
     if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);

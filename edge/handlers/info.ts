@@ -13,7 +13,7 @@ export const infoHandler =
     const config = edgeConfig(env);
     const id = sourceId(req.params.id);
     const info = await sourceInfo(id, env, config, ctx, req.signal);
-    const base = serviceId(req, version, id);
+    const base = serviceId(req, config, version, id);
     // JSON-LD only when asked for (Image API §5.1); either way the body is the same.
     const ldJson = (req.headers.get("accept") ?? "").includes("application/ld+json");
     const headers = {
@@ -30,8 +30,8 @@ export const infoHandler =
   };
 
 /** The bare service URI answers 303 See Other to its info.json (Image API 3.0 §2.2). */
-export const baseUriHandler = (version: ApiVersion) => (req: IRequest) =>
+export const baseUriHandler = (version: ApiVersion) => (req: IRequest, env: Env) =>
   new Response(null, {
     status: 303,
-    headers: { location: `${serviceId(req, version, sourceId(req.params.id))}/info.json` },
+    headers: { location: `${serviceId(req, edgeConfig(env), version, sourceId(req.params.id))}/info.json` },
   });

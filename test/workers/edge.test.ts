@@ -113,3 +113,48 @@ describe("edge worker in workerd", () => {
     logged.mockRestore();
   });
 });
+
+describe("the public address in ids and links", () => {
+  const forged = { "x-forwarded-host": "evil.example", "x-forwarded-proto": "http" };
+  const warm = async () => {
+    await caches.default.put(infoKey("cached"), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
+    await caches.default.put(
+      imageCacheKey(BASE, "cached", "0,0,256,256/max/0/default.jpg", "v1"),
+      new Response(new Uint8Array([0xff, 0xd8, 0xff, 0xd9]), { headers: { "content-type": "image/jpeg", "cache-control": "max-age=60" } }),
+    );
+  };
+  const idOf = async (res: Response) => ((await res.json()) as { id: string }).id;
+
+  it("ignores a client's X-Forwarded-Host/-Proto: the public info.json every viewer gets keeps the real address", async () => {
+    await warm();
+    const attacked = await get("/iiif/3/cached/info.json", { headers: forged });
+    expect(await idOf(attacked)).toBe(`${BASE}/iiif/3/cached`);
+    // What a shared cache stores from the attacker's request is what the next viewer is sent.
+    const viewer = await get("/iiif/3/cached/info.json");
+    expect(attacked.headers.get("etag")).toBe(viewer.headers.get("etag"));
+    const redirect = await get("/iiif/3/cached", { headers: forged, redirect: "manual" });
+    expect(redirect.headers.get("location")).toBe(`${BASE}/iiif/3/cached/info.json`);
+    const tile = await get("/iiif/3/cached/0,0,256,256/max/0/default.jpg", { headers: forged });
+    expect(tile.headers.get("link")).toContain(`<${BASE}/iiif/3/cached/0,0,256,256/max/0/default.jpg>`);
+    expect(tile.headers.get("link")).not.toContain("evil.example");
+  });
+
+  it("uses PUBLIC_BASE_URL when set, and forwarded headers only when TRUST_FORWARDED_HEADERS is true", async () => {
+    await warm();
+    const call = (vars: Partial<Env>, headers: Record<string, string> = forged) =>
+      worker.fetch(new Request(`${BASE}/iiif/3/cached/info.json`, { headers }), { ...env, ...vars }, createExecutionContext());
+    const pinned = { PUBLIC_BASE_URL: "https://tiles.example.org/maps/", TRUST_FORWARDED_HEADERS: "true" };
+    expect(await idOf(await call(pinned))).toBe("https://tiles.example.org/maps/iiif/3/cached");
+    expect(await idOf(await call({ TRUST_FORWARDED_HEADERS: "true" }))).toBe("http://evil.example/iiif/3/cached");
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    for (const [vars, name] of [
+      [{ TRUST_FORWARDED_HEADERS: "yes" }, /TRUST_FORWARDED_HEADERS must be true or false/],
+      [{ PUBLIC_BASE_URL: "tiles.example.org" }, /PUBLIC_BASE_URL must be an absolute http\(s\) URL/],
+    ] as const) {
+      const res = await call(vars);
+      expect(res.status).toBe(502);
+      expect(((await res.json()) as { message: string }).message).toMatch(name);
+    }
+    logged.mockRestore();
+  });
+});
