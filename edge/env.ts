@@ -7,6 +7,7 @@ import type { SizeLimits } from "../shared/iiif/info";
 export interface Env extends AdmissionVars {
   ADMISSION: DurableObjectNamespace<AdmissionDO>;
   DECODER_SECRET: string;
+  METRICS_TOKEN?: string;
   IMAGE_MAX_AGE: string;
   INFO_MAX_AGE: string;
   STALE_WHILE_REVALIDATE: string;
@@ -20,6 +21,8 @@ export interface Env extends AdmissionVars {
 
 export interface EdgeConfig {
   decoderSecret: string;
+  /** The bearer token GET /metrics requires; undefined: open. */
+  metricsToken?: string;
   imageMaxAge: number;
   infoMaxAge: number;
   admission: AdmissionConfig;
@@ -37,6 +40,7 @@ export function edgeConfig(env: Env): EdgeConfig {
   if (!env.DECODER_SECRET) throw badConfig("DECODER_SECRET", "is not set (wrangler secret put DECODER_SECRET)");
   return {
     decoderSecret: env.DECODER_SECRET,
+    metricsToken: env.METRICS_TOKEN || undefined,
     imageMaxAge: intVar(env, "IMAGE_MAX_AGE", { min: 0 }),
     infoMaxAge: intVar(env, "INFO_MAX_AGE", { min: 0 }),
     admission: admissionConfig(env),

@@ -2,7 +2,8 @@
 import { cors, Router, type IRequest } from "itty-router";
 import { ConfigError } from "../shared/config";
 import { errorResponse, HttpError, notFound } from "../shared/errors";
-import { HEARTBEAT_PATH } from "../shared/registration";
+import { constantTimeEqual } from "../shared/protocol";
+import { HEARTBEAT_PATH, sha256Hex } from "../shared/registration";
 import { callAdmission } from "./admission-client";
 import { AdmissionDO, METRICS_PATH } from "./admission/admission-do";
 import { heartbeatHandler } from "./admission/heartbeat-route";
@@ -41,9 +42,22 @@ router
     throw notFound("no such route");
   });
 
-function metricsHandler(_req: IRequest, env: Env): Promise<Response> {
-  edgeConfig(env); // a bad variable is named here, not lost inside the DO
+async function metricsHandler(req: IRequest, env: Env): Promise<Response> {
+  const config = edgeConfig(env); // a bad variable is named here, not lost inside the DO
+  if (config.metricsToken && !(await bearerMatches(req, config.metricsToken))) {
+    // Answered here, not thrown: failure() would let a shared cache keep a 401 as a client error.
+    return errorResponse(new HttpError("unauthorized", "GET /metrics needs Authorization: Bearer <METRICS_TOKEN>"), {
+      "cache-control": "no-store",
+      "www-authenticate": 'Bearer realm="metrics"',
+    });
+  }
   return callAdmission(env, new Request(`https://admission${METRICS_PATH}`));
+}
+
+/** Whether the request carries `Authorization: Bearer <token>`; digests keep it constant-time. */
+async function bearerMatches(req: Request, token: string): Promise<boolean> {
+  const presented = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1] ?? "";
+  return constantTimeEqual(await sha256Hex(presented), await sha256Hex(token));
 }
 
 /** Every failure becomes an answer from the one error table; client errors may be cached. */

@@ -88,7 +88,8 @@ export async function verifyRequest(
   if (!constantTimeEqual(mac, expected)) throw new HttpError("unauthorized", "bad edge signature");
 }
 
-function constantTimeEqual(a: string, b: string): boolean {
+/** Equal strings, in a time that does not depend on where they differ (only on their length). */
+export function constantTimeEqual(a: string, b: string): boolean {
   if (a.length !== b.length) return false;
   let diff = 0;
   for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);

@@ -158,3 +158,30 @@ describe("the public address in ids and links", () => {
     logged.mockRestore();
   });
 });
+
+describe("GET /metrics", () => {
+  const token = "metrics-test-token-4f1c";
+  const scrape = (authorization?: string, vars: Partial<Env> = { METRICS_TOKEN: token }) =>
+    worker.fetch(
+      new Request(`${BASE}/metrics`, { headers: authorization ? { authorization } : {} }),
+      { ...env, ...vars },
+      createExecutionContext(),
+    );
+
+  it("with METRICS_TOKEN set, answers 401 without the bearer token (nor a wrong or partial one), 200 with it", async () => {
+    for (const authorization of [undefined, "Bearer wrong", `Bearer ${token.slice(0, -1)}`, `Bearer ${token}x`, token, `Basic ${token}`]) {
+      const res = await scrape(authorization);
+      expect(res.status, authorization).toBe(401);
+      expect(res.headers.get("www-authenticate")).toBe('Bearer realm="metrics"');
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      expect(await res.text()).not.toContain("tessera_admission_");
+    }
+    const ok = await scrape(`Bearer ${token}`);
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toContain("tessera_admission_permits_total");
+  });
+
+  it("stays open when METRICS_TOKEN is unset", async () => {
+    expect((await scrape(undefined, {})).status).toBe(200);
+  });
+});
