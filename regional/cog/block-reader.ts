@@ -124,9 +124,11 @@ export class BlockReader {
     const missing: number[] = [];
     for (const index of indices) {
       const cached = this.cache.get(this.key(index));
+      const p = this.pending.get(index);
       if (cached) found.set(index, Promise.resolve(cached));
-      else if (this.pending.has(index)) {
-        const p = this.pending.get(index)!;
+      // A fetch every waiter has left is aborted but may not have settled yet: it would only
+      // fail this request, so the block is fetched anew.
+      else if (p && !p.fetch.controller.signal.aborted) {
         found.set(index, p.block);
         // Counted at once, before any await: the fetch must not be aborted under us.
         if (!joined.includes(p.fetch)) {

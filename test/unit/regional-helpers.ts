@@ -148,7 +148,11 @@ export class GatedCatalog implements SourceCatalog {
   private release!: () => void;
   private waiting: (() => void)[] = [];
 
-  constructor(private readonly inner: SourceCatalog) {
+  /** noticesAbort false: a held read notices its abort only once let through (a store read under way). */
+  constructor(
+    private readonly inner: SourceCatalog,
+    private readonly options = { noticesAbort: true },
+  ) {
     this.close();
   }
 
@@ -175,6 +179,7 @@ export class GatedCatalog implements SourceCatalog {
       this.tileReads.push({ offset, length });
       this.waiting.splice(0).forEach((w) => w());
       await new Promise<void>((resolve, reject) => {
+        if (!this.options.noticesAbort) return void this.gate.then(resolve);
         if (sig.aborted) return reject(sig.reason);
         sig.addEventListener("abort", () => {
           this.aborted.push(sig.reason);
