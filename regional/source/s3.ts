@@ -146,15 +146,25 @@ class S3Source implements Source {
       }
       throw storeFailure("GetObject", this.label, e);
     }
-    if (this.versionId && out.VersionId && out.VersionId !== this.versionId) {
-      const sent = out.VersionId;
-      throw badGateway(`source changed: ${this.label} sent version ${sent}, not ${this.versionId}`);
+    const body = out.Body as Body | undefined;
+    const refusal = this.refusal(out.VersionId, out.ContentRange, offset, length);
+    if (refusal) {
+      body?.destroy?.(); // else it holds its connection, and the store its transfer, until GC
+      throw refusal;
+    }
+    return readFully(body, length, this.label, signal);
+  }
+
+  /** Why an answer is not the pinned snapshot's bytes offset..offset+length, if it is not. */
+  private refusal(sentVersion: string | undefined, sentRange: string | undefined, offset: number, length: number): HttpError | undefined {
+    if (this.versionId && sentVersion && sentVersion !== this.versionId) {
+      return badGateway(`source changed: ${this.label} sent version ${sentVersion}, not ${this.versionId}`);
     }
     const want = `bytes ${offset}-${offset + length - 1}/${this.size}`;
-    if (out.ContentRange !== undefined && out.ContentRange !== want) {
-      throw badGateway(`source changed: ${this.label} sent ${out.ContentRange}, not ${want}`);
+    if (sentRange !== undefined && sentRange !== want) {
+      return badGateway(`source changed: ${this.label} sent ${sentRange}, not ${want}`);
     }
-    return readFully(out.Body as Body | undefined, length, this.label, signal);
+    return undefined;
   }
 
   async close(): Promise<void> {
