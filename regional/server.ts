@@ -280,7 +280,11 @@ export function createDecoderServer(options: DecoderOptions): Server {
 
 /** Writes an answer; a stream that fails midway cuts the body short, never mixes versions. */
 async function send(res: ServerResponse, answer: Answer): Promise<void> {
-  if (res.destroyed) return;
+  if (res.destroyed) {
+    // The client is gone: a stream that will never be read still releases what it holds.
+    if (!Buffer.isBuffer(answer.body)) await answer.body[Symbol.asyncIterator]().return?.();
+    return;
+  }
   if (Buffer.isBuffer(answer.body)) {
     res.writeHead(answer.status, { ...answer.headers, "content-length": String(answer.body.length) });
     res.end(answer.body);
