@@ -21,7 +21,15 @@ import { badRequest, errorResponse, HttpError, notFound } from "../shared/errors
 import { parseImageRequest } from "../shared/iiif/image-request";
 import { resolveImageRequest } from "../shared/iiif/resolve";
 import { ESTIMATE_HEADER } from "../shared/cost";
-import { DECODER, SIGNATURE_HEADER, TIMEOUT_HEADER, VERSION_HEADER, verifyRequest } from "../shared/protocol";
+import {
+  DECODER,
+  GRANT_HEADER,
+  SIGNATURE_HEADER,
+  TIMEOUT_HEADER,
+  VERSION_HEADER,
+  verifyRequest,
+  type SignedLimits,
+} from "../shared/protocol";
 import { withDeadline } from "./abort";
 import { CogCache } from "./cog-cache";
 import { DecodedBlockCache } from "./cog/block-cache";
@@ -150,6 +158,10 @@ export function createDecoderServer(options: DecoderOptions): Server {
     }
     const segments = url.pathname.split("/").slice(1);
     if (segments[0] !== "v1") throw notFound(`no route ${url.pathname}`);
+    const limits: SignedLimits = {
+      timeoutMs: headerValue(req.headers[TIMEOUT_HEADER]),
+      grantBytes: headerValue(req.headers[GRANT_HEADER]),
+    };
     await verifyRequest(
       options.secret,
       req.method ?? "GET",
@@ -157,6 +169,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
       headerValue(req.headers[SIGNATURE_HEADER]),
       Date.now(),
       nodeHmac,
+      limits,
     );
     requireGet(req);
     const parts = segments.slice(1).map(decodeSegment);
@@ -167,11 +180,14 @@ export function createDecoderServer(options: DecoderOptions): Server {
     const routes: Record<string, [number, (s: AbortSignal) => Promise<Answer>]> = {
       info: [2, (s) => info(id, version, s)],
       file: [2, (s) => file(id, version, s)],
-      image: [6, (s) => image(id, { region, size, rotation, qualityFormat }, version, s)],
+      image: [6, (s) => image(id, { region, size, rotation, qualityFormat }, version, s, granted)],
     };
     const [length, route] = Object.hasOwn(routes, kind) ? routes[kind] : [];
     if (!route || parts.length !== length) throw notFound(`no route ${url.pathname}`);
-    const timeout = timeoutOf(req) ?? defaultTimeout;
+    // The admission DO's grant replaces this decoder's defaults; without one (no edge in
+    // front) the decoder's own deadline and work budget apply.
+    const timeout = wholeNumber(limits.timeoutMs, TIMEOUT_HEADER, 1, MAX_REQUEST_TIMEOUT_MS) ?? defaultTimeout;
+    const granted = wholeNumber(limits.grantBytes, GRANT_HEADER, 0, Number.MAX_SAFE_INTEGER);
     const release = limiter.acquire();
     const deadline = withDeadline(signal, timeout);
     try {
@@ -208,6 +224,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
     parts: Parameters<typeof parseImageRequest>[0],
     version: string | undefined,
     signal: AbortSignal,
+    granted: number | undefined,
   ): Promise<Answer> {
     // Syntax first: a malformed request costs no I/O.
     const parsed = parseImageRequest(parts, 3);
@@ -215,8 +232,10 @@ export function createDecoderServer(options: DecoderOptions): Server {
       const resolved = resolveImageRequest(parsed, { width: cog.width, height: cog.height });
       checkSupported(resolved);
       const what = `${id} ${parts.region}/${parts.size}`;
-      const cost = renderCost(cog, resolved);
-      const work = await admitWork(budget, cost, what, signal, () => runtime.budgetRetries.inc());
+      const work =
+        granted === undefined
+          ? await admitWork(budget, renderCost(cog, resolved), what, signal, () => runtime.budgetRetries.inc())
+          : budget.takeGranted(granted);
       try {
         const tile = passthroughTile(cog, resolved);
         if (tile) runtime.passthrough.inc();
@@ -304,15 +323,12 @@ const REJECTIONS: Partial<Record<HttpError["kind"], string>> = {
   too_large: "too_large",
 };
 
-/** A per-request deadline from the edge (ms), within bounds; undefined when absent. */
-function timeoutOf(req: IncomingMessage): number | undefined {
-  const raw = headerValue(req.headers[TIMEOUT_HEADER]);
+/** A signed limit header's value, within bounds; undefined when absent. */
+function wholeNumber(raw: string | null, header: string, min: number, max: number): number | undefined {
   if (raw === null) return undefined;
-  const ms = Number(raw);
-  if (!/^\d+$/.test(raw) || ms < 1 || ms > MAX_REQUEST_TIMEOUT_MS) {
-    throw badRequest(`${TIMEOUT_HEADER} must be whole milliseconds from 1 to ${MAX_REQUEST_TIMEOUT_MS}`);
-  }
-  return ms;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < min || n > max) throw badRequest(`${header} must be a whole number from ${min} to ${max}`);
+  return n;
 }
 
 /** Failures that may mean the snapshot (or our copy of its headers) is unusable. */

@@ -127,6 +127,15 @@ export class WorkBudget {
     });
   }
 
+  /**
+   * Takes `bytes` the admission DO has already granted: the DO's limit replaces this one, so
+   * neither the allowance nor the exclusive line refuses or delays it. It still counts, so
+   * direct requests without a grant see the memory in use.
+   */
+  takeGranted(bytes: number): Reservation {
+    return this.take(bytes);
+  }
+
   /** Called by the last owner of a reservation. */
   give(bytes: number): void {
     this.used -= bytes;

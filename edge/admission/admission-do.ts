@@ -7,7 +7,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { classify, ESTIMATE_HEADER, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
-import { signRequest } from "../../shared/protocol";
+import { limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
 import { parseHeartbeat } from "../../shared/registration";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { DecoderRegistry, type Decoder } from "./decoders";
@@ -25,6 +25,10 @@ export interface Lease {
   grant: Grant;
   /** Aborts at the request deadline or when the client goes away. */
   signal: AbortSignal;
+  /** When REQUEST_TIMEOUT ends, epoch ms. */
+  deadlineAt: number;
+  /** Peak decode bytes admitted: a full's reservation against full_mem, a tile's estimate. */
+  grantedBytes: number;
   /** Idempotent: frees the grant and clears the deadline. */
   release(): void;
 }
@@ -115,7 +119,7 @@ export class AdmissionDO extends DurableObject<Env> {
     };
     this.leases.set(id, { deadline: deadlineAt, expire: () => release(true) });
     await this.scheduleAlarm(deadlineAt + LEASE_GRACE_MS);
-    return { grant, signal, release: () => release(false) };
+    return { grant, signal, deadlineAt, grantedBytes: estimate, release: () => release(false) };
   }
 
   /** Reclaims every lease past its deadline and grace; re-arms for the next one. */
@@ -164,8 +168,14 @@ export class AdmissionDO extends DurableObject<Env> {
         decoder.fullsInFlight += fulls;
         let upstream: Response;
         try {
+          // The decoder runs under what was granted here, not under its own defaults.
+          const limits: SignedLimits = {
+            timeoutMs: String(Math.max(1, lease.deadlineAt - Date.now())),
+            grantBytes: String(lease.grantedBytes),
+          };
+          const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
           upstream = await fetch(decoder.url + path, {
-            headers: { "x-tessera-signature": await signRequest(this.config.decoderSecret, "GET", path) },
+            headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits) },
             signal: lease.signal,
           });
         } catch (err) {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
-import { signRequest } from "../../shared/protocol";
+import { GRANT_HEADER, signRequest, TIMEOUT_HEADER } from "../../shared/protocol";
 import { createDecoderServer, type DecoderOptions, type LogRecord } from "../../regional/server";
 import type { Source, SourceCatalog } from "../../regional/source/source";
 
@@ -65,7 +65,7 @@ export async function metricValue(d: Decoder, name: string, labels = ""): Promis
   return line ? Number(line.split(" ")[1]) : 0;
 }
 
-/** GET `pathAndQuery` with a valid edge signature (or the given header value). */
+/** GET `pathAndQuery` with a valid edge signature (or the given header value), limit headers signed. */
 export async function signedGet(
   d: Decoder,
   pathAndQuery: string,
@@ -73,7 +73,8 @@ export async function signedGet(
   extraHeaders: Record<string, string> = {},
 ): Promise<Response> {
   const headers: Record<string, string> = { ...extraHeaders };
-  const value = signature === undefined ? await signRequest(d.secret, "GET", pathAndQuery) : signature;
+  const limits = { timeoutMs: extraHeaders[TIMEOUT_HEADER] ?? null, grantBytes: extraHeaders[GRANT_HEADER] ?? null };
+  const value = signature === undefined ? await signRequest(d.secret, "GET", pathAndQuery, Date.now(), limits) : signature;
   if (value !== null) headers["x-tessera-signature"] = value;
   return fetch(d.url + pathAndQuery, { headers });
 }

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecodedBlockCache } from "../../regional/cog/block-cache";
 import { LocalCatalog } from "../../regional/source/local";
 import type { SourceCatalog } from "../../regional/source/source";
-import { DECODER, signRequest, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
+import { DECODER, GRANT_HEADER, limitHeaders, signRequest, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
 import {
   decodeRgb,
   fixtureDir,
@@ -242,6 +242,22 @@ describe("authentication", () => {
     const res = await fetch(decoder.url + img.replace(/version=[^&]+/, "version=1-2"), {
       headers: { "x-tessera-signature": sig },
     });
+    expect(res.status).toBe(401);
+  });
+
+  it("answers 401 for granted limits that were not signed as sent", async () => {
+    const path = imagePath("jpeg", "full/100,100/0/default.jpg");
+    const limits = { timeoutMs: "5000", grantBytes: "1000000" };
+    const signature = await signRequest(decoder.secret, "GET", path, Date.now(), limits);
+    const send = (headers: Record<string, string>) =>
+      fetch(decoder.url + path, { headers: { "x-tessera-signature": signature, ...headers } });
+    expect((await send(limitHeaders(limits))).status).toBe(200);
+    expect((await send(limitHeaders({ ...limits, grantBytes: "9000000000" }))).status).toBe(401);
+    expect((await send(limitHeaders({ ...limits, timeoutMs: "600000" }))).status).toBe(401);
+    expect((await send(limitHeaders({ ...limits, grantBytes: null }))).status).toBe(401);
+    // A limit added to a request signed without one.
+    const plain = await signRequest(decoder.secret, "GET", path);
+    const res = await fetch(decoder.url + path, { headers: { "x-tessera-signature": plain, [GRANT_HEADER]: "1" } });
     expect(res.status).toBe(401);
   });
 
