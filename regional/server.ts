@@ -20,7 +20,7 @@ import { Registry } from "prom-client";
 import { badRequest, errorResponse, HttpError, notFound } from "../shared/errors";
 import { parseImageRequest } from "../shared/iiif/image-request";
 import { resolveImageRequest } from "../shared/iiif/resolve";
-import { ESTIMATE_HEADER } from "../shared/cost";
+import { ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER } from "../shared/cost";
 import {
   DECODER,
   GRANT_HEADER,
@@ -33,7 +33,6 @@ import {
 import { withDeadline } from "./abort";
 import { CogCache } from "./cog-cache";
 import { DecodedBlockCache } from "./cog/block-cache";
-import { preciseEstimate } from "./estimate";
 import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
 import type { Cog } from "./cog/cog";
 import { renderDirectJpeg } from "./jpeg-encode";
@@ -232,10 +231,13 @@ export function createDecoderServer(options: DecoderOptions): Server {
       const resolved = resolveImageRequest(parsed, { width: cog.width, height: cog.height });
       checkSupported(resolved);
       const what = `${id} ${parts.region}/${parts.size}`;
+      const cost = renderCost(cog, resolved);
+      // Within the DO's grant the work is reserved at once; above it the DO must re-admit it.
+      if (granted !== undefined && cost > granted) throw new GrantExceeded(cost);
       const work =
         granted === undefined
-          ? await admitWork(budget, renderCost(cog, resolved), what, signal, () => runtime.budgetRetries.inc())
-          : budget.takeGranted(granted);
+          ? await admitWork(budget, cost, what, signal, () => runtime.budgetRetries.inc())
+          : budget.takeGranted(cost);
       try {
         const tile = passthroughTile(cog, resolved);
         if (tile) runtime.passthrough.inc();
@@ -249,7 +251,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
             "content-type": out.contentType,
             [VERSION_HEADER]: cog.source.version,
             // The precise peak-memory estimate, for the DO's classifier-disagreement count.
-            [ESTIMATE_HEADER]: String(preciseEstimate(cog, resolved)),
+            [ESTIMATE_HEADER]: String(cost),
           },
           body: out.body,
         };
@@ -293,6 +295,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
     const response = errorResponse(err);
     const headers: Record<string, string> = {};
     response.headers.forEach((v, k) => (headers[k] = v));
+    if (err instanceof GrantExceeded) headers[NEEDED_HEADER] = String(err.neededBytes);
     return { status: response.status, headers, body: Buffer.from(await response.arrayBuffer()) };
   }
 }
