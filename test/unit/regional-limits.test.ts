@@ -106,6 +106,26 @@ describe("work budget", () => {
     });
   });
 
+  it("a tile never waits behind a full that waits for exclusive admission", async () => {
+    const budget = new WorkBudget(64 * MIB);
+    await withDecoder({ budget }, async (d, catalog) => {
+      catalog.pass(); // no read is held: only the budget makes anyone wait
+      const hold = budget.tryReserve(64 * MIB - 2 * ONE_TILE_COST, "someone else");
+      // ^3000 px: (2 × 1M read + 9M scaled + 9M encoded) px × 3 = 60 MB, a full; it must wait.
+      const full = await start(d, await imageUrl(d, "full/%5E3000,/0/default.jpg"));
+      await expect.poll(() => metricValue(d, "tessera_decoder_work_budget_waiting")).toBe(1);
+
+      const started = performance.now();
+      const tile = await signedGet(d, await imageUrl(d, "0,0,256,256/max/0/default.jpg"), undefined, { [TIMEOUT_HEADER]: "3000" });
+      expect(tile.status).toBe(200);
+      expect(performance.now() - started).toBeLessThan(1500);
+      expect(await metricValue(d, "tessera_decoder_work_budget_waiting")).toBe(1); // the full still waits
+
+      hold.release();
+      expect((await full.response).status).toBe(200);
+    });
+  });
+
   it("the retry waits under the request's original deadline (408 when it expires)", async () => {
     const budget = new WorkBudget(ONE_TILE_COST);
     await withDecoder({ budget }, async (d, catalog) => {
