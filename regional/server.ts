@@ -68,6 +68,8 @@ export interface DecoderOptions {
   blockCache?: DecodedBlockCache;
   /** Header blocks kept per snapshot and tile-table prefetch (0 = none; default 8). */
   prefetchRing?: number;
+  /** Bound on work shared by many requests: a source open, header and tile-table reads (default 10 s). */
+  sharedWorkTimeoutMs?: number;
   /** Receives one structured record per line (default: JSON on stdout, errors on stderr). */
   log?: (record: LogRecord) => void;
 }
@@ -104,6 +106,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
     cache: blockCache,
     budget,
     prefetchRing: options.prefetchRing,
+    sharedWorkTimeoutMs: options.sharedWorkTimeoutMs,
   });
 
   const server = createServer((req, res) => {

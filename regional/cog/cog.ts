@@ -37,6 +37,8 @@ export interface CogOptions {
   budget?: WorkBudget;
   /** Header blocks (64 KiB) kept per snapshot; > 0 also prefetches the tile tables in the background. */
   prefetchRing?: number;
+  /** Bound on each shared header or tile-table read (default 10 s); then 504. */
+  sharedWorkTimeoutMs?: number;
 }
 
 /** TIFF PhotometricInterpretation values we decode. */
@@ -71,7 +73,10 @@ export class Cog {
   static async open(source: Source, options: CogOptions = {}, signal?: AbortSignal): Promise<Cog> {
     await registerCodecs();
     const ring = options.prefetchRing ?? 8;
-    const adapter = new GeoTiffSource(source, { maxBlocks: Math.max(1, ring) });
+    const adapter = new GeoTiffSource(source, {
+      maxBlocks: Math.max(1, ring),
+      sharedReadTimeoutMs: options.sharedWorkTimeoutMs,
+    });
     let tiff: GeoTIFF;
     let images: GeoTIFFImage[];
     try {
