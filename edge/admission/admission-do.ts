@@ -6,9 +6,9 @@
 
 import { connect } from "cloudflare:sockets";
 import { DurableObject } from "cloudflare:workers";
-import { classify, ESTIMATE_HEADER, PARTITION_HEADER, type Partition } from "../../shared/cost";
+import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
-import { signRequest } from "../../shared/protocol";
+import { limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
 import { parseHeartbeat } from "../../shared/registration";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { DecoderRegistry, type Decoder } from "./decoders";
@@ -26,6 +26,10 @@ export interface Lease {
   grant: Grant;
   /** Aborts at the request deadline or when the client goes away. */
   signal: AbortSignal;
+  /** When REQUEST_TIMEOUT ends, epoch ms. */
+  deadlineAt: number;
+  /** Peak decode bytes the decoder may use: signed into the forwarded request. */
+  grantedBytes: number;
   /** Idempotent: frees the grant and clears the deadline. */
   release(): void;
 }
@@ -80,24 +84,41 @@ export class AdmissionDO extends DurableObject<Env> {
       }
       const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
       const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
-      const lease = await this.lease(partition, estimate, request.signal);
-      return await this.forward(url.pathname + url.search, lease);
+      return await this.admitAndForward(url.pathname + url.search, partition, estimate, request.signal);
     } catch (err) {
       // A client that went away is not a DO failure (and reads no answer).
       return errorResponse(err instanceof HttpError || request.signal.aborted ? err : failing(err));
     }
   }
 
+  /**
+   * Admits and forwards one decode. When the decoder's precise estimate exceeds what the edge's
+   * coarse one was granted, the decoder refuses before reading any pixel and the request is
+   * admitted once more, as the model says for the precise figure (it may then wait, be shed or
+   * be refused with 413), under the same REQUEST_TIMEOUT from arrival.
+   */
+  private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal) {
+    const arrivedAt = Date.now();
+    try {
+      return await this.forward(path, await this.lease(partition, estimate, client, arrivedAt));
+    } catch (err) {
+      if (!(err instanceof GrantExceeded)) throw err;
+      const precise = classify(err.neededBytes, this.config.admission.largeDecodeThresholdBytes);
+      if (precise !== partition) this.stats.disagreements++;
+      return await this.forward(path, await this.lease(precise, err.neededBytes, client, arrivedAt));
+    }
+  }
+
   /** Admits a request and leases what it was granted until `release` or the deadline alarm. */
-  async lease(partition: Partition, estimate: number, clientSignal: AbortSignal): Promise<Lease> {
-    const { requestTimeoutMs, queueTimeoutMs } = this.config.admission;
-    const deadlineAt = Date.now() + requestTimeoutMs;
+  async lease(partition: Partition, estimate: number, clientSignal: AbortSignal, arrivedAt = Date.now()): Promise<Lease> {
+    const { requestTimeoutMs, queueTimeoutMs, largeDecodeThresholdBytes } = this.config.admission;
+    const deadlineAt = arrivedAt + requestTimeoutMs;
     const deadline = new AbortController();
     // The seed's request timeout is wall-clock from arrival, the wait for a permit included.
     const timer = setTimeout(() => {
       this.stats.requestTimeouts++;
       deadline.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
-    }, requestTimeoutMs);
+    }, deadlineAt - Date.now());
     const signal = AbortSignal.any([deadline.signal, clientSignal]);
     this.resize();
     let grant: Grant;
@@ -123,7 +144,9 @@ export class AdmissionDO extends DurableObject<Env> {
       release(false);
       throw failing(err);
     }
-    return { grant, signal, release: () => release(false) };
+    // A full is granted its reservation; a tile anything its partition admits (below the threshold).
+    const grantedBytes = partition === "full" ? estimate : largeDecodeThresholdBytes - 1;
+    return { grant, signal, deadlineAt, grantedBytes, release: () => release(false) };
   }
 
   /** Reclaims every lease past its deadline and grace; re-arms for the next one. */
@@ -161,7 +184,8 @@ export class AdmissionDO extends DurableObject<Env> {
    * Forwards one admitted decode to the least loaded live decoder. Only a decoder that cannot
    * be connected to is forgotten and the request tried once on another: once a request has
    * reached a decoder it is never sent again, so a request that kills its decoder cannot go
-   * on to kill the next one (a decoder dying mid-answer is a 502).
+   * on to kill the next one (a decoder dying mid-answer is a 502). The one resend is the
+   * decoder's own refusal of a grant too small, made before it reads any pixel.
    * The lease is released when the answer has streamed, or at once on any failure.
    */
   private async forward(path: string, lease: Lease): Promise<Response> {
@@ -191,8 +215,14 @@ export class AdmissionDO extends DurableObject<Env> {
         };
         let upstream: Response;
         try {
+          // The decoder runs under what was granted here, not under its own defaults.
+          const limits: SignedLimits = {
+            timeoutMs: String(Math.max(1, lease.deadlineAt - Date.now())),
+            grantBytes: String(lease.grantedBytes),
+          };
+          const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
           upstream = await fetch(decoder.url + path, {
-            headers: { "x-tessera-signature": await signRequest(this.config.decoderSecret, "GET", path) },
+            headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits) },
             signal: lease.signal,
           });
         } catch (err) {
@@ -200,6 +230,12 @@ export class AdmissionDO extends DurableObject<Env> {
           if (lease.signal.aborted) throw lease.signal.reason;
           logDecoderFailure(decoder.url, String(err));
           throw new HttpError("bad_gateway", "the decoder failed while answering");
+        }
+        const needed = upstream.headers.get(NEEDED_HEADER);
+        if (needed !== null) {
+          await upstream.body?.cancel();
+          finish();
+          throw new GrantExceeded(Number(needed));
         }
         if (isDecoderFault(upstream.status)) {
           finish();
