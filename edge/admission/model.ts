@@ -134,6 +134,12 @@ export class AdmissionModel {
    */
   async admit(partition: Partition, estimateBytes: number, queueTimeoutMs: number, signal: AbortSignal): Promise<Grant> {
     const advanced = this.settings.mode === "advanced";
+    // No permits at all (no live decoder): nothing could free one in time, and the budget it
+    // would be measured against is unknown, so this is transient even for a large full.
+    if (this.nthreads === 0) {
+      this.countShed(partition);
+      throw shed(partition, "no decode permits exist (no live decoder)");
+    }
     // In basic mode a full is judged as advanced would judge it, and counted once, for the
     // first reason advanced would refuse it (413, then the full cap, then the budget).
     let shadowed = false;
@@ -155,8 +161,6 @@ export class AdmissionModel {
       if (countedInUse) this.fullInUse--;
     };
     try {
-      // No permits at all (no live decoder): nothing could free one in time.
-      if (this.nthreads === 0) throw shed(partition, "no decode permits exist (no live decoder)");
       if (partition === "tile") {
         globalPermit = await this.wait("tileWaiting", this.global, waitSignal);
       } else {
@@ -177,9 +181,7 @@ export class AdmissionModel {
       }
     } catch (err) {
       giveBack();
-      if (err instanceof HttpError && err.kind === "overloaded") {
-        this.counters[partition === "tile" ? "tileShed" : "fullShed"]++;
-      }
+      if (err instanceof HttpError && err.kind === "overloaded") this.countShed(partition);
       throw err;
     } finally {
       clearTimeout(timer);
@@ -232,6 +234,10 @@ export class AdmissionModel {
   private advancedWouldShed(): boolean {
     const beyondCap = this.fullInUse + this.fullWaiting - this.fullMax;
     return this.fullMax === 0 || beyondCap >= this.settings.fullMaxWaiting;
+  }
+
+  private countShed(partition: Partition): void {
+    this.counters[partition === "tile" ? "tileShed" : "fullShed"]++;
   }
 
   private fullPartitionFree(): boolean {

@@ -48,6 +48,10 @@ describe("seed 000 admission model", () => {
       }
       expect([m.counters.tileShed, m.counters.fullShed, m.global.inUse]).toEqual([1, 1, 0]);
     }
+    // Auto-sized with no decoder, the budget is 0 too: that is transient, not "can never fit".
+    const empty = model({}, 0, 0);
+    expect(await status(empty.admit("full", 40 * MiB, 1000, never))).toBe(503);
+    expect(empty.counters.memoryTooLarge).toBe(0);
   });
 
   it("with TILES_THREAD_RATIO 1 (full_max 0) sheds every full at once and gives tiles all n", async () => {
