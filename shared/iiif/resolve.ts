@@ -131,22 +131,39 @@ export function resolveImageRequest(req: ImageRequest, img: ImageLimits): Resolv
 
 /**
  * The canonical form of a resolved request (region/size/rotation/quality.format), per
- * version: equivalent URLs map to one string, which keys the edge cache.
+ * version: equivalent URLs map to one string, which the Link header names.
  */
 export function canonicalParts(r: ResolvedImageRequest, img: ImageLimits, version: ApiVersion): string {
-  const { x, y, w, h } = r.region;
-  const region = x === 0 && y === 0 && w === img.width && h === img.height ? "full" : `${x},${y},${w},${h}`;
+  const { w, h } = r.region;
   const max = resolveSize({ kind: "max", upscale: false }, r.region, img);
   const isMax = r.width === max.width && r.height === max.height;
   let size: string;
   if (version === 3) {
-    const up = r.width > w || r.height > h ? "^" : "";
-    size = isMax ? "max" : `${up}${r.width},${r.height}`;
+    size = isMax ? "max" : explicitSize(r);
   } else {
     // 2.1 spells proportional sizes "w," and keeps "w,h" only when the aspect changes.
     const proportional = Math.round((h * r.width) / w) === r.height;
     size = isMax ? "full" : proportional ? `${r.width},` : `${r.width},${r.height}`;
   }
+  return joinParts(r, img, size);
+}
+
+/**
+ * The 3.0 canonical form with the size always spelled "w,h" (never "max"): it names the pixels
+ * whatever the server's size limits, which only the edge knows. The edge keys its cache and
+ * ETags with it and forwards it to the decoder, which resolves it to exactly this size; a change
+ * of MAX_WIDTH then cannot answer an old size under the same key.
+ */
+export function pixelParts(r: ResolvedImageRequest, img: ImageLimits): string {
+  return joinParts(r, img, explicitSize(r));
+}
+
+const explicitSize = (r: ResolvedImageRequest) =>
+  `${r.width > r.region.w || r.height > r.region.h ? "^" : ""}${r.width},${r.height}`;
+
+function joinParts(r: ResolvedImageRequest, img: ImageLimits, size: string): string {
+  const { x, y, w, h } = r.region;
+  const region = x === 0 && y === 0 && w === img.width && h === img.height ? "full" : `${x},${y},${w},${h}`;
   const rotation = `${r.mirror ? "!" : ""}${r.degrees}`;
   return `${region}/${size}/${rotation}/${r.quality}.${r.format}`;
 }
