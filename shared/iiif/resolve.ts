@@ -164,6 +164,17 @@ const explicitSize = (r: ResolvedImageRequest) =>
 function joinParts(r: ResolvedImageRequest, img: ImageLimits, size: string): string {
   const { x, y, w, h } = r.region;
   const region = x === 0 && y === 0 && w === img.width && h === img.height ? "full" : `${x},${y},${w},${h}`;
-  const rotation = `${r.mirror ? "!" : ""}${r.degrees}`;
+  const rotation = `${r.mirror ? "!" : ""}${plainDecimal(r.degrees)}`;
   return `${region}/${size}/${rotation}/${r.quality}.${r.format}`;
+}
+
+/**
+ * `n` written without an exponent ("0.0000001", not "1e-7", which the grammar rejects), with
+ * exactly the digits of its shortest round-trip form, so parsing it gives back `n`. Below 1e21
+ * (rotations are below 360), only tiny numbers have an exponent.
+ */
+export function plainDecimal(n: number): string {
+  const text = String(n);
+  const e = /^(\d)(?:\.(\d+))?e-(\d+)$/.exec(text);
+  return e ? `0.${"0".repeat(Number(e[3]) - 1)}${e[1]}${e[2] ?? ""}` : text;
 }

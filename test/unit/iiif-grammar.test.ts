@@ -64,6 +64,26 @@ describe("IIIF 3.0 grammar", () => {
   });
 });
 
+describe("canonical numbers", () => {
+  it("writes tiny rotations as plain decimals that parse back to the same angle", () => {
+    for (const [rotation, form] of [
+      ["0.0000001", "0.0000001"],
+      ["!0.00000012345", "!0.00000012345"],
+      ["1e-7", undefined], // not IIIF: the grammar has no exponents
+    ] as const) {
+      for (const v of [3, 2] as const) {
+        if (form === undefined) {
+          expect(status(() => canonical(`full/max/${rotation}/default.jpg`, v))).toBe(400);
+          continue;
+        }
+        const c = canonical(`full/max/${rotation}/default.jpg`, v);
+        expect(c).toBe(`full/${v === 3 ? "max" : "full"}/${form}/default.jpg`);
+        expect(parse(c, v).rotation.degrees).toBe(Number(form.replace("!", "")));
+      }
+    }
+  });
+});
+
 describe("IIIF 2.1 grammar", () => {
   it("uses full and w, canonical sizes and upscales without ^", () => {
     expect(canonical("full/full/0/default.jpg", 2)).toBe("full/full/0/default.jpg");
