@@ -167,6 +167,20 @@ describe("GET /v1/image", () => {
   });
 });
 
+describe("the opened source", () => {
+  it("stays open after a request that fails to render: repeating it opens nothing", async () => {
+    await signedGet(decoder, imagePath("jpeg", "full/10,/0/default.jpg")); // opened and cached
+    const opens = catalog.opens.get("jpeg");
+    // 65,501 pixels wide: more than the JPEG encoder writes.
+    for (let i = 0; i < 3; i++) {
+      const res = await signedGet(decoder, imagePath("jpeg", "0,0,1000,1/%5E65501,66/0/default.jpg"));
+      expect(res.status).toBeGreaterThanOrEqual(400);
+    }
+    expect((await signedGet(decoder, imagePath("jpeg", "full/10,/0/default.jpg"))).status).toBe(200);
+    expect(catalog.opens.get("jpeg")).toBe(opens);
+  });
+});
+
 describe("authentication", () => {
   it("answers 401 without a signature", async () => {
     const res = await signedGet(decoder, DECODER.info("jpeg"), null);
