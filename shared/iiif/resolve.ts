@@ -2,7 +2,15 @@
 // the pixel rectangle to read, the output size, and the canonical URL form that caches share.
 
 import { badRequest } from "../errors";
-import type { ApiVersion, Format, ImageRequest, Quality, Region, Size } from "./image-request";
+import {
+  checkEncodable,
+  type ApiVersion,
+  type Format,
+  type ImageRequest,
+  type Quality,
+  type Region,
+  type Size,
+} from "./image-request";
 
 export interface ImageLimits {
   width: number;
@@ -119,14 +127,29 @@ export function resolveSize(size: Size, r: Rect, img: ImageLimits): { width: num
 
 export function resolveImageRequest(req: ImageRequest, img: ImageLimits): ResolvedImageRequest {
   const region = resolveRegion(req.region, img);
+  const { width, height } = resolveSize(req.size, region, img);
+  const canvas = rotatedCanvas(width, height, req.rotation.degrees);
+  checkEncodable(canvas.width, canvas.height, req.format, `a ${canvas.width}x${canvas.height} image`);
   return {
     region,
-    ...resolveSize(req.size, region, img),
+    width,
+    height,
     mirror: req.rotation.mirror,
     degrees: req.rotation.degrees,
     quality: req.quality,
     format: req.format,
   };
+}
+
+/** The size of the answered image: an arbitrary angle grows the canvas to the rotated bounds. */
+function rotatedCanvas(width: number, height: number, degrees: number): { width: number; height: number } {
+  if (degrees % 180 === 0) return { width, height };
+  if (degrees % 90 === 0) return { width: height, height: width };
+  const rad = (degrees * Math.PI) / 180;
+  const cos = Math.abs(Math.cos(rad));
+  const sin = Math.abs(Math.sin(rad));
+  // Rounded up: never smaller than libvips's canvas, at most a pixel larger.
+  return { width: Math.ceil(width * cos + height * sin), height: Math.ceil(width * sin + height * cos) };
 }
 
 /**

@@ -35,6 +35,27 @@ describe("edge worker in workerd", () => {
     expect(await metric("released_total")).toBe(0);
   });
 
+  it("answers 400 naming the encoder's limit for a size the format cannot hold, before any admission", async () => {
+    await caches.default.put(infoKey("cached"), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
+    const released = await metric("released_total");
+    for (const [path, limit] of [
+      // Refused by the grammar alone: the (unknown) source is never looked up.
+      ["/iiif/3/x/full/%5E100000000,/0/default.png", 10_000_000],
+      ["/iiif/3/x/full/%5E65501,/0/default.jpg", 65_500],
+      ["/iiif/3/x/full/%5E16384,/0/default.webp", 16_383],
+      ["/iiif/2/x/full/65536,1/0/default.gif", 65_535],
+      ["/iiif/3/x/full/%5E!65501,65501/0/default.pdf", 65_500],
+      // Sizes known once resolved: a percentage, and the canvas an arbitrary angle grows to.
+      ["/iiif/2/cached/full/pct:1700/0/default.webp", 16_383],
+      ["/iiif/3/cached/full/%5E12000,/45/default.webp", 16_383],
+    ] as const) {
+      const res = await get(path);
+      expect(res.status, path).toBe(400);
+      expect(((await res.json()) as { message: string }).message, path).toContain(`exceeds ${limit} pixels a side`);
+    }
+    expect(await metric("released_total")).toBe(released);
+  });
+
   it("answers unknown routes with 404 and preflights with CORS", async () => {
     expect((await get("/nope")).status).toBe(404);
     const pre = await get("/iiif/3/x/info.json", { method: "OPTIONS", headers: { origin: "https://viewer.example" } });
