@@ -2,7 +2,7 @@
 // Parse → resolve against cached metadata → cache key naming the pixels (+ pinned version) →
 // Cache API hit, or admission → decoder, then store.
 import type { IRequest } from "itty-router";
-import { errorResponse, HttpError } from "../../shared/errors";
+import { badRequest, errorResponse, HttpError } from "../../shared/errors";
 import { parseImageRequest, type ApiVersion } from "../../shared/iiif/image-request";
 import { PROFILE_URI } from "../../shared/iiif/info";
 import { canonicalParts, pixelParts, resolveImageRequest } from "../../shared/iiif/resolve";
@@ -68,6 +68,15 @@ export const imageHandler =
     ctx.waitUntil(cache.put(key, stored.clone()));
     return answer(stored, headers, "miss");
   };
+
+/**
+ * Any other path under /iiif/{2,3}/{id}/: an image request with segments missing or extra (a "\\"
+ * that URL parsing read as "/" makes one more) is malformed, not an unknown resource.
+ */
+export function misshapenImageHandler(req: IRequest): never {
+  const rest = new URL(req.url).pathname.split("/").slice(4).join("/");
+  throw badRequest(`image request "${rest}" must be {region}/{size}/{rotation}/{quality}.{format}`);
+}
 
 /** The decoder's answer as it is stored: bytes, type, ETag; or a client error, kept briefly. */
 async function decode(env: Env, config: EdgeConfig, path: string, signal: AbortSignal, etag: string, cost: Cost) {

@@ -56,6 +56,24 @@ describe("edge worker in workerd", () => {
     expect(await metric("released_total")).toBe(released);
   });
 
+  it("answers 400 naming the expected shape for an image URL with too many or too few segments", async () => {
+    const released = await metric("released_total");
+    for (const path of [
+      "/iiif/3/x/full/max/0/0/default.jpg",
+      "/iiif/2/x/full/full/default.jpg",
+      "/iiif/3/x/default.jpg",
+      // URL parsing reads "\\" as "/": one segment becomes two.
+      "/iiif/3/x/full/max\\0/0/default.jpg",
+      "/iiif/2/x/full/full/0/gray\\default.jpg",
+    ]) {
+      const res = await get(path);
+      expect(res.status, path).toBe(400);
+      const { message } = (await res.json()) as { message: string };
+      expect(message, path).toContain("{region}/{size}/{rotation}/{quality}.{format}");
+    }
+    expect(await metric("released_total")).toBe(released);
+  });
+
   it("answers unknown routes with 404 and preflights with CORS", async () => {
     expect((await get("/nope")).status).toBe(404);
     const pre = await get("/iiif/3/x/info.json", { method: "OPTIONS", headers: { origin: "https://viewer.example" } });
