@@ -48,7 +48,7 @@ export function resolveRegion(region: Region, img: ImageLimits): Rect {
       return { x: Math.floor((W - s) / 2), y: Math.floor((H - s) / 2), w: s, h: s };
     }
     case "pixels":
-      r = { ...region };
+      r = { x: region.x, y: region.y, w: region.w, h: region.h };
       break;
     case "percent":
       r = {
@@ -128,8 +128,16 @@ export function resolveSize(size: Size, r: Rect, img: ImageLimits): { width: num
 export function resolveImageRequest(req: ImageRequest, img: ImageLimits): ResolvedImageRequest {
   const region = resolveRegion(req.region, img);
   const { width, height } = resolveSize(req.size, region, img);
+  // The size itself is held to the limit too, as the grammar holds an explicit one: a canonical
+  // form then always parses again, whatever the rotation does to the canvas.
   const canvas = rotatedCanvas(width, height, req.rotation.degrees);
-  checkEncodable(canvas.width, canvas.height, req.format, `a ${canvas.width}x${canvas.height} image`);
+  const rotated = canvas.width !== width || canvas.height !== height ? ` (${canvas.width}x${canvas.height} rotated)` : "";
+  checkEncodable(
+    Math.max(width, canvas.width),
+    Math.max(height, canvas.height),
+    req.format,
+    `size ${width}x${height}${rotated}`,
+  );
   return {
     region,
     width,
