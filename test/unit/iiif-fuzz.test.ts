@@ -2,6 +2,7 @@
 // requests, valid and broken, against images of any size with or without size limits.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { segment } from "../../edge/handlers/params";
 import { HttpError } from "../../shared/errors";
 import { FORMATS, parseImageRequest, QUALITIES, type ApiVersion, type ImageRequestParts } from "../../shared/iiif/image-request";
 import {
@@ -32,15 +33,15 @@ const junk = fc
   )
   .map((a) => a.join(""));
 /** Mostly `valid`, sometimes junk: one broken segment per request is the common case. */
-const segment = (...valid: fc.Arbitrary<string>[]) =>
+const mostlyValid = (...valid: fc.Arbitrary<string>[]) =>
   fc.oneof(...valid.map((arbitrary) => ({ arbitrary, weight: 6 })), { arbitrary: junk, weight: 1 });
 
-const region = segment(
+const region = mostlyValid(
   fc.constantFrom("full", "square"),
   list(int(2000), 4),
   list(decimal, 4).map((t) => `pct:${t}`),
 );
-const size = segment(
+const size = mostlyValid(
   fc.constantFrom("max", "^max", "full"),
   fc.tuple(fc.constantFrom("", "^"), fc.constantFrom("w,", ",h", "w,h", "!w,h"), int(3000), int(3000)).map(
     ([up, form, w, h]) => up + form.replace("w", w).replace("h", h),
@@ -48,15 +49,17 @@ const size = segment(
   fc.tuple(fc.constantFrom("", "^"), fc.constantFrom("100000000", "65501", "16384")).map(([p, w]) => `${p}${w},`),
   fc.tuple(fc.constantFrom("", "^"), decimal).map(([p, n]) => `${p}pct:${n}`),
 );
-const rotation = segment(fc.tuple(fc.constantFrom("", "!"), decimal).map(([m, d]) => m + d));
-const qualityFormat = segment(
+const rotation = mostlyValid(fc.tuple(fc.constantFrom("", "!"), decimal).map(([m, d]) => m + d));
+const qualityFormat = mostlyValid(
   fc.tuple(fc.constantFrom(...QUALITIES), fc.constantFrom(...FORMATS)).map(([q, f]) => `${q}.${f}`),
 );
 const version = fc.constantFrom<ApiVersion>(2, 3);
 const limit = fc.option(fc.integer({ min: 1, max: 4000 }), { nil: undefined });
+/** Mostly small images, some beyond what any encoder writes at full size. */
+const side = fc.oneof({ arbitrary: fc.integer({ min: 1, max: 3000 }), weight: 4 }, fc.integer({ min: 1, max: 200_000 }));
 const image: fc.Arbitrary<ImageLimits> = fc.record({
-  width: fc.integer({ min: 1, max: 3000 }),
-  height: fc.integer({ min: 1, max: 3000 }),
+  width: side,
+  height: side,
   maxWidth: limit,
   maxHeight: limit,
   maxArea: fc.option(fc.integer({ min: 1, max: 4_000_000 }), { nil: undefined }),
@@ -105,6 +108,31 @@ describe("IIIF grammar under fuzzing", () => {
       fc.property(request, version, image, (parts, v, img) => {
         const parsed = orBadRequest(() => parseImageRequest(parts, v));
         if (parsed) orBadRequest(() => resolveImageRequest(parsed, img));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("any URL path after the identifier, split and decoded as the edge does, is answered or 400", () => {
+    const piece = fc.oneof(
+      fc.constantFrom("full", "max", "^", "%5E", "%21", "!", "/", "\\", "%2F", "%", "%E0%A4", "pct:", ",", ".", "default.jpg"),
+      fc.string({ maxLength: 4 }),
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 12 }), version, image, (pieces, v, img) => {
+        // The URL parser reads "\\" as "/"; a path with other than four segments is the route's 400.
+        const segments = pieces.join("").replaceAll("\\", "/").split("/");
+        if (segments.length !== 4) return;
+        const [region, size, rotation, qualityFormat] = segments;
+        orBadRequest(() => {
+          const parts = {
+            region: segment(region, "region"),
+            size: segment(size, "size"),
+            rotation: segment(rotation, "rotation"),
+            qualityFormat: segment(qualityFormat, "quality.format"),
+          };
+          return resolveImageRequest(parseImageRequest(parts, v), img);
+        });
       }),
       { numRuns: RUNS },
     );
