@@ -8,7 +8,8 @@
 // and the 11000 px image's /full/max/ at many times the full partition's capacity. Figures are
 // ratios within the same run. The last line is the summary: tile p99 flooded/alone, tile
 // errors, the crawlers' 503s and 413s, the decoders' peak RSS (sum of both, sampled) and the
-// limit, and basic mode's ratio.
+// limit, the requests the decoders found in another partition than the edge did (each
+// re-admitted once), and basic mode's ratio.
 
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdtemp, readFile, rm } from "node:fs/promises";
@@ -180,6 +181,7 @@ async function runMode(mode: "advanced" | "basic", dir: string) {
       fullShadowRejected: await metric(stack, "tessera_admission_full_shadow_rejected_total"),
       memoryShadowTooLarge: await metric(stack, "tessera_decode_memory_shadow_too_large_total"),
       leasesExpired: await metric(stack, "tessera_admission_leases_expired_total"),
+      disagreements: await metric(stack, "tessera_admission_classifier_disagreement_total"),
     };
     console.log(
       `${mode}: ${result.tiles.join(" / ")} tiles; tile p99 alone ${result.aloneP99.toFixed(0)} ms, flooded ${result.floodP99.toFixed(0)} ms ` +
@@ -221,7 +223,8 @@ async function main() {
     console.log(
       `tile_p99_ratio=${(advanced.floodP99 / advanced.aloneP99).toFixed(2)} tile_errors=${advanced.tileErrors} ` +
         `full_503=${advanced.shed503} full_413=${advanced.tooLarge413} decoder_rss_peak_bytes=${advanced.rssPeak} ` +
-        `memory_limit_bytes=${MEMORY_LIMIT} basic_tile_p99_ratio=${(basic.floodP99 / basic.aloneP99).toFixed(2)}`,
+        `memory_limit_bytes=${MEMORY_LIMIT} classifier_disagreements=${advanced.disagreements} ` +
+        `basic_tile_p99_ratio=${(basic.floodP99 / basic.aloneP99).toFixed(2)}`,
     );
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -26,6 +26,31 @@ export function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("aborted", "AbortError");
 }
 
+/** Default bound on shared work (a source open, header and tile-table reads) and on each S3 call. */
+export const DEFAULT_SHARED_WORK_TIMEOUT_MS = 10_000;
+
+/**
+ * Runs work done once for many requests. No request's own signal may cancel it, so it has its
+ * own deadline: past `timeoutMs` its signal aborts and it fails with 504, so a stalled store
+ * fails it for everyone waiting instead of holding each of them until its own deadline.
+ */
+export async function withSharedDeadline<T>(
+  timeoutMs: number,
+  what: string,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new HttpError("gateway_timeout", `${what} took longer than ${timeoutMs} ms`)),
+    timeoutMs,
+  );
+  try {
+    return await untilAborted(work(controller.signal), controller.signal);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * A request's signal: aborts when `parent` does (the client went away) or after `timeoutMs`
  * (reason: a 408 HttpError). The deadline covers everything after admission: opening the

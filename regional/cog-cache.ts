@@ -4,7 +4,7 @@
 
 import type { Source, SourceCatalog } from "./source/source";
 import { Cog, type CogOptions } from "./cog/cog";
-import { untilAborted } from "./abort";
+import { DEFAULT_SHARED_WORK_TIMEOUT_MS, untilAborted, withSharedDeadline } from "./abort";
 
 interface Entry {
   key: string;
@@ -88,7 +88,9 @@ export class CogCache {
   }
 
   private async open(id: string, version: string, source?: Source): Promise<Cog> {
-    const src = source ?? (await this.catalog.open(id, version));
+    const timeout = this.cogOptions.sharedWorkTimeoutMs ?? DEFAULT_SHARED_WORK_TIMEOUT_MS;
+    const src =
+      source ?? (await withSharedDeadline(timeout, `opening ${id}`, (signal) => this.catalog.open(id, version, signal)));
     try {
       return await Cog.open(src, this.cogOptions);
     } catch (e) {

@@ -5,6 +5,7 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { S3Client } from "@aws-sdk/client-s3";
 import { badConfig, intVar } from "../shared/config";
+import { DEFAULT_SHARED_WORK_TIMEOUT_MS } from "./abort";
 import { DEFAULT_BLOCK_CACHE_BYTES } from "./cog/block-cache";
 import { DEFAULT_MAX_IN_FLIGHT } from "./request-limiter";
 import { DEFAULT_REQUEST_TIMEOUT_MS } from "./server";
@@ -23,6 +24,7 @@ export interface DecoderConfig {
   catalog: SourceCatalog;
   maxInFlight: number;
   requestTimeoutMs: number;
+  sharedWorkTimeoutMs: number;
   prefetchRing: number;
   workBudgetBytes: number;
   blockCacheBytes: number;
@@ -34,21 +36,26 @@ const MIB = 1024 * 1024;
 export function readConfig(env: NodeJS.ProcessEnv = process.env): DecoderConfig {
   const secret = env.TESSERA_DECODER_SECRET;
   if (!secret) throw badConfig("TESSERA_DECODER_SECRET", "is required (the HMAC secret shared with the edge)");
+  const sharedWorkTimeoutMs = intVar(env, "TESSERA_SHARED_WORK_TIMEOUT_MS", { fallback: DEFAULT_SHARED_WORK_TIMEOUT_MS, min: 1 });
   return {
     host: env.TESSERA_DECODER_HOST || "127.0.0.1",
     port: intVar(env, "TESSERA_DECODER_PORT", { fallback: 9100, max: 65535 }),
     secret,
     capacity: intVar(env, "TESSERA_DECODER_CAPACITY", { fallback: availableParallelism(), min: 1 }),
-    catalog: catalogFrom(env),
+    catalog: catalogFrom(env, sharedWorkTimeoutMs),
     maxInFlight: intVar(env, "TESSERA_MAX_IN_FLIGHT_REQUESTS", { fallback: DEFAULT_MAX_IN_FLIGHT, min: 1 }),
     requestTimeoutMs: intVar(env, "TESSERA_REQUEST_TIMEOUT_MS", { fallback: DEFAULT_REQUEST_TIMEOUT_MS, min: 1 }),
+    sharedWorkTimeoutMs,
     prefetchRing: intVar(env, "TESSERA_PREFETCH_RING", { fallback: 8, max: 1024 }),
     workBudgetBytes: MIB * intVar(env, "TESSERA_WORK_BUDGET_MB", { fallback: DEFAULT_WORK_BUDGET_BYTES / MIB, min: 1, max: 1 << 20 }),
     blockCacheBytes: MIB * intVar(env, "TESSERA_BLOCK_CACHE_MB", { fallback: DEFAULT_BLOCK_CACHE_BYTES / MIB, max: 1 << 20 }),
   };
 }
 
-function catalogFrom(env: NodeJS.ProcessEnv): SourceCatalog {
+/** Longest wait for a TCP connection to the store. */
+const S3_CONNECTION_TIMEOUT_MS = 3000;
+
+function catalogFrom(env: NodeJS.ProcessEnv, storeTimeoutMs: number): SourceCatalog {
   const kind = env.TESSERA_SOURCE || "local";
   if (kind === "local") return new LocalCatalog(env.TESSERA_DATA_DIR || `${REPO_ROOT}samples`);
   if (kind === "s3") {
@@ -63,6 +70,15 @@ function catalogFrom(env: NodeJS.ProcessEnv): SourceCatalog {
       region: env.TESSERA_S3_REGION || "us-east-1",
       // RGW and MinIO serve buckets by path, not by virtual host.
       forcePathStyle: endpoint !== undefined,
+      // The SDK waits forever by default. A store that does not answer within the shared-work
+      // bound, or whose socket idles that long mid-body, is stalled (504), whether or not a
+      // request's own deadline is watching the call.
+      requestHandler: {
+        connectionTimeout: Math.min(S3_CONNECTION_TIMEOUT_MS, storeTimeoutMs),
+        requestTimeout: storeTimeoutMs,
+        throwOnRequestTimeout: true,
+        socketTimeout: storeTimeoutMs,
+      },
     });
     return new S3SourceCatalog({ client, bucket, prefix: env.TESSERA_S3_PREFIX ?? "" });
   }

@@ -13,6 +13,7 @@
 //   AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY   s3 credentials (the SDK's default chain)
 //   TESSERA_MAX_IN_FLIGHT_REQUESTS  request limiter: public requests at once   (64)
 //   TESSERA_REQUEST_TIMEOUT_MS      request deadline, opening and I/O included  (30000)
+//   TESSERA_SHARED_WORK_TIMEOUT_MS  bound on a shared open or header read, and on each S3 call (10000)
 //   TESSERA_PREFETCH_RING           header blocks per snapshot; 0 = no prefetch (8)
 //   TESSERA_WORK_BUDGET_MB          work budget (active work, not RSS)         (512)
 //   TESSERA_BLOCK_CACHE_MB          decoded-block cache cap                    (256)
@@ -49,6 +50,7 @@ async function main(): Promise<void> {
     capacity,
     limiter: new RequestLimiter(config.maxInFlight),
     requestTimeoutMs: config.requestTimeoutMs,
+    sharedWorkTimeoutMs: config.sharedWorkTimeoutMs,
     prefetchRing: config.prefetchRing,
     budget: new WorkBudget(config.workBudgetBytes),
     blockCache: new DecodedBlockCache(config.blockCacheBytes),

@@ -20,12 +20,19 @@ import { Registry } from "prom-client";
 import { badRequest, errorResponse, HttpError, notFound } from "../shared/errors";
 import { parseImageRequest } from "../shared/iiif/image-request";
 import { resolveImageRequest } from "../shared/iiif/resolve";
-import { ESTIMATE_HEADER } from "../shared/cost";
-import { DECODER, SIGNATURE_HEADER, TIMEOUT_HEADER, VERSION_HEADER, verifyRequest } from "../shared/protocol";
+import { ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER } from "../shared/cost";
+import {
+  DECODER,
+  GRANT_HEADER,
+  SIGNATURE_HEADER,
+  TIMEOUT_HEADER,
+  VERSION_HEADER,
+  verifyRequest,
+  type SignedLimits,
+} from "../shared/protocol";
 import { withDeadline } from "./abort";
 import { CogCache } from "./cog-cache";
 import { DecodedBlockCache } from "./cog/block-cache";
-import { preciseEstimate } from "./estimate";
 import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
 import type { Cog } from "./cog/cog";
 import { renderDirectJpeg } from "./jpeg-encode";
@@ -61,6 +68,8 @@ export interface DecoderOptions {
   blockCache?: DecodedBlockCache;
   /** Header blocks kept per snapshot and tile-table prefetch (0 = none; default 8). */
   prefetchRing?: number;
+  /** Bound on work shared by many requests: a source open, header and tile-table reads (default 10 s). */
+  sharedWorkTimeoutMs?: number;
   /** Receives one structured record per line (default: JSON on stdout, errors on stderr). */
   log?: (record: LogRecord) => void;
 }
@@ -97,6 +106,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
     cache: blockCache,
     budget,
     prefetchRing: options.prefetchRing,
+    sharedWorkTimeoutMs: options.sharedWorkTimeoutMs,
   });
 
   const server = createServer((req, res) => {
@@ -150,6 +160,10 @@ export function createDecoderServer(options: DecoderOptions): Server {
     }
     const segments = url.pathname.split("/").slice(1);
     if (segments[0] !== "v1") throw notFound(`no route ${url.pathname}`);
+    const limits: SignedLimits = {
+      timeoutMs: headerValue(req.headers[TIMEOUT_HEADER]),
+      grantBytes: headerValue(req.headers[GRANT_HEADER]),
+    };
     await verifyRequest(
       options.secret,
       req.method ?? "GET",
@@ -157,6 +171,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
       headerValue(req.headers[SIGNATURE_HEADER]),
       Date.now(),
       nodeHmac,
+      limits,
     );
     requireGet(req);
     const parts = segments.slice(1).map(decodeSegment);
@@ -167,11 +182,14 @@ export function createDecoderServer(options: DecoderOptions): Server {
     const routes: Record<string, [number, (s: AbortSignal) => Promise<Answer>]> = {
       info: [2, (s) => info(id, version, s)],
       file: [2, (s) => file(id, version, s)],
-      image: [6, (s) => image(id, { region, size, rotation, qualityFormat }, version, s)],
+      image: [6, (s) => image(id, { region, size, rotation, qualityFormat }, version, s, granted)],
     };
     const [length, route] = Object.hasOwn(routes, kind) ? routes[kind] : [];
     if (!route || parts.length !== length) throw notFound(`no route ${url.pathname}`);
-    const timeout = timeoutOf(req) ?? defaultTimeout;
+    // The admission DO's grant replaces this decoder's defaults; without one (no edge in
+    // front) the decoder's own deadline and work budget apply.
+    const timeout = wholeNumber(limits.timeoutMs, TIMEOUT_HEADER, 1, MAX_REQUEST_TIMEOUT_MS) ?? defaultTimeout;
+    const granted = wholeNumber(limits.grantBytes, GRANT_HEADER, 0, Number.MAX_SAFE_INTEGER);
     const release = limiter.acquire();
     const deadline = withDeadline(signal, timeout);
     try {
@@ -208,6 +226,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
     parts: Parameters<typeof parseImageRequest>[0],
     version: string | undefined,
     signal: AbortSignal,
+    granted: number | undefined,
   ): Promise<Answer> {
     // Syntax first: a malformed request costs no I/O.
     const parsed = parseImageRequest(parts, 3);
@@ -216,7 +235,12 @@ export function createDecoderServer(options: DecoderOptions): Server {
       checkSupported(resolved);
       const what = `${id} ${parts.region}/${parts.size}`;
       const cost = renderCost(cog, resolved);
-      const work = await admitWork(budget, cost, what, signal, () => runtime.budgetRetries.inc());
+      // Within the DO's grant the work is reserved at once; above it the DO must re-admit it.
+      if (granted !== undefined && cost > granted) throw new GrantExceeded(cost);
+      const work =
+        granted === undefined
+          ? await admitWork(budget, cost, what, signal, () => runtime.budgetRetries.inc())
+          : budget.takeGranted(cost);
       try {
         const tile = passthroughTile(cog, resolved);
         if (tile) runtime.passthrough.inc();
@@ -230,7 +254,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
             "content-type": out.contentType,
             [VERSION_HEADER]: cog.source.version,
             // The precise peak-memory estimate, for the DO's classifier-disagreement count.
-            [ESTIMATE_HEADER]: String(preciseEstimate(cog, resolved)),
+            [ESTIMATE_HEADER]: String(cost),
           },
           body: out.body,
         };
@@ -274,13 +298,18 @@ export function createDecoderServer(options: DecoderOptions): Server {
     const response = errorResponse(err);
     const headers: Record<string, string> = {};
     response.headers.forEach((v, k) => (headers[k] = v));
+    if (err instanceof GrantExceeded) headers[NEEDED_HEADER] = String(err.neededBytes);
     return { status: response.status, headers, body: Buffer.from(await response.arrayBuffer()) };
   }
 }
 
 /** Writes an answer; a stream that fails midway cuts the body short, never mixes versions. */
 async function send(res: ServerResponse, answer: Answer): Promise<void> {
-  if (res.destroyed) return;
+  if (res.destroyed) {
+    // The client is gone: a stream that will never be read still releases what it holds.
+    if (!Buffer.isBuffer(answer.body)) await answer.body[Symbol.asyncIterator]().return?.();
+    return;
+  }
   if (Buffer.isBuffer(answer.body)) {
     res.writeHead(answer.status, { ...answer.headers, "content-length": String(answer.body.length) });
     res.end(answer.body);
@@ -300,15 +329,12 @@ const REJECTIONS: Partial<Record<HttpError["kind"], string>> = {
   too_large: "too_large",
 };
 
-/** A per-request deadline from the edge (ms), within bounds; undefined when absent. */
-function timeoutOf(req: IncomingMessage): number | undefined {
-  const raw = headerValue(req.headers[TIMEOUT_HEADER]);
+/** A signed limit header's value, within bounds; undefined when absent. */
+function wholeNumber(raw: string | null, header: string, min: number, max: number): number | undefined {
   if (raw === null) return undefined;
-  const ms = Number(raw);
-  if (!/^\d+$/.test(raw) || ms < 1 || ms > MAX_REQUEST_TIMEOUT_MS) {
-    throw badRequest(`${TIMEOUT_HEADER} must be whole milliseconds from 1 to ${MAX_REQUEST_TIMEOUT_MS}`);
-  }
-  return ms;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < min || n > max) throw badRequest(`${header} must be a whole number from ${min} to ${max}`);
+  return n;
 }
 
 /**

@@ -1,11 +1,15 @@
 // The work budget (seed 003 "Active work and memory ownership"): one byte allowance shared by
 // every read and render that should share a limit. Reservations never block: over the limit a
 // reservation fails at once with a ResourceLimitError (503 + Retry-After). Only a public
-// request's single retry waits, in the exclusive line, and under its original deadline.
+// request's single retry waits, in the exclusive line of its partition, and under its original
+// deadline. As in the admission DO, tiles never wait behind fulls: a tile is refused or queued
+// only by tiles, and waiting tiles are served first.
 //
 // This is an active-work allowance, not an RSS ceiling: the decoded-block cache, finished
 // answers being written, libvips/allocator overhead and Node's own heap are owned elsewhere.
 
+import { ADMISSION_DEFAULTS } from "../shared/admission-config";
+import { classify, type Partition } from "../shared/cost";
 import { HttpError } from "../shared/errors";
 import { abortReason } from "./abort";
 
@@ -61,8 +65,8 @@ interface Waiter {
 export class WorkBudget {
   private used = 0;
   private peak = 0;
-  /** Retries waiting for exclusive admission, first come first served. */
-  private readonly line: Waiter[] = [];
+  /** Retries waiting for exclusive admission, first come first served per partition. */
+  private readonly lines: Record<Partition, Waiter[]> = { tile: [], full: [] };
   private static shared: WorkBudget | undefined;
 
   constructor(readonly limitBytes: number = DEFAULT_WORK_BUDGET_BYTES) {
@@ -82,17 +86,17 @@ export class WorkBudget {
   }
   /** Retries currently waiting for exclusive admission. */
   get waiting(): number {
-    return this.line.length;
+    return this.lines.tile.length + this.lines.full.length;
   }
 
   /**
    * Reserves `bytes` now or throws: 413 when `bytes` can never fit, ResourceLimitError (503)
-   * when the allowance is taken or a retry is waiting for exclusive admission (so newcomers
-   * cannot starve it).
+   * when the allowance is taken or a retry it may not overtake is waiting (so newcomers cannot
+   * starve it): any retry for a full, a tile's retry for a tile.
    */
-  tryReserve(bytes: number, what: string): Reservation {
+  tryReserve(bytes: number, what: string, partition: Partition = "full"): Reservation {
     this.checkFits(bytes, what);
-    if (this.line.length > 0 || this.used + bytes > this.limitBytes) {
+    if (this.ahead(partition) > 0 || this.used + bytes > this.limitBytes) {
       throw new ResourceLimitError(
         `${what} needs ${mib(bytes)} of work memory; ${mib(this.limitBytes - this.used)} of ${mib(this.limitBytes)} free`,
       );
@@ -104,10 +108,11 @@ export class WorkBudget {
    * Waits, first in first out, until `bytes` fit, then reserves them ahead of any newcomer.
    * For a public request's single retry; `signal` (its deadline, its client) ends the wait.
    */
-  reserveExclusive(bytes: number, what: string, signal: AbortSignal): Promise<Reservation> {
+  reserveExclusive(bytes: number, what: string, signal: AbortSignal, partition: Partition = "full"): Promise<Reservation> {
     this.checkFits(bytes, what);
     signal.throwIfAborted();
-    if (this.line.length === 0 && this.used + bytes <= this.limitBytes) return Promise.resolve(this.take(bytes));
+    if (this.ahead(partition) === 0 && this.used + bytes <= this.limitBytes) return Promise.resolve(this.take(bytes));
+    const line = this.lines[partition];
     return new Promise<Reservation>((resolve, reject) => {
       const waiter: Waiter = {
         bytes,
@@ -117,14 +122,23 @@ export class WorkBudget {
         },
       };
       const onAbort = () => {
-        const i = this.line.indexOf(waiter);
-        if (i >= 0) this.line.splice(i, 1);
+        const i = line.indexOf(waiter);
+        if (i >= 0) line.splice(i, 1);
         reject(abortReason(signal));
         this.admitWaiting(); // the next in line may fit now
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      this.line.push(waiter);
+      line.push(waiter);
     });
+  }
+
+  /**
+   * Takes `bytes` the admission DO has already granted: the DO's limit replaces this one, so
+   * neither the allowance nor the exclusive line refuses or delays it. It still counts, so
+   * direct requests without a grant see the memory in use.
+   */
+  takeGranted(bytes: number): Reservation {
+    return this.take(bytes);
   }
 
   /** Called by the last owner of a reservation. */
@@ -133,10 +147,18 @@ export class WorkBudget {
     this.admitWaiting();
   }
 
+  /** Waiting retries a newcomer of `partition` may not overtake. */
+  private ahead(partition: Partition): number {
+    return partition === "tile" ? this.lines.tile.length : this.waiting;
+  }
+
   private admitWaiting(): void {
-    while (this.line.length > 0 && this.used + this.line[0].bytes <= this.limitBytes) {
-      const waiter = this.line.shift()!;
-      waiter.grant(this.take(waiter.bytes));
+    for (const line of [this.lines.tile, this.lines.full]) {
+      while (line.length > 0 && this.used + line[0].bytes <= this.limitBytes) {
+        const waiter = line.shift()!;
+        waiter.grant(this.take(waiter.bytes));
+      }
+      if (line.length > 0) return; // tiles first: no full is admitted past a waiting tile
     }
   }
 
@@ -158,8 +180,9 @@ const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
 
 /**
  * A public request's admission: try once; if the allowance is taken, wait for exclusive
- * admission and retry once, all under the request's own signal (deadline and client).
- * Direct low-level callers use `tryReserve` and stay fail-fast.
+ * admission and retry once, all under the request's own signal (deadline and client). Its
+ * partition follows from its bytes, by the admission DO's default threshold (a request with
+ * the DO's grant never comes here). Direct low-level callers use `tryReserve` and stay fail-fast.
  */
 export async function admitWork(
   budget: WorkBudget,
@@ -168,11 +191,12 @@ export async function admitWork(
   signal: AbortSignal,
   onRetry?: () => void,
 ): Promise<Reservation> {
+  const partition = classify(bytes, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES);
   try {
-    return budget.tryReserve(bytes, what);
+    return budget.tryReserve(bytes, what, partition);
   } catch (e) {
     if (!(e instanceof ResourceLimitError)) throw e;
     onRetry?.();
-    return budget.reserveExclusive(bytes, what, signal);
+    return budget.reserveExclusive(bytes, what, signal, partition);
   }
 }

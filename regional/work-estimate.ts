@@ -1,17 +1,21 @@
-// The work memory a render takes at its peak, computed from the header alone before any pixel
-// is fetched: the blocks it reads (stored and decoded) and the window they are copied into
-// (Cog.windowCost), plus the resized output and the encoder's input and output buffers.
-// It is what a public request reserves from the work budget, and a request whose estimate
-// exceeds the whole budget is refused (413) without doing anything.
+// The work memory a render takes at its peak: the one cost formula of both tiers (shared/cost.ts's
+// estimateRequest), fed with what the decoder knows once the header is open: the source's real
+// channel count and block layout. Computed before any pixel is fetched, it is what a request
+// reserves from the work budget, what it checks against the admission DO's grant, and what the
+// answer reports to the DO in ESTIMATE_HEADER.
 
+import { estimateRequest } from "../shared/cost";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
-import { chooseLevel } from "../shared/levels";
 
-/** Output bytes per pixel we account for: RGBA resize output plus the encoder's buffers. */
-const OUTPUT_BYTES_PER_PIXEL = 4 * 2;
+const RGB = 2;
+const BLACK_IS_ZERO = 1;
 
 export function renderCost(cog: Cog, req: ResolvedImageRequest): number {
-  const level = chooseLevel(cog.levels, req.region, req.width, req.height);
-  return cog.windowCost(level, req.region) + req.width * req.height * OUTPUT_BYTES_PER_PIXEL;
+  const full = cog.levels[0];
+  const photometric = full.image.getFileDirectory().getValue("PhotometricInterpretation");
+  // RGB and grey are read as stored (colour + alpha); every other model is converted to RGB.
+  const stored = photometric === RGB || photometric === BLACK_IS_ZERO;
+  const channels = stored ? Math.min(full.image.getSamplesPerPixel(), 4) : 3;
+  return estimateRequest({ levels: cog.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight }, req, channels);
 }

@@ -3,6 +3,7 @@
 // cached SourceInfo, an assumed channel count), the decoder feeds it the opened source's real
 // channels, and the DO counts the requests whose two verdicts differ.
 
+import { HttpError } from "./errors";
 import type { Rect, ResolvedImageRequest } from "./iiif/resolve";
 import { chooseLevel, windowAtLevel, type LevelSize } from "./levels";
 
@@ -10,6 +11,8 @@ export type Partition = "tile" | "full";
 
 /** DO → decoder → DO: the decoder's precise estimate, in bytes, on every image answer. */
 export const ESTIMATE_HEADER = "x-tessera-estimate";
+/** Decoder → DO, on a 503: the precise estimate exceeded the DO's grant; re-admit with this many bytes. */
+export const NEEDED_HEADER = "x-tessera-needed-bytes";
 /** Edge → DO: the edge's coarse verdict and estimate. */
 export const PARTITION_HEADER = "x-tessera-partition";
 
@@ -73,4 +76,15 @@ function alignedSpan(lo: number, hi: number, tile: number, size: number): number
 
 export function classify(estimateBytes: number, largeDecodeThresholdBytes: number): Partition {
   return estimateBytes >= largeDecodeThresholdBytes ? "full" : "tile";
+}
+
+/**
+ * The decoder's answer, before it reads any pixel, when its precise estimate exceeds what the
+ * admission DO granted (503 + NEEDED_HEADER): the DO re-admits once with `neededBytes`.
+ */
+export class GrantExceeded extends HttpError {
+  constructor(readonly neededBytes: number) {
+    super("overloaded", `this decode needs ${neededBytes} bytes, more than admission granted`, 1);
+    this.name = "GrantExceeded";
+  }
 }

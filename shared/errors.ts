@@ -1,4 +1,4 @@
-// One error table for the edge and the decoder (DESIGN.md "HTTP errors").
+// One error table for the edge and the decoder: each kind of failure has one HTTP status.
 // Everything thrown on purpose is an HttpError; anything else becomes a 502 at the edge
 // or a 500-free 502 at the decoder, never a stack trace on the wire.
 

@@ -31,8 +31,29 @@ export const DECODER = {
 /** Response header naming the snapshot an answer was made from. */
 export const VERSION_HEADER = "x-tessera-version";
 export const SIGNATURE_HEADER = "x-tessera-signature";
-/** Optional request header: this request's deadline in ms at the decoder (default 30 s there). */
+/**
+ * Optional signed request headers: the limits the admission DO granted this request, which
+ * replace the decoder's own defaults (its 30 s deadline, its work budget's refusal) instead of
+ * stacking on them. The deadline is what is left of the DO's REQUEST_TIMEOUT, in ms; the memory
+ * is the peak the DO admitted the decode with, in bytes.
+ */
 export const TIMEOUT_HEADER = "x-tessera-timeout-ms";
+export const GRANT_HEADER = "x-tessera-grant-bytes";
+
+/** The granted limits as sent: header values, or null when absent. */
+export interface SignedLimits {
+  timeoutMs: string | null;
+  grantBytes: string | null;
+}
+const NO_LIMITS: SignedLimits = { timeoutMs: null, grantBytes: null };
+
+/** The headers that carry `limits` (sign them with the same values). */
+export function limitHeaders(limits: SignedLimits): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (limits.timeoutMs !== null) headers[TIMEOUT_HEADER] = limits.timeoutMs;
+  if (limits.grantBytes !== null) headers[GRANT_HEADER] = limits.grantBytes;
+  return headers;
+}
 /** How long a signature stays valid; bounds replay of a captured request. */
 const SIGNATURE_TTL_MS = 60_000;
 
@@ -61,16 +82,23 @@ async function hmac(secret: string, message: string): Promise<string> {
   return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-const signedText = (method: string, pathAndQuery: string, expires: number) =>
-  `${method}\n${pathAndQuery}\n${expires}`;
+// The limits are signed as sent, absent ones as "-": a changed, added or removed value fails.
+const signedText = (method: string, pathAndQuery: string, expires: number, limits: SignedLimits) =>
+  `${method}\n${pathAndQuery}\n${expires}\n${limits.timeoutMs ?? "-"}\n${limits.grantBytes ?? "-"}`;
 
 /** The signature header value for a request from the edge (or DO) to a decoder. */
-export async function signRequest(secret: string, method: string, pathAndQuery: string, now = Date.now()) {
+export async function signRequest(
+  secret: string,
+  method: string,
+  pathAndQuery: string,
+  now = Date.now(),
+  limits: SignedLimits = NO_LIMITS,
+) {
   const expires = now + SIGNATURE_TTL_MS;
-  return `${expires}.${await hmac(secret, signedText(method, pathAndQuery, expires))}`;
+  return `${expires}.${await hmac(secret, signedText(method, pathAndQuery, expires, limits))}`;
 }
 
-/** Throws 401 unless the header is a current signature of this method and path. */
+/** Throws 401 unless the header is a current signature of this method, path and limits. */
 export async function verifyRequest(
   secret: string,
   method: string,
@@ -78,13 +106,14 @@ export async function verifyRequest(
   header: string | null,
   now = Date.now(),
   computeMac: Hmac = hmac,
+  limits: SignedLimits = NO_LIMITS,
 ): Promise<void> {
   const [expiresText, mac] = (header ?? "").split(".");
   const expires = Number(expiresText);
   if (!mac || !Number.isFinite(expires) || expires < now || expires > now + 2 * SIGNATURE_TTL_MS) {
     throw new HttpError("unauthorized", "missing or expired edge signature");
   }
-  const expected = await computeMac(secret, signedText(method, pathAndQuery, expires));
+  const expected = await computeMac(secret, signedText(method, pathAndQuery, expires, limits));
   if (!constantTimeEqual(mac, expected)) throw new HttpError("unauthorized", "bad edge signature");
 }
 

@@ -5,9 +5,9 @@
 // enforces, so a path that never ends (a hung pipe, a bug) still cannot keep its permits.
 
 import { DurableObject } from "cloudflare:workers";
-import { classify, ESTIMATE_HEADER, PARTITION_HEADER, type Partition } from "../../shared/cost";
+import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
-import { signRequest } from "../../shared/protocol";
+import { limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
 import { parseHeartbeat } from "../../shared/registration";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { DecoderRegistry, type Decoder } from "./decoders";
@@ -25,6 +25,10 @@ export interface Lease {
   grant: Grant;
   /** Aborts at the request deadline or when the client goes away. */
   signal: AbortSignal;
+  /** When REQUEST_TIMEOUT ends, epoch ms. */
+  deadlineAt: number;
+  /** Peak decode bytes the decoder may use: signed into the forwarded request. */
+  grantedBytes: number;
   /** Idempotent: frees the grant and clears the deadline. */
   release(): void;
 }
@@ -79,23 +83,40 @@ export class AdmissionDO extends DurableObject<Env> {
       }
       const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
       const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
-      const lease = await this.lease(partition, estimate, request.signal);
-      return await this.forward(url.pathname + url.search, lease);
+      return await this.admitAndForward(url.pathname + url.search, partition, estimate, request.signal);
     } catch (err) {
       return errorResponse(err);
     }
   }
 
+  /**
+   * Admits and forwards one decode. When the decoder's precise estimate exceeds what the edge's
+   * coarse one was granted, the decoder refuses before reading any pixel and the request is
+   * admitted once more, as the model says for the precise figure (it may then wait, be shed or
+   * be refused with 413), under the same REQUEST_TIMEOUT from arrival.
+   */
+  private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal) {
+    const arrivedAt = Date.now();
+    try {
+      return await this.forward(path, await this.lease(partition, estimate, client, arrivedAt));
+    } catch (err) {
+      if (!(err instanceof GrantExceeded)) throw err;
+      const precise = classify(err.neededBytes, this.config.admission.largeDecodeThresholdBytes);
+      if (precise !== partition) this.stats.disagreements++;
+      return await this.forward(path, await this.lease(precise, err.neededBytes, client, arrivedAt));
+    }
+  }
+
   /** Admits a request and leases what it was granted until `release` or the deadline alarm. */
-  async lease(partition: Partition, estimate: number, clientSignal: AbortSignal): Promise<Lease> {
-    const { requestTimeoutMs, queueTimeoutMs } = this.config.admission;
-    const deadlineAt = Date.now() + requestTimeoutMs;
+  async lease(partition: Partition, estimate: number, clientSignal: AbortSignal, arrivedAt = Date.now()): Promise<Lease> {
+    const { requestTimeoutMs, queueTimeoutMs, largeDecodeThresholdBytes } = this.config.admission;
+    const deadlineAt = arrivedAt + requestTimeoutMs;
     const deadline = new AbortController();
     // The seed's request timeout is wall-clock from arrival, the wait for a permit included.
     const timer = setTimeout(() => {
       this.stats.requestTimeouts++;
       deadline.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
-    }, requestTimeoutMs);
+    }, deadlineAt - Date.now());
     const signal = AbortSignal.any([deadline.signal, clientSignal]);
     this.resize();
     let grant: Grant;
@@ -115,7 +136,9 @@ export class AdmissionDO extends DurableObject<Env> {
     };
     this.leases.set(id, { deadline: deadlineAt, expire: () => release(true) });
     await this.scheduleAlarm(deadlineAt + LEASE_GRACE_MS);
-    return { grant, signal, release: () => release(false) };
+    // A full is granted its reservation; a tile anything its partition admits (below the threshold).
+    const grantedBytes = partition === "full" ? estimate : largeDecodeThresholdBytes - 1;
+    return { grant, signal, deadlineAt, grantedBytes, release: () => release(false) };
   }
 
   /** Reclaims every lease past its deadline and grace; re-arms for the next one. */
@@ -164,8 +187,14 @@ export class AdmissionDO extends DurableObject<Env> {
         decoder.fullsInFlight += fulls;
         let upstream: Response;
         try {
+          // The decoder runs under what was granted here, not under its own defaults.
+          const limits: SignedLimits = {
+            timeoutMs: String(Math.max(1, lease.deadlineAt - Date.now())),
+            grantBytes: String(lease.grantedBytes),
+          };
+          const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
           upstream = await fetch(decoder.url + path, {
-            headers: { "x-tessera-signature": await signRequest(this.config.decoderSecret, "GET", path) },
+            headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits) },
             signal: lease.signal,
           });
         } catch (err) {
@@ -182,6 +211,12 @@ export class AdmissionDO extends DurableObject<Env> {
           decoder.fullsInFlight -= fulls;
           lease.release();
         };
+        const needed = upstream.headers.get(NEEDED_HEADER);
+        if (needed !== null) {
+          await upstream.body?.cancel();
+          finish();
+          throw new GrantExceeded(Number(needed));
+        }
         this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));
         if (!upstream.body) {
           finish();

@@ -124,9 +124,11 @@ export class BlockReader {
     const missing: number[] = [];
     for (const index of indices) {
       const cached = this.cache.get(this.key(index));
+      const p = this.pending.get(index);
       if (cached) found.set(index, Promise.resolve(cached));
-      else if (this.pending.has(index)) {
-        const p = this.pending.get(index)!;
+      // A fetch every waiter has left is aborted but may not have settled yet: it would only
+      // fail this request, so the block is fetched anew.
+      else if (p && !p.fetch.controller.signal.aborted) {
         found.set(index, p.block);
         // Counted at once, before any await: the fetch must not be aborted under us.
         if (!joined.includes(p.fetch)) {
@@ -214,14 +216,7 @@ export class BlockReader {
   private range(tables: TileTables, index: number): { offset: number; count: number } {
     const offset = tables.offsets[index];
     const count = tables.counts[index];
-    const label = this.source.label;
-    if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(count) || offset < 0 || count < 0) {
-      throw malformed(label, `block ${index} has an invalid byte range`);
-    }
-    if (offset + count > this.source.size) throw malformed(label, `block ${index} lies past the end of the file`);
-    // No codec here makes a block bigger than twice its raw size plus headers.
-    const maxStored = 2 * this.blockBytes + 65536;
-    if (count > maxStored) throw malformed(label, `block ${index} stores ${count} bytes for ${this.blockBytes} decoded`);
+    checkStoredRange(this.source, "block", index, offset, count, this.blockBytes);
     return { offset, count };
   }
 
@@ -238,6 +233,17 @@ export class BlockReader {
   private key(index: number): string {
     return `${this.keyPrefix}/${index}`;
   }
+}
+
+/** Throws unless stored block `index` lies inside the file and is no larger than any codec makes it. */
+export function checkStoredRange(source: Source, noun: "block" | "strip", index: number, offset: number, count: number, decodedBytes: number): void {
+  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(count) || offset < 0 || count < 0) {
+    throw malformed(source.label, `${noun} ${index} has an invalid byte range`);
+  }
+  if (offset + count > source.size) throw malformed(source.label, `${noun} ${index} lies past the end of the file`);
+  // No codec here makes a block bigger than twice its raw size plus headers.
+  const maxStored = 2 * decodedBytes + 65536;
+  if (count > maxStored) throw malformed(source.label, `${noun} ${index} stores ${count} bytes for ${decodedBytes} decoded`);
 }
 
 interface Range {

@@ -56,13 +56,19 @@ export async function blockParameters(dir: ImageFileDirectory): Promise<BlockPar
   const bits = (await dir.loadValue("BitsPerSample")) as ArrayLike<number> | number | undefined;
   const bitsPerSample = bits === undefined ? [1] : typeof bits === "number" ? [bits] : Array.from(bits);
   const tables = (await dir.loadValue("JPEGTables")) as ArrayLike<number> | undefined;
+  const predictor = ((await dir.loadValue("Predictor")) as number) || 1;
+  // geotiff.js passes a block with an unknown Predictor through undone (wrong pixels); libtiff
+  // refuses it, and 3 (floating point) needs float samples, which are refused anyway.
+  if (predictor !== 1 && predictor !== 2) {
+    throw unsupported(`Predictor ${predictor} is not supported (1, none, or 2, horizontal differencing, for 8-bit integer samples)`);
+  }
   return {
     tileWidth: (await dir.loadValue(tiled ? "TileWidth" : "ImageWidth")) as number,
     tileHeight: tiled ? ((await dir.loadValue("TileLength")) as number) : Math.min(height, ((await dir.loadValue("RowsPerStrip")) as number) || height),
     planarConfiguration: ((await dir.loadValue("PlanarConfiguration")) as number) || 1,
     bitsPerSample,
     samplesPerPixel: ((await dir.loadValue("SamplesPerPixel")) as number) || 1,
-    predictor: ((await dir.loadValue("Predictor")) as number) || 1,
+    predictor,
     JPEGTables: tables === undefined ? undefined : Uint8Array.from(tables),
   };
 }

@@ -12,8 +12,8 @@ import type { Source } from "../source/source";
 import { untilAborted } from "../abort";
 import { WorkBudget, type Reservation } from "../work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
-import { BlockReader } from "./block-reader";
-import { blockParameters, COMPRESSION, registerCodecs } from "./codecs";
+import { BlockReader, checkStoredRange } from "./block-reader";
+import { blockBytes, blockParameters, COMPRESSION, registerCodecs } from "./codecs";
 import { GeoTiffSource } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "../../shared/levels";
 import { compactWindow, type PixelView, type Pixels } from "./pixels";
@@ -37,6 +37,8 @@ export interface CogOptions {
   budget?: WorkBudget;
   /** Header blocks (64 KiB) kept per snapshot; > 0 also prefetches the tile tables in the background. */
   prefetchRing?: number;
+  /** Bound on each shared header or tile-table read (default 10 s); then 504. */
+  sharedWorkTimeoutMs?: number;
 }
 
 /** TIFF PhotometricInterpretation values we decode. */
@@ -71,7 +73,10 @@ export class Cog {
   static async open(source: Source, options: CogOptions = {}, signal?: AbortSignal): Promise<Cog> {
     await registerCodecs();
     const ring = options.prefetchRing ?? 8;
-    const adapter = new GeoTiffSource(source, { maxBlocks: Math.max(1, ring) });
+    const adapter = new GeoTiffSource(source, {
+      maxBlocks: Math.max(1, ring),
+      sharedReadTimeoutMs: options.sharedWorkTimeoutMs,
+    });
     let tiff: GeoTIFF;
     let images: GeoTIFFImage[];
     try {
@@ -93,14 +98,25 @@ export class Cog {
       }) as CogLevel)
       .sort((a, b) => b.width - a.width || b.height - a.height);
     if (levels.length === 0) throw malformed(source.label, "no image");
+    // The first image IFD is the full resolution; an "overview" larger than it would become
+    // the image everybody is served.
+    const full = images.find((image) => levels.some((l) => l.image === image))!;
     for (const level of levels) {
       checkGeometry(level, source.label);
       checkSamples(level.image);
+      if (level.image !== full && (level.width > full.getWidth() || level.height > full.getHeight())) {
+        throw malformed(source.label, `overview ${images.indexOf(level.image)} (${level.width}x${level.height}) is larger than the full-resolution image (${full.getWidth()}x${full.getHeight()})`);
+      }
     }
     const cache = options.cache ?? new DecodedBlockCache();
     const identity = snapshotIdentity(source);
     try {
-      await Promise.all(levels.map(async (level, i) => (level.blocks = await blockReaderFor(source, `${identity}/${i}`, level, cache))));
+      await Promise.all(
+        levels.map(async (level, i) => {
+          level.blocks = await blockReaderFor(source, `${identity}/${i}`, level, cache);
+          if (!level.blocks) await checkRasterRanges(source, level);
+        }),
+      );
     } catch (e) {
       throw asHttpError(e, source);
     }
@@ -258,6 +274,24 @@ async function blockReaderFor(source: Source, keyPrefix: string, level: CogLevel
   if (params.samplesPerPixel < channels) return undefined;
   const decoder = await getDecoder(compression, params as never);
   return new BlockReader(source, keyPrefix, { width: level.width, height: level.height, tileWidth: level.tileWidth, tileHeight: level.tileHeight, params, compression, channels }, dir, decoder, cache);
+}
+
+/**
+ * Checks every stored block's byte range of a level read through geotiff.js's readRasters
+ * (strips, or tiles of other layouts), which trusts them: a byte count past the end of the
+ * object would otherwise be fetched, or decoded short, as if it were data.
+ */
+async function checkRasterRanges(source: Source, level: CogLevel): Promise<void> {
+  const dir = level.image.getFileDirectory();
+  const tiled = dir.hasTag("TileWidth");
+  const noun = tiled ? "block" : "strip";
+  const offsets = (await dir.loadValue(tiled ? "TileOffsets" : "StripOffsets")) as ArrayLike<number | bigint> | undefined;
+  const counts = (await dir.loadValue(tiled ? "TileByteCounts" : "StripByteCounts")) as ArrayLike<number | bigint> | undefined;
+  if (!offsets || !counts || offsets.length !== counts.length) {
+    throw malformed(source.label, `${offsets?.length ?? 0} ${noun} offsets and ${counts?.length ?? 0} byte counts`);
+  }
+  const decoded = blockBytes(await blockParameters(dir));
+  for (let i = 0; i < offsets.length; i++) checkStoredRange(source, noun, i, Number(offsets[i]), Number(counts[i]), decoded);
 }
 
 /** Rejects what the 8-bit pipeline cannot serve, naming the reason (501). */

@@ -11,6 +11,7 @@
 // - Tile reads (readRasters) carry the caller's signal and go straight to the Source as exact
 //   ranges; Cog always passes a signal, so pixel data never crowds headers out of the cache.
 
+import { DEFAULT_SHARED_WORK_TIMEOUT_MS, withSharedDeadline } from "../abort";
 import type { Source } from "../source/source";
 
 export interface BlockCacheOptions {
@@ -18,6 +19,8 @@ export interface BlockCacheOptions {
   blockSize?: number;
   /** How many blocks one snapshot keeps. */
   maxBlocks?: number;
+  /** Bound on each shared header read, which no request's signal may cancel. */
+  sharedReadTimeoutMs?: number;
 }
 
 interface Slice {
@@ -31,6 +34,7 @@ const DEFAULT_MAX_BLOCKS = 8;
 export class GeoTiffSource {
   private readonly blockSize: number;
   private readonly maxBlocks: number;
+  private readonly sharedReadTimeoutMs: number;
   /** Block index → pending or finished block bytes; Map order is the LRU order. */
   private readonly blocks = new Map<number, Promise<Uint8Array>>();
 
@@ -40,6 +44,7 @@ export class GeoTiffSource {
   ) {
     this.blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE;
     this.maxBlocks = options.maxBlocks ?? DEFAULT_MAX_BLOCKS;
+    this.sharedReadTimeoutMs = options.sharedReadTimeoutMs ?? DEFAULT_SHARED_WORK_TIMEOUT_MS;
   }
 
   get fileSize(): number {
@@ -59,7 +64,7 @@ export class GeoTiffSource {
   async read(offset: number, length: number): Promise<Uint8Array> {
     const end = Math.min(offset + length, this.source.size);
     if (offset < 0 || end <= offset) return new Uint8Array(0);
-    if (end - offset > this.blockSize) return this.source.read(offset, end - offset);
+    if (end - offset > this.blockSize) return this.sharedRead(offset, end - offset);
     return this.fromBlocks(offset, end);
   }
 
@@ -86,6 +91,17 @@ export class GeoTiffSource {
     return out;
   }
 
+  /**
+   * A header read shared by every request of the snapshot: its waiters give up after its own
+   * deadline and the block is dropped, so the next request reads again. The read itself goes
+   * without a signal (that is what marks it a header read); the store client's own timeouts end it.
+   */
+  private sharedRead(offset: number, length: number): Promise<Uint8Array> {
+    return withSharedDeadline(this.sharedReadTimeoutMs, `reading the header of ${this.source.label}`, () =>
+      this.source.read(offset, length),
+    );
+  }
+
   private block(index: number): Promise<Uint8Array> {
     const cached = this.blocks.get(index);
     if (cached) {
@@ -95,7 +111,7 @@ export class GeoTiffSource {
     }
     const start = index * this.blockSize;
     const length = Math.min(this.blockSize, this.source.size - start);
-    const pending = this.source.read(start, length);
+    const pending = this.sharedRead(start, length);
     this.blocks.set(index, pending);
     pending.catch(() => {
       if (this.blocks.get(index) === pending) this.blocks.delete(index);

@@ -19,24 +19,34 @@ export function mergeJpegTables(tile: Uint8Array, tables: Uint8Array | undefined
   return out;
 }
 
-/** Frame size of a JPEG stream from its SOF marker (undefined when there is none). */
+/**
+ * Frame size of a JPEG stream (undefined when it has none), found as libjpeg's marker reader
+ * finds it, because TurboJPEG allocates what that frame says: bytes before an 0xFF are skipped,
+ * as are 0xFF fill bytes and stuffed 0xFF00 pairs; RSTn and TEM carry no length; the first SOF
+ * is the frame. Any other reading lets a tile show this check one frame and the decoder another.
+ */
 export function jpegFrame(bytes: Uint8Array): { width: number; height: number; components: number } | undefined {
+  if (!startsWithSoi(bytes)) return undefined;
   let i = 2;
-  while (i + 4 <= bytes.length) {
-    if (bytes[i] !== 0xff) return undefined;
-    const marker = bytes[i + 1];
-    if (marker === 0xff) {
-      i++; // fill byte
-      continue;
+  for (;;) {
+    while (i < bytes.length && bytes[i] !== 0xff) i++;
+    while (i < bytes.length && bytes[i] === 0xff) i++;
+    if (i >= bytes.length) return undefined;
+    const marker = bytes[i++];
+    if (marker === 0x00 || marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) continue;
+    if (isFrameHeader(marker)) {
+      // Length (2), precision (1), height (2), width (2), components (1).
+      if (i + 8 > bytes.length) return undefined;
+      return { height: (bytes[i + 3] << 8) | bytes[i + 4], width: (bytes[i + 5] << 8) | bytes[i + 6], components: bytes[i + 7] };
     }
-    const length = (bytes[i + 2] << 8) | bytes[i + 3];
-    // SOF0..SOF15, except DHT (C4), JPG (C8) and DAC (CC).
-    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
-      if (i + 10 > bytes.length) return undefined;
-      return { height: (bytes[i + 5] << 8) | bytes[i + 6], width: (bytes[i + 7] << 8) | bytes[i + 8], components: bytes[i + 9] };
-    }
-    if (marker === 0xda) return undefined; // scan data before any frame header
-    i += 2 + length;
+    // Scan data or the end before a frame, a second SOI, or a marker libjpeg refuses.
+    if (!hasLength(marker) || i + 2 > bytes.length) return undefined;
+    i += Math.max(2, (bytes[i] << 8) | bytes[i + 1]);
   }
-  return undefined;
 }
+
+/** SOF0..SOF15, except DHT (C4), JPG (C8) and DAC (CC). */
+const isFrameHeader = (m: number) => m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc;
+
+/** Segments libjpeg reads or skips by their length before the frame: DHT, DAC, DQT, DRI, APPn, COM. */
+const hasLength = (m: number) => m === 0xc4 || m === 0xcc || m === 0xdb || m === 0xdd || (m >= 0xe0 && m <= 0xef) || m === 0xfe;

@@ -2,8 +2,9 @@
 // work"). geotiff.js follows next-IFD offsets without a visited set (an IFD loop never ends)
 // and allocates a typed array of every tag's declared count (a count of 2^32 is an instant
 // OOM). This walk reads only the header and the IFD entry tables, through the same cached
-// header reads geotiff then reuses, and rejects loops, absurd counts and offsets past the end
-// before anything larger than an IFD table is fetched or allocated.
+// header reads geotiff then reuses, and rejects loops, absurd counts, offsets past the end and
+// duplicate tags (geotiff.js keeps the last of two, libtiff the first: the file has no one
+// meaning) before anything larger than an IFD table is fetched or allocated.
 
 import { HttpError } from "../../shared/errors";
 
@@ -13,6 +14,11 @@ export const MAX_IFDS = 256;
 export const MAX_IFD_ENTRIES = 1024;
 /** Bytes of one tag's value (tile tables of a 1M-tile level are 8 MiB). */
 export const MAX_TAG_BYTES = 32 * 1024 * 1024;
+/** Bytes of all tags' values in the whole file: many tags, each under the cap above, add up. */
+export const MAX_TOTAL_TAG_BYTES = 64 * 1024 * 1024;
+/** Bytes of JPEGTables (tag 347): real tables (4 quantization, 4 Huffman) take under 2 KiB. */
+export const MAX_JPEG_TABLES_BYTES = 64 * 1024;
+const JPEG_TABLES = 347;
 
 /** TIFF field type → bytes per value (1 BYTE … 18 IFD8). */
 const TYPE_SIZE: Record<number, number> = {
@@ -40,6 +46,7 @@ export async function checkTiffStructure(read: ReadBytes, fileSize: number, labe
   const offsetAt = (v: DataView, at: number) => (big ? safe(v.getBigUint64(at, le), label) : v.getUint32(at, le));
 
   const seen = new Set<number>();
+  let totalTagBytes = 0;
   let next = offsetAt(head, big ? 8 : 4);
   while (next !== 0) {
     if (seen.has(next)) throw malformed(label, `IFD chain loops back to offset ${next}`);
@@ -51,15 +58,21 @@ export async function checkTiffStructure(read: ReadBytes, fileSize: number, labe
     const tableBytes = count * entrySize + (big ? 8 : 4);
     if (next + countSize + tableBytes > fileSize) throw malformed(label, `IFD at ${next} runs past the end of the file`);
     const table = view(await read(next + countSize, tableBytes));
+    const tags = new Set<number>();
     for (let i = 0; i < count; i++) {
       const at = i * entrySize;
       const tag = table.getUint16(at, le);
+      if (tags.has(tag)) throw malformed(label, `tag ${tag} appears twice in the IFD at ${next}`);
+      tags.add(tag);
       const type = table.getUint16(at + 2, le);
       const size = TYPE_SIZE[type];
       if (size === undefined) continue; // unknown types are skipped by readers, as the spec says
       const n = big ? safe(table.getBigUint64(at + 4, le), label) : table.getUint32(at + 4, le);
       const bytes = n * size;
       if (bytes > MAX_TAG_BYTES) throw malformed(label, `tag ${tag} declares ${n} values (${bytes} bytes)`);
+      if (tag === JPEG_TABLES && bytes > MAX_JPEG_TABLES_BYTES) throw malformed(label, `JPEGTables of ${bytes} bytes exceeds ${MAX_JPEG_TABLES_BYTES}`);
+      totalTagBytes += bytes;
+      if (totalTagBytes > MAX_TOTAL_TAG_BYTES) throw malformed(label, `tag data of the file totals more than ${MAX_TOTAL_TAG_BYTES} bytes`);
       if (bytes > inlineBytes) {
         const valueOffset = offsetAt(table, at + (big ? 12 : 8));
         if (valueOffset + bytes > fileSize) throw malformed(label, `tag ${tag}'s values lie past the end of the file`);

@@ -3,13 +3,33 @@ import type { Source } from "./source";
 
 const CHUNK_BYTES = 1 << 20;
 
-/** Yields the whole snapshot in order, then closes the source (also when the reader stops early). */
-export async function* sourceChunks(source: Source, signal: AbortSignal): AsyncGenerator<Uint8Array> {
-  try {
-    for (let offset = 0; offset < source.size; offset += CHUNK_BYTES) {
-      yield await source.read(offset, Math.min(CHUNK_BYTES, source.size - offset), signal);
-    }
-  } finally {
+/**
+ * Yields the whole snapshot in order, then closes the source. Not an async generator: return()
+ * on a generator that never started skips its finally, and a reader that is gone before the
+ * first chunk (or stops early) must close the source all the same.
+ */
+export function sourceChunks(source: Source, signal: AbortSignal): AsyncIterableIterator<Uint8Array> {
+  let offset = 0;
+  const finish = async (): Promise<IteratorResult<Uint8Array>> => {
     await source.close();
-  }
+    return { done: true, value: undefined };
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      if (offset >= source.size) return finish();
+      const length = Math.min(CHUNK_BYTES, source.size - offset);
+      try {
+        const value = await source.read(offset, length, signal);
+        offset += length;
+        return { done: false, value };
+      } catch (e) {
+        await source.close();
+        throw e;
+      }
+    },
+    return: finish,
+  };
 }

@@ -1,6 +1,6 @@
-// S3 sources (DESIGN.md "Sources and snapshots", policy RequireValidator): open() pins the
-// object's current VersionId (or, in an unversioned bucket, its strong ETag), and every read is
-// a ranged GET of exactly that snapshot, so a tile can never mix bytes of two versions.
+// S3 sources: open() pins the object's current VersionId (or, in an unversioned bucket and for
+// the "null" version, its strong ETag), and every read is a ranged GET of exactly that
+// snapshot, so a tile can never mix bytes of two versions.
 import {
   GetObjectCommand,
   HeadObjectCommand,
@@ -43,6 +43,9 @@ function storeFailure(what: string, label: string, e: unknown): HttpError {
 // S3 VersionIds never contain '"', ETags always start with it (or W/): that tells the two kinds
 // of pinned version apart when a version comes back in a URL.
 const isEtag = (version: string) => version.startsWith('"') || version.startsWith("W/");
+
+/** The VersionId S3 gives an object written while versioning was off or suspended. */
+const NULL_VERSION = "null";
 
 export class S3SourceCatalog implements SourceCatalog {
   readonly description: string;
@@ -90,9 +93,11 @@ export class S3SourceCatalog implements SourceCatalog {
     }
     const etag = head.ETag;
     // A versioned bucket returns the VersionId; an unversioned one returns none, and then the
-    // strong ETag plus If-Match is the only way to detect a replaced object.
+    // strong ETag plus If-Match is the only way to detect a replaced object. So does the "null"
+    // version (written while versioning was off or suspended), which is overwritten in place.
     const versionId = head.VersionId;
-    if (!versionId && (!etag || etag.startsWith("W/"))) {
+    const overwritable = !versionId || versionId === NULL_VERSION;
+    if (overwritable && (!etag || etag.startsWith("W/"))) {
       throw badGateway(`${label} has neither a VersionId nor a strong ETag; cannot pin it`);
     }
     return new S3Source(client, bucket, key, label, size, versionId, etag);
@@ -111,7 +116,9 @@ class S3Source implements Source {
     private readonly versionId: string | undefined,
     private readonly etag: string | undefined,
   ) {
-    this.version = versionId ?? etag!;
+    // The "null" version is read by that name (it stays readable once a newer version exists)
+    // but known by its ETag: an in-place overwrite must not share cache keys with the old bytes.
+    this.version = versionId && versionId !== NULL_VERSION ? versionId : etag!;
   }
 
   async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
@@ -128,9 +135,7 @@ class S3Source implements Source {
       VersionId: this.versionId,
       Range: `bytes=${offset}-${offset + length - 1}`,
     };
-    // The "null" VersionId (object written while versioning was off or suspended) can be
-    // overwritten in place, so it needs the ETag check as well.
-    if (!this.versionId || this.versionId === "null") input.IfMatch = this.etag;
+    if (this.version === this.etag) input.IfMatch = this.etag;
     let out;
     try {
       out = await this.client.send(new GetObjectCommand(input), { abortSignal: signal });
@@ -141,15 +146,25 @@ class S3Source implements Source {
       }
       throw storeFailure("GetObject", this.label, e);
     }
-    if (this.versionId && out.VersionId && out.VersionId !== this.versionId) {
-      const sent = out.VersionId;
-      throw badGateway(`source changed: ${this.label} sent version ${sent}, not ${this.versionId}`);
+    const body = out.Body as Body | undefined;
+    const refusal = this.refusal(out.VersionId, out.ContentRange, offset, length);
+    if (refusal) {
+      body?.destroy?.(); // else it holds its connection, and the store its transfer, until GC
+      throw refusal;
+    }
+    return readFully(body, length, this.label, signal);
+  }
+
+  /** Why an answer is not the pinned snapshot's bytes offset..offset+length, if it is not. */
+  private refusal(sentVersion: string | undefined, sentRange: string | undefined, offset: number, length: number): HttpError | undefined {
+    if (this.versionId && sentVersion && sentVersion !== this.versionId) {
+      return badGateway(`source changed: ${this.label} sent version ${sentVersion}, not ${this.versionId}`);
     }
     const want = `bytes ${offset}-${offset + length - 1}/${this.size}`;
-    if (out.ContentRange !== undefined && out.ContentRange !== want) {
-      throw badGateway(`source changed: ${this.label} sent ${out.ContentRange}, not ${want}`);
+    if (sentRange !== undefined && sentRange !== want) {
+      return badGateway(`source changed: ${this.label} sent ${sentRange}, not ${want}`);
     }
-    return readFully(out.Body as Body | undefined, length, this.label, signal);
+    return undefined;
   }
 
   async close(): Promise<void> {

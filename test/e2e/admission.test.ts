@@ -83,17 +83,22 @@ describe("admission across registered decoders", () => {
     const before = await edge("tessera_admission_classifier_disagreement_total");
     expect((await get("/iiif/3/rgb/full/700,/0/default.jpg")).status).toBe(200);
     expect(await edge("tessera_admission_classifier_disagreement_total")).toBe(before);
-    expect((await get("/iiif/3/rgba/full/700,/0/default.jpg")).status).toBe(200);
+    // The decoder refuses the tile grant before reading a pixel; the DO re-admits it as the
+    // full it is, and 11.92 MB can never fit the 7.5 MB full_mem.
+    const tooLarge = await edge("tessera_decode_memory_too_large_total");
+    expect((await get("/iiif/3/rgba/full/700,/0/default.jpg")).status).toBe(413);
     expect(await edge("tessera_admission_classifier_disagreement_total")).toBe(before + 1);
+    expect(await edge("tessera_decode_memory_too_large_total")).toBe(tooLarge + 1);
   });
 
   it("answers 413 for a decode that can never fit the full budget, without Retry-After", async () => {
     // full/max: (2 × 1M read + 1M scaled + 1M encoded) px × 3 = 12 MB > 7.5 MB.
+    const tooLarge = await edge("tessera_decode_memory_too_large_total");
     const res = await get("/iiif/3/rgb/full/max/0/default.jpg");
     expect(res.status).toBe(413);
     expect(res.headers.get("retry-after")).toBeNull();
     expect(res.headers.get("cache-control")).toBe("no-store"); // the budget may grow
-    expect(await edge("tessera_decode_memory_too_large_total")).toBe(1);
+    expect(await edge("tessera_decode_memory_too_large_total")).toBe(tooLarge + 1);
   });
 
   it("drops a decoder that stops heartbeating from the sums, and takes it back when it returns", async () => {

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
+  PutBucketVersioningCommand,
   PutObjectCommand,
   type S3Client,
 } from "@aws-sdk/client-s3";
@@ -15,6 +16,8 @@ import {
   startLocalS3,
   type LocalS3,
 } from "../../infra/local/s3.js";
+import { DecodedBlockCache } from "../../regional/cog/block-cache.js";
+import { Cog } from "../../regional/cog/cog.js";
 import { S3SourceCatalog } from "../../regional/source/s3.js";
 import { HttpError } from "../../shared/errors.js";
 
@@ -155,5 +158,40 @@ describe("S3 source on a versioned bucket", () => {
     const fresh = await cat.open("p", undefined);
     expect(fresh.version).toBe(put2.ETag);
     expect(Buffer.from(await fresh.read(100, 100))).toEqual(V2.subarray(100, 200));
+  });
+});
+
+describe("S3 source on a bucket with versioning suspended", () => {
+  it("pins a \"null\" version by its strong ETag: an overwrite in place never meets the old identity or its blocks", async () => {
+    const bucket = `${BUCKET}-suspended`;
+    await ensureVersionedBucket(client, bucket);
+    await client.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: "Suspended" } }));
+    const cat = new S3SourceCatalog({ client, bucket, prefix: "" });
+    const cache = new DecodedBlockCache();
+    const first = { x: 0, y: 0, w: 256, h: 256 };
+
+    // RGW names the version "null" when asked for it by that name (AWS S3 also unasked).
+    const put1 = await client.send(new PutObjectCommand({ Bucket: bucket, Key: "s.tif", Body: V1 }));
+    const pinned = await cat.open("s", "null");
+    expect(pinned.version).toBe(put1.ETag);
+    expect((await cat.open("s", undefined)).version).toBe(put1.ETag);
+    const old = await Cog.open(pinned, { cache, prefetchRing: 0 });
+    await old.readWindow(0, first);
+
+    // Suspended versioning overwrites the "null" version in place.
+    const put2 = await client.send(new PutObjectCommand({ Bucket: bucket, Key: "s.tif", Body: V2 }));
+    expect(put2.ETag).not.toBe(put1.ETag);
+    const fresh = await cat.open("s", "null");
+    expect(fresh.version).toBe(put2.ETag);
+    const now = await Cog.open(fresh, { cache, prefetchRing: 0 });
+    const decoded = cache.decoded;
+    await now.readWindow(0, first);
+    expect(cache.decoded).toBe(decoded + 1); // decoded from the new bytes, not the old block
+
+    // The old snapshot fails cleanly for what it has not cached, and by its identity.
+    await expectHttpError(old.readWindow(0, { x: 512, y: 512, w: 256, h: 256 }), 502, /source changed/);
+    await expectHttpError(pinned.read(0, 16), 502, /source changed/);
+    await expectHttpError(cat.open("s", put1.ETag), 404, /no version/);
+    await Promise.all([old.close(), now.close()]);
   });
 });

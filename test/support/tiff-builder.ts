@@ -1,6 +1,7 @@
 // Builds small classic (little-endian) tiled TIFFs byte by byte, so tests can make files that
 // lie: wrong counts, offsets past the end, IFD loops, tiles that inflate beyond their shape.
-// Layout: 8-byte header, tile payloads, out-of-line tag values, then the IFD.
+// Layout: 8-byte header, tile payloads, out-of-line tag values, then the IFD (then the
+// overview's tiles, values and IFD, when there is one).
 
 export interface Tag {
   tag: number;
@@ -9,6 +10,8 @@ export interface Tag {
   values: number[];
   /** A declared count other than values.length (to lie). */
   count?: number;
+  /** A value offset other than where the values are written (to lie; out-of-line tags only). */
+  offset?: number;
 }
 
 export interface TiffSpec {
@@ -25,14 +28,35 @@ export interface TiffSpec {
   edit?: (tags: Map<number, Tag>, layout: { fileEnd: number; tileOffsets: number[] }) => void;
   /** The next-IFD pointer: "self" loops back to this IFD. */
   nextIfd?: "self" | number;
+  /** Entries written beside the ones above even when their tag is already there (duplicates). */
+  duplicates?: Tag[];
+  /** A second image (an overview) whose IFD follows this one's in the chain. */
+  overview?: TiffSpec;
 }
 
 const TYPE_SIZE = { 3: 2, 4: 4, 7: 1 } as const;
 
 export function buildTiff(spec: TiffSpec): Uint8Array {
+  const first = buildImage(spec, 8);
+  const second = spec.overview && buildImage(spec.overview, 8 + first.bytes.length);
+  const out = new Uint8Array(8 + first.bytes.length + (second?.bytes.length ?? 0));
+  const v = new DataView(out.buffer);
+  out.set([0x49, 0x49], 0);
+  v.setUint16(2, 42, true);
+  v.setUint32(4, first.ifdAt, true);
+  out.set(first.bytes, 8);
+  if (second) {
+    out.set(second.bytes, 8 + first.bytes.length);
+    v.setUint32(first.nextIfdAt, second.ifdAt, true);
+  }
+  return out;
+}
+
+/** One image's tiles, values and IFD, laid out to start at file offset `base`. */
+function buildImage(spec: TiffSpec, base: number): { bytes: Uint8Array; ifdAt: number; nextIfdAt: number } {
   const samples = spec.samples ?? 3;
   const tileOffsets: number[] = [];
-  let at = 8;
+  let at = base;
   for (const t of spec.tiles) {
     tileOffsets.push(at);
     at += t.length;
@@ -53,22 +77,20 @@ export function buildTiff(spec: TiffSpec): Uint8Array {
   for (const t of spec.extraTags ?? []) tags.set(t.tag, t);
 
   // Out-of-line values go after the tiles; the IFD after them. Sizes first, then offsets.
-  const sorted = () => [...tags.values()].sort((a, b) => a.tag - b.tag);
+  const sorted = () => [...tags.values(), ...(spec.duplicates ?? [])].sort((a, b) => a.tag - b.tag);
   const outOfLine = (t: Tag) => t.values.length * TYPE_SIZE[t.type] > 4;
   const valuesBytes = sorted().filter(outOfLine).reduce((n, t) => n + t.values.length * TYPE_SIZE[t.type], 0);
   const ifdOffset = at + valuesBytes + (valuesBytes % 2);
-  const fileEnd = ifdOffset + 2 + 12 * tags.size + 4;
+  const fileEnd = ifdOffset + 2 + 12 * sorted().length + 4;
   spec.edit?.(tags, { fileEnd, tileOffsets });
 
   const entries = sorted();
   const ifdSize = 2 + 12 * entries.length + 4;
   const valueBytes = entries.filter(outOfLine).reduce((n, t) => n + t.values.length * TYPE_SIZE[t.type], 0);
   const ifdAt = at + valueBytes + (valueBytes % 2);
+  // `out` holds the file from offset 0 so offsets are absolute; the caller takes from `base`.
   const out = new Uint8Array(ifdAt + ifdSize);
   const v = new DataView(out.buffer);
-  out.set([0x49, 0x49], 0);
-  v.setUint16(2, 42, true);
-  v.setUint32(4, ifdAt, true);
   spec.tiles.forEach((t, i) => out.set(t, tileOffsets[i]));
   const write = (pos: number, t: Tag) => {
     t.values.forEach((x, i) => {
@@ -85,12 +107,12 @@ export function buildTiff(spec: TiffSpec): Uint8Array {
     v.setUint16(e + 2, t.type, true);
     v.setUint32(e + 4, t.count ?? t.values.length, true);
     if (outOfLine(t)) {
-      v.setUint32(e + 8, valuesAt, true);
+      v.setUint32(e + 8, t.offset ?? valuesAt, true);
       write(valuesAt, t);
       valuesAt += t.values.length * TYPE_SIZE[t.type];
     } else write(e + 8, t);
   });
   const next = spec.nextIfd === "self" ? ifdAt : (spec.nextIfd ?? 0);
   v.setUint32(ifdAt + 2 + 12 * entries.length, next, true);
-  return out;
+  return { bytes: out.subarray(base), ifdAt, nextIfdAt: ifdAt + 2 + 12 * entries.length };
 }

@@ -9,6 +9,7 @@ import path from "node:path";
 import { deflateSync } from "node:zlib";
 import { fromFile } from "geotiff";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jpegFrame } from "../../regional/cog/jpeg-tables";
 import { LocalCatalog } from "../../regional/source/local";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { buildTiff, type Tag } from "../support/tiff-builder";
@@ -145,6 +146,75 @@ describe("malformed TIFFs", () => {
       status: 502,
       message: /block 0 decodes to 192 bytes, not the declared 768/,
     },
+    {
+      name: "duplicate tags in one IFD",
+      make: () =>
+        buildTiff({
+          width: 16, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16)],
+          duplicates: [{ tag: 256, type: 4, values: [1 << 20] }],
+        }),
+      status: 502,
+      message: /tag 256 appears twice in the IFD at \d+/,
+    },
+    {
+      name: "unknown Predictor value",
+      make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16)], extraTags: [{ tag: 317, type: 3, values: [7] }] }),
+      status: 501,
+      message: /Predictor 7 is not supported/,
+    },
+    {
+      name: "floating-point Predictor on 8-bit integer samples",
+      make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16)], extraTags: [{ tag: 317, type: 3, values: [3] }] }),
+      status: 501,
+      message: /Predictor 3 is not supported/,
+    },
+    {
+      name: "overview larger than the full-resolution image",
+      make: () =>
+        buildTiff({
+          width: 16, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16)],
+          overview: { width: 64, height: 64, tileWidth: 16, tileHeight: 16, tiles: Array.from({ length: 16 }, () => rgbTile(16, 16)) },
+        }),
+      status: 502,
+      message: /overview 1 \(64x64\) is larger than the full-resolution image \(16x16\)/,
+    },
+    {
+      name: "strip byte counts past the end of the object",
+      make: () =>
+        buildTiff({
+          width: 16, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16)],
+          edit: (tags, { tileOffsets }) => {
+            for (const tag of [322, 323, 324, 325]) tags.delete(tag);
+            tags.set(273, { tag: 273, type: 4, values: tileOffsets });
+            tags.set(278, { tag: 278, type: 4, values: [16] });
+            tags.set(279, { tag: 279, type: 4, values: [1 << 30] });
+          },
+        }),
+      status: 502,
+      message: /strip 0 lies past the end of the file/,
+    },
+    {
+      name: "external tag data over the total cap (each tag under its own)",
+      make: () =>
+        buildTiff({
+          width: 16, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16), new Uint8Array(24 << 20)],
+          // Three private tags of 24 MiB each, all over the same bytes of the file.
+          extraTags: [65000, 65001, 65002].map((tag) => ({ tag, type: 7, values: [0, 0, 0, 0, 0], count: 24 << 20, offset: 8 })),
+          edit: (tags) => (tags.get(325)!.values = [768]),
+        }),
+      status: 502,
+      message: /tag data of the file totals more than 67108864 bytes/,
+    },
+    {
+      name: "oversized JPEGTables",
+      make: () =>
+        buildTiff({
+          width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression: 7, photometric: 6, tiles: [new Uint8Array(100_000)],
+          extraTags: [{ tag: 347, type: 7, values: [0, 0, 0, 0, 0], count: 100_000, offset: 8 }],
+        }),
+      status: 502,
+      message: /JPEGTables of 100000 bytes exceeds 65536/,
+    },
   ];
 
   for (const c of cases) {
@@ -183,6 +253,37 @@ describe("malformed TIFFs", () => {
       }
     });
   }
+});
+
+describe("JPEG tiles whose markers hide a decoy frame header", () => {
+  // A segment libjpeg skips (COM, at 6) hides a 16² frame header (at 14) from it; a parser
+  // that reads a length after a parameterless marker (RST0) or stuffed bytes (FF 00) at 2
+  // jumps straight onto the decoy. libjpeg reads the tile's real 256² frame after the COM.
+  const decoySof = [0xff, 0xc0, 0x00, 0x11, 0x08, 0x00, 0x10, 0x00, 0x10, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01];
+  const hide = (marker: number, tile: Uint8Array) =>
+    Uint8Array.from([0xff, 0xd8, 0xff, marker, 0x00, 0x0a, 0xff, 0xfe, 0x00, 14 + decoySof.length - 8, 0, 0, 0, 0, ...decoySof, ...tile.subarray(2)]);
+
+  for (const [what, marker] of [["a restart marker", 0xd0], ["stuffed bytes", 0x00]] as const) {
+    it(`${what} before the decoy: the real 256² frame is read and refused (502)`, async () => {
+      const { tile, tables, compression, photometric } = await gdalTile("JPEG", ["-co", "PHOTOMETRIC=YCBCR"]);
+      expect(jpegFrame(hide(marker, tile))).toEqual({ width: 256, height: 256, components: 3 });
+      const id = `decoy-${marker}`;
+      await write(id, buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression, photometric, tiles: [hide(marker, tile)], extraTags: [{ tag: 347, type: 7, values: tables! }] }));
+      // The whole tile (passed through as stored) and a crop (decoded).
+      for (const canonical of ["0,0,16,16/max/0/default.jpg", "0,0,8,8/max/0/default.jpg"]) {
+        const failure = await firstFailure(id, canonical);
+        expect(failure.status, canonical).toBe(502);
+        expect(failure.body?.message, canonical).toMatch(/JPEG block is 256x256x3, declared 16x16x3/);
+      }
+    });
+  }
+
+  it("a stream libjpeg reads is read the same way: fill bytes, garbage, restart markers, tables", async () => {
+    const { tile } = await gdalTile("JPEG", ["-co", "PHOTOMETRIC=YCBCR"]);
+    const noisy = Uint8Array.from([0xff, 0xd8, 0xff, 0xff, 0xd7, 0x12, 0x34, 0xff, 0x01, ...tile.subarray(2)]);
+    expect(jpegFrame(noisy)).toEqual({ width: 256, height: 256, components: 3 });
+    expect(jpegFrame(Uint8Array.from([0xff, 0xd8, 0xff, 0xda, 0x00, 0x02]))).toBeUndefined();
+  });
 });
 
 describe("every registered codec decodes honest files", () => {

@@ -10,6 +10,7 @@ import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecodedBlockCache, snapshotIdentity } from "../../regional/cog/block-cache";
 import { coalesce } from "../../regional/cog/block-reader";
+import { Cog } from "../../regional/cog/cog";
 import { LocalCatalog } from "../../regional/source/local";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import {
@@ -162,6 +163,26 @@ describe("request coalescing", () => {
     } finally {
       catalog.pass();
       await d.close();
+    }
+  });
+
+  it("a newcomer never joins a shared fetch that was already aborted", async () => {
+    const catalog = new GatedCatalog(new LocalCatalog(fixtures.dir), { noticesAbort: false });
+    const cog = await Cog.open(await catalog.open("deflate", undefined), { cache: new DecodedBlockCache(0), prefetchRing: 0 });
+    try {
+      const block = { x: 0, y: 0, w: 256, h: 256 };
+      const gone = new AbortController();
+      const first = cog.readWindow(0, block, gone.signal);
+      await catalog.readsStarted(1);
+      gone.abort(new DOMException("client disconnected", "AbortError"));
+      await expect(first).rejects.toMatchObject({ name: "AbortError" });
+      // The abandoned fetch's read is still under way when the next request for the block comes.
+      const second = cog.readWindow(0, block);
+      catalog.pass();
+      expect((await second).width).toBe(256);
+    } finally {
+      catalog.pass();
+      await cog.close();
     }
   });
 

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
-import { signRequest } from "../../shared/protocol";
+import { GRANT_HEADER, signRequest, TIMEOUT_HEADER } from "../../shared/protocol";
 import { createDecoderServer, type DecoderOptions, type LogRecord } from "../../regional/server";
 import type { Source, SourceCatalog } from "../../regional/source/source";
 
@@ -65,7 +65,7 @@ export async function metricValue(d: Decoder, name: string, labels = ""): Promis
   return line ? Number(line.split(" ")[1]) : 0;
 }
 
-/** GET `pathAndQuery` with a valid edge signature (or the given header value). */
+/** GET `pathAndQuery` with a valid edge signature (or the given header value), limit headers signed. */
 export async function signedGet(
   d: Decoder,
   pathAndQuery: string,
@@ -73,7 +73,8 @@ export async function signedGet(
   extraHeaders: Record<string, string> = {},
 ): Promise<Response> {
   const headers: Record<string, string> = { ...extraHeaders };
-  const value = signature === undefined ? await signRequest(d.secret, "GET", pathAndQuery) : signature;
+  const limits = { timeoutMs: extraHeaders[TIMEOUT_HEADER] ?? null, grantBytes: extraHeaders[GRANT_HEADER] ?? null };
+  const value = signature === undefined ? await signRequest(d.secret, "GET", pathAndQuery, Date.now(), limits) : signature;
   if (value !== null) headers["x-tessera-signature"] = value;
   return fetch(d.url + pathAndQuery, { headers });
 }
@@ -151,7 +152,11 @@ export class GatedCatalog implements SourceCatalog {
   private release!: () => void;
   private waiting: (() => void)[] = [];
 
-  constructor(private readonly inner: SourceCatalog) {
+  /** noticesAbort false: a held read notices its abort only once let through (a store read under way). */
+  constructor(
+    private readonly inner: SourceCatalog,
+    private readonly options = { noticesAbort: true },
+  ) {
     this.close();
   }
 
@@ -178,6 +183,7 @@ export class GatedCatalog implements SourceCatalog {
       this.tileReads.push({ offset, length });
       this.waiting.splice(0).forEach((w) => w());
       await new Promise<void>((resolve, reject) => {
+        if (!this.options.noticesAbort) return void this.gate.then(resolve);
         if (sig.aborted) return reject(sig.reason);
         sig.addEventListener("abort", () => {
           this.aborted.push(sig.reason);

@@ -8,7 +8,8 @@ import { Cog } from "../../regional/cog/cog";
 import { RequestLimiter } from "../../regional/request-limiter";
 import { LocalCatalog } from "../../regional/source/local";
 import { ResourceLimitError, WorkBudget } from "../../regional/work-budget";
-import { DECODER, signRequest, TIMEOUT_HEADER, type SourceInfo } from "../../shared/protocol";
+import { ESTIMATE_HEADER, NEEDED_HEADER } from "../../shared/cost";
+import { DECODER, GRANT_HEADER, signRequest, TIMEOUT_HEADER, type SourceInfo } from "../../shared/protocol";
 import { fixtureDir, GatedCatalog, metricValue, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
@@ -20,8 +21,8 @@ afterAll(async () => {
 });
 
 const MIB = 1024 * 1024;
-/** One 256² RGB block read and a 256² output: 2 × 192 KiB + 256 KiB window + 512 KiB output. */
-const ONE_TILE_COST = 2 * 196_608 + 262_144 + 524_288;
+/** One 256² RGB tile by the shared estimate: (2 × the block read + the output + the encoder's input) × 3. */
+const ONE_TILE_COST = (2 + 1 + 1) * 256 * 256 * 3;
 
 async function imageUrl(d: Decoder, canonical: string): Promise<string> {
   const info = (await (await signedGet(d, DECODER.info("deflate"))).json()) as SourceInfo;
@@ -105,6 +106,26 @@ describe("work budget", () => {
     });
   });
 
+  it("a tile never waits behind a full that waits for exclusive admission", async () => {
+    const budget = new WorkBudget(64 * MIB);
+    await withDecoder({ budget }, async (d, catalog) => {
+      catalog.pass(); // no read is held: only the budget makes anyone wait
+      const hold = budget.tryReserve(64 * MIB - 2 * ONE_TILE_COST, "someone else");
+      // ^3000 px: (2 × 1M read + 9M scaled + 9M encoded) px × 3 = 60 MB, a full; it must wait.
+      const full = await start(d, await imageUrl(d, "full/%5E3000,/0/default.jpg"));
+      await expect.poll(() => metricValue(d, "tessera_decoder_work_budget_waiting")).toBe(1);
+
+      const started = performance.now();
+      const tile = await signedGet(d, await imageUrl(d, "0,0,256,256/max/0/default.jpg"), undefined, { [TIMEOUT_HEADER]: "3000" });
+      expect(tile.status).toBe(200);
+      expect(performance.now() - started).toBeLessThan(1500);
+      expect(await metricValue(d, "tessera_decoder_work_budget_waiting")).toBe(1); // the full still waits
+
+      hold.release();
+      expect((await full.response).status).toBe(200);
+    });
+  });
+
   it("the retry waits under the request's original deadline (408 when it expires)", async () => {
     const budget = new WorkBudget(ONE_TILE_COST);
     await withDecoder({ budget }, async (d, catalog) => {
@@ -125,6 +146,24 @@ describe("work budget", () => {
       expect(res.status).toBe(413);
       expect(((await res.json()) as { message: string }).message).toMatch(/more than the whole 4\.0 MiB work budget/);
       expect(catalog.tileReads).toHaveLength(0);
+    });
+  });
+
+  it("a request over the DO's grant is refused before any read, with the bytes it needs", async () => {
+    const budget = new WorkBudget(MIB);
+    await withDecoder({ budget }, async (d, catalog) => {
+      const url = await imageUrl(d, "0,0,256,256/max/0/default.jpg");
+      const over = await signedGet(d, url, undefined, { [GRANT_HEADER]: String(ONE_TILE_COST - 1) });
+      expect(over.status).toBe(503);
+      expect(over.headers.get(NEEDED_HEADER)).toBe(String(ONE_TILE_COST));
+      expect(catalog.tileReads).toHaveLength(0);
+      // Within its grant it is reserved at once, though the decoder's own budget is all taken.
+      const hold = budget.tryReserve(MIB, "someone else");
+      catalog.pass();
+      const within = await signedGet(d, url, undefined, { [GRANT_HEADER]: String(ONE_TILE_COST) });
+      expect(within.status).toBe(200);
+      expect(within.headers.get(ESTIMATE_HEADER)).toBe(String(ONE_TILE_COST));
+      hold.release();
     });
   });
 

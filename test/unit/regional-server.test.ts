@@ -1,10 +1,13 @@
 // The decoder service end to end over HTTP: a real server on port 0 over the local catalog.
 
+import { readdirSync, readlinkSync, realpathSync } from "node:fs";
 import { request } from "node:http";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecodedBlockCache } from "../../regional/cog/block-cache";
 import { LocalCatalog } from "../../regional/source/local";
-import { DECODER, signRequest, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
+import type { SourceCatalog } from "../../regional/source/source";
+import { DECODER, GRANT_HEADER, limitHeaders, signRequest, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
 import {
   decodeRgb,
   fixtureDir,
@@ -184,6 +187,54 @@ describe("the opened source", () => {
   });
 });
 
+describe("GET /v1/file", () => {
+  it("closes the file when the client is gone before the stream starts", async () => {
+    const local = new LocalCatalog(fixtures.dir);
+    let opening!: () => void;
+    let opened!: () => void;
+    const openStarted = new Promise<void>((r) => (opening = r));
+    const openDone = new Promise<void>((r) => (opened = r));
+    // A store whose open completes although the request was cancelled meanwhile.
+    const late: SourceCatalog = {
+      description: "late open",
+      async open(id, version, signal) {
+        opening();
+        await new Promise((r) => signal!.addEventListener("abort", r, { once: true }));
+        const source = await local.open(id, version);
+        opened();
+        return source;
+      },
+    };
+    const d = await startDecoder(late);
+    const file = realpathSync(path.join(fixtures.dir, "deflate.tif"));
+    const before = openDescriptors(file); // the other decoder's cached snapshot
+    try {
+      const target = DECODER.file("deflate", versions.deflate);
+      const client = new AbortController();
+      const res = fetch(d.url + target, { headers: { "x-tessera-signature": await signRequest(d.secret, "GET", target) }, signal: client.signal });
+      await openStarted;
+      client.abort();
+      await expect(res).rejects.toThrow();
+      await openDone;
+      await expect.poll(() => openDescriptors(file)).toBe(before);
+    } finally {
+      await d.close();
+    }
+  });
+});
+
+/** This process's open file descriptors on `file`. */
+function openDescriptors(file: string): number {
+  const fds = readdirSync("/proc/self/fd");
+  return fds.filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === file;
+    } catch {
+      return false; // closed while we looked
+    }
+  }).length;
+}
+
 describe("authentication", () => {
   it("answers 401 without a signature", async () => {
     const res = await signedGet(decoder, DECODER.info("jpeg"), null);
@@ -208,6 +259,22 @@ describe("authentication", () => {
     const res = await fetch(decoder.url + img.replace(/version=[^&]+/, "version=1-2"), {
       headers: { "x-tessera-signature": sig },
     });
+    expect(res.status).toBe(401);
+  });
+
+  it("answers 401 for granted limits that were not signed as sent", async () => {
+    const path = imagePath("jpeg", "full/100,100/0/default.jpg");
+    const limits = { timeoutMs: "5000", grantBytes: "1000000" };
+    const signature = await signRequest(decoder.secret, "GET", path, Date.now(), limits);
+    const send = (headers: Record<string, string>) =>
+      fetch(decoder.url + path, { headers: { "x-tessera-signature": signature, ...headers } });
+    expect((await send(limitHeaders(limits))).status).toBe(200);
+    expect((await send(limitHeaders({ ...limits, grantBytes: "9000000000" }))).status).toBe(401);
+    expect((await send(limitHeaders({ ...limits, timeoutMs: "600000" }))).status).toBe(401);
+    expect((await send(limitHeaders({ ...limits, grantBytes: null }))).status).toBe(401);
+    // A limit added to a request signed without one.
+    const plain = await signRequest(decoder.secret, "GET", path);
+    const res = await fetch(decoder.url + path, { headers: { "x-tessera-signature": plain, [GRANT_HEADER]: "1" } });
     expect(res.status).toBe(401);
   });
 

@@ -1,0 +1,77 @@
+// The S3 source against a store that answers a ranged GET with another version or another
+// range than asked: the read fails, and the response body is destroyed at once rather than
+// left holding its connection (and the store's transfer) until garbage collection.
+
+import { createServer, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeS3Client } from "../../infra/local/s3";
+import { S3SourceCatalog } from "../../regional/source/s3";
+
+const SIZE = 64 << 20;
+const READ = 32 << 20;
+
+/** What the store gets wrong in its GET answer. */
+let wrong: { versionId?: string; contentRange?: string } = {};
+/** Resolves when the store's GET answer is closed before all of it was sent. */
+let cutShort: Promise<void>;
+let server: Server;
+let endpoint: string;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    const headers = { etag: '"abc"', "x-amz-version-id": "v1", "last-modified": new Date(0).toUTCString() };
+    if (req.method === "HEAD") {
+      res.writeHead(200, { ...headers, "content-length": String(SIZE) }).end();
+      return;
+    }
+    res.writeHead(206, {
+      ...headers,
+      "x-amz-version-id": wrong.versionId ?? "v1",
+      "content-range": wrong.contentRange ?? `bytes 0-${READ - 1}/${SIZE}`,
+      "content-length": String(READ),
+    });
+    void stream(res);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+/** Sends READ bytes as the client takes them; notes a close before the end. */
+async function stream(res: ServerResponse): Promise<void> {
+  let closed!: () => void;
+  cutShort = new Promise((r) => (closed = r));
+  res.on("close", () => {
+    if (!res.writableFinished) closed();
+  });
+  const chunk = Buffer.alloc(1 << 16);
+  for (let sent = 0; sent < READ && !res.destroyed; sent += chunk.length) {
+    if (!res.write(chunk)) await new Promise((r) => res.once("drain", r).once("close", r));
+  }
+  res.end();
+}
+
+describe("an S3 answer that fails its checks", () => {
+  for (const [what, answer, message] of [
+    ["another version", { versionId: "v2" }, /sent version v2, not v1/],
+    ["another range", { contentRange: `bytes 0-${READ - 1}/${SIZE + 1}` }, /sent bytes 0-\d+\/\d+, not/],
+  ] as const) {
+    it(`${what}: 502, and the body is destroyed`, async () => {
+      wrong = answer;
+      const client = makeS3Client({ endpoint, accessKeyId: "k", secretAccessKey: "s" });
+      try {
+        const source = await new S3SourceCatalog({ client, bucket: "b", prefix: "" }).open("x", undefined);
+        await expect(source.read(0, READ)).rejects.toMatchObject({ status: 502, message: expect.stringMatching(message) });
+        const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("the body was left open")), 2000));
+        await Promise.race([cutShort, timeout]);
+      } finally {
+        client.destroy();
+      }
+    });
+  }
+});
