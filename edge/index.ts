@@ -9,7 +9,7 @@ import { AdmissionDO, METRICS_PATH } from "./admission/admission-do";
 import { heartbeatHandler } from "./admission/heartbeat-route";
 import { edgeConfig, type Env } from "./env";
 import { fileHandler } from "./handlers/file";
-import { imageHandler } from "./handlers/image";
+import { imageHandler, misshapenImageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
 import { errorCacheControl, isPermanentError } from "./http-cache";
 
@@ -36,6 +36,8 @@ router
   .get("/iiif/2/:id", baseUriHandler(2))
   .get("/iiif/2/:id/info.json", infoHandler(2))
   .get("/iiif/2/:id/:region/:size/:rotation/:qf", imageHandler(2))
+  .get("/iiif/3/:id/*", misshapenImageHandler)
+  .get("/iiif/2/:id/*", misshapenImageHandler)
   .get("/metrics", metricsHandler)
   .post(HEARTBEAT_PATH, heartbeatHandler)
   .all("*", () => {

@@ -337,9 +337,13 @@ function wholeNumber(raw: string | null, header: string, min: number, max: numbe
   return n;
 }
 
-/** Failures that may mean the snapshot (or our copy of its headers) is unusable. */
+/**
+ * Failures that may mean the snapshot (or our copy of its headers) is unusable: the source and
+ * TIFF layers report those as 502/504. Anything else (an encoder refusing the request) leaves the
+ * snapshot open, so repeating one URL cannot force a full re-open on every request.
+ */
 function isStoreFailure(e: unknown): boolean {
-  return !(e instanceof HttpError) || e.kind === "bad_gateway" || e.kind === "gateway_timeout";
+  return e instanceof HttpError && (e.kind === "bad_gateway" || e.kind === "gateway_timeout");
 }
 
 function requireGet(req: IncomingMessage): void {

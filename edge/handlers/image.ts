@@ -1,11 +1,11 @@
 // GET /iiif/{2,3}/{id}/{region}/{size}/{rotation}/{quality}.{format}
-// Parse → resolve against cached metadata → canonical cache key (+ pinned version) →
+// Parse → resolve against cached metadata → cache key naming the pixels (+ pinned version) →
 // Cache API hit, or admission → decoder, then store.
 import type { IRequest } from "itty-router";
-import { errorResponse, HttpError } from "../../shared/errors";
+import { badRequest, errorResponse, HttpError } from "../../shared/errors";
 import { parseImageRequest, type ApiVersion } from "../../shared/iiif/image-request";
 import { PROFILE_URI } from "../../shared/iiif/info";
-import { canonicalParts, resolveImageRequest } from "../../shared/iiif/resolve";
+import { canonicalParts, pixelParts, resolveImageRequest } from "../../shared/iiif/resolve";
 import { ASSUMED_CHANNELS, classify, estimateRequest } from "../../shared/cost";
 import { DECODER, VERSION_HEADER } from "../../shared/protocol";
 import { viaAdmission, type Cost } from "../admission-client";
@@ -45,17 +45,18 @@ export const imageHandler =
     const info = await sourceInfo(id, env, config, ctx, req.signal);
     const limits = { width: info.width, height: info.height, ...config.limits };
     const resolved = resolveImageRequest(parsed, limits);
-    // The 3.0 canonical form names the pixels whatever the API version: 2.1 and 3.0 requests
-    // for the same image share one cache entry, one ETag and one decoder path.
-    const canonical = canonicalParts(resolved, limits, 3);
+    // The 3.0 form with the size spelled out names the pixels whatever the API version and the
+    // size limits: 2.1 and 3.0 requests for the same image share one cache entry, one ETag and
+    // one decoder path, and the decoder (which does not know the limits) renders that size.
+    const pixels = pixelParts(resolved, limits);
     const headers = {
       "cache-control": imageCacheControl(config),
       link: `<${serviceId(req, config, version, id)}/${canonicalParts(resolved, limits, version)}>;rel="canonical", <${PROFILE_URI[version]}>;rel="profile"`,
     };
-    const etag = await strongEtag(id, info.version, canonical);
+    const etag = await strongEtag(id, info.version, pixels);
     if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
 
-    const key = imageCacheKey(new URL(req.url).origin, id, canonical, info.version);
+    const key = imageCacheKey(new URL(req.url).origin, id, pixels, info.version);
     const cache = caches.default;
     const hit = await cache.match(key);
     if (hit) return answer(hit, headers, "hit");
@@ -63,10 +64,19 @@ export const imageHandler =
     // Coarse classification (seed 000); the decoder tells the DO its precise estimate.
     const estimateBytes = estimateRequest(info, resolved, ASSUMED_CHANNELS);
     const cost = { partition: classify(estimateBytes, config.admission.largeDecodeThresholdBytes), estimateBytes };
-    const stored = await decode(env, config, DECODER.image(id, canonical, info.version), req.signal, etag, cost);
+    const stored = await decode(env, config, DECODER.image(id, pixels, info.version), req.signal, etag, cost);
     ctx.waitUntil(cache.put(key, stored.clone()));
     return answer(stored, headers, "miss");
   };
+
+/**
+ * Any other path under /iiif/{2,3}/{id}/: an image request with segments missing or extra (a "\\"
+ * that URL parsing read as "/" makes one more) is malformed, not an unknown resource.
+ */
+export function misshapenImageHandler(req: IRequest): never {
+  const rest = new URL(req.url).pathname.split("/").slice(4).join("/");
+  throw badRequest(`image request "${rest}" must be {region}/{size}/{rotation}/{quality}.{format}`);
+}
 
 /** The decoder's answer as it is stored: bytes, type, ETag; or a client error, kept briefly. */
 async function decode(env: Env, config: EdgeConfig, path: string, signal: AbortSignal, etag: string, cost: Cost) {

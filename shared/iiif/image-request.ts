@@ -31,6 +31,29 @@ export type Quality = (typeof QUALITIES)[number];
 export const FORMATS = ["jpg", "png", "webp", "tif", "gif", "pdf", "jp2"] as const;
 export type Format = (typeof FORMATS)[number];
 
+/**
+ * The longest side, in pixels, each format's encoder writes: libjpeg's 65,500 (jpg, and the JPEG
+ * inside a pdf), WebP's 16,383, GIF's 16-bit 65,535; png and tif, whose encoders go further, at
+ * libvips's coordinate limit (jp2 answers 501 anyway). A larger size is 400 before any work,
+ * not a failed encode.
+ */
+export const MAX_SIDE: Record<Format, number> = {
+  jpg: 65_500,
+  pdf: 65_500,
+  webp: 16_383,
+  gif: 65_535,
+  png: 10_000_000,
+  tif: 10_000_000,
+  jp2: 10_000_000,
+};
+
+/** 400 when a `width`x`height` image is larger than `format` can encode. */
+export function checkEncodable(width: number, height: number, format: Format, what: string): void {
+  if (width > MAX_SIDE[format] || height > MAX_SIDE[format]) {
+    throw badRequest(`${what} exceeds ${MAX_SIDE[format]} pixels a side, the most ${format} can encode`);
+  }
+}
+
 export interface ImageRequest {
   region: Region;
   size: Size;
@@ -128,10 +151,11 @@ export function parseQualityFormat(text: string): { quality: Quality; format: Fo
 }
 
 export function parseImageRequest(parts: ImageRequestParts, version: ApiVersion): ImageRequest {
-  return {
-    region: parseRegion(parts.region),
-    size: parseSize(parts.size, version),
-    rotation: parseRotation(parts.rotation),
-    ...parseQualityFormat(parts.qualityFormat),
-  };
+  const size = parseSize(parts.size, version);
+  const { quality, format } = parseQualityFormat(parts.qualityFormat);
+  // An absurd size (^100000000,) is refused here, before the source is even looked up.
+  const w = "w" in size ? size.w : 0;
+  const h = "h" in size ? size.h : 0;
+  checkEncodable(w, h, format, `size "${parts.size}"`);
+  return { region: parseRegion(parts.region), size, rotation: parseRotation(parts.rotation), quality, format };
 }

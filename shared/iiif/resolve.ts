@@ -2,7 +2,15 @@
 // the pixel rectangle to read, the output size, and the canonical URL form that caches share.
 
 import { badRequest } from "../errors";
-import type { ApiVersion, Format, ImageRequest, Quality, Region, Size } from "./image-request";
+import {
+  checkEncodable,
+  type ApiVersion,
+  type Format,
+  type ImageRequest,
+  type Quality,
+  type Region,
+  type Size,
+} from "./image-request";
 
 export interface ImageLimits {
   width: number;
@@ -40,7 +48,7 @@ export function resolveRegion(region: Region, img: ImageLimits): Rect {
       return { x: Math.floor((W - s) / 2), y: Math.floor((H - s) / 2), w: s, h: s };
     }
     case "pixels":
-      r = { ...region };
+      r = { x: region.x, y: region.y, w: region.w, h: region.h };
       break;
     case "percent":
       r = {
@@ -119,9 +127,21 @@ export function resolveSize(size: Size, r: Rect, img: ImageLimits): { width: num
 
 export function resolveImageRequest(req: ImageRequest, img: ImageLimits): ResolvedImageRequest {
   const region = resolveRegion(req.region, img);
+  const { width, height } = resolveSize(req.size, region, img);
+  // The size itself is held to the limit too, as the grammar holds an explicit one: a canonical
+  // form then always parses again, whatever the rotation does to the canvas.
+  const canvas = rotatedCanvas(width, height, req.rotation.degrees);
+  const rotated = canvas.width !== width || canvas.height !== height ? ` (${canvas.width}x${canvas.height} rotated)` : "";
+  checkEncodable(
+    Math.max(width, canvas.width),
+    Math.max(height, canvas.height),
+    req.format,
+    `size ${width}x${height}${rotated}`,
+  );
   return {
     region,
-    ...resolveSize(req.size, region, img),
+    width,
+    height,
     mirror: req.rotation.mirror,
     degrees: req.rotation.degrees,
     quality: req.quality,
@@ -129,24 +149,63 @@ export function resolveImageRequest(req: ImageRequest, img: ImageLimits): Resolv
   };
 }
 
+/** The size of the answered image: an arbitrary angle grows the canvas to the rotated bounds. */
+function rotatedCanvas(width: number, height: number, degrees: number): { width: number; height: number } {
+  if (degrees % 180 === 0) return { width, height };
+  if (degrees % 90 === 0) return { width: height, height: width };
+  const rad = (degrees * Math.PI) / 180;
+  const cos = Math.abs(Math.cos(rad));
+  const sin = Math.abs(Math.sin(rad));
+  // Rounded up: never smaller than libvips's canvas, at most a pixel larger.
+  return { width: Math.ceil(width * cos + height * sin), height: Math.ceil(width * sin + height * cos) };
+}
+
 /**
  * The canonical form of a resolved request (region/size/rotation/quality.format), per
- * version: equivalent URLs map to one string, which keys the edge cache.
+ * version: equivalent URLs map to one string, which the Link header names.
  */
 export function canonicalParts(r: ResolvedImageRequest, img: ImageLimits, version: ApiVersion): string {
-  const { x, y, w, h } = r.region;
-  const region = x === 0 && y === 0 && w === img.width && h === img.height ? "full" : `${x},${y},${w},${h}`;
+  const { w, h } = r.region;
   const max = resolveSize({ kind: "max", upscale: false }, r.region, img);
   const isMax = r.width === max.width && r.height === max.height;
   let size: string;
   if (version === 3) {
-    const up = r.width > w || r.height > h ? "^" : "";
-    size = isMax ? "max" : `${up}${r.width},${r.height}`;
+    size = isMax ? "max" : explicitSize(r);
   } else {
     // 2.1 spells proportional sizes "w," and keeps "w,h" only when the aspect changes.
     const proportional = Math.round((h * r.width) / w) === r.height;
     size = isMax ? "full" : proportional ? `${r.width},` : `${r.width},${r.height}`;
   }
-  const rotation = `${r.mirror ? "!" : ""}${r.degrees}`;
+  return joinParts(r, img, size);
+}
+
+/**
+ * The 3.0 canonical form with the size always spelled "w,h" (never "max"): it names the pixels
+ * whatever the server's size limits, which only the edge knows. The edge keys its cache and
+ * ETags with it and forwards it to the decoder, which resolves it to exactly this size; a change
+ * of MAX_WIDTH then cannot answer an old size under the same key.
+ */
+export function pixelParts(r: ResolvedImageRequest, img: ImageLimits): string {
+  return joinParts(r, img, explicitSize(r));
+}
+
+const explicitSize = (r: ResolvedImageRequest) =>
+  `${r.width > r.region.w || r.height > r.region.h ? "^" : ""}${r.width},${r.height}`;
+
+function joinParts(r: ResolvedImageRequest, img: ImageLimits, size: string): string {
+  const { x, y, w, h } = r.region;
+  const region = x === 0 && y === 0 && w === img.width && h === img.height ? "full" : `${x},${y},${w},${h}`;
+  const rotation = `${r.mirror ? "!" : ""}${plainDecimal(r.degrees)}`;
   return `${region}/${size}/${rotation}/${r.quality}.${r.format}`;
+}
+
+/**
+ * `n` written without an exponent ("0.0000001", not "1e-7", which the grammar rejects), with
+ * exactly the digits of its shortest round-trip form, so parsing it gives back `n`. Below 1e21
+ * (rotations are below 360), only tiny numbers have an exponent.
+ */
+export function plainDecimal(n: number): string {
+  const text = String(n);
+  const e = /^(\d)(?:\.(\d+))?e-(\d+)$/.exec(text);
+  return e ? `0.${"0".repeat(Number(e[3]) - 1)}${e[1]}${e[2] ?? ""}` : text;
 }

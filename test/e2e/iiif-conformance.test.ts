@@ -112,6 +112,11 @@ describe.each([3, 2] as const)("Image API %i.x", (v) => {
         expect(await meanAbsDiff(bytes, ref)).toBeLessThan(LOSSLESS);
       });
     }
+    it("a tiny rotation is served, its canonical form a plain decimal", async () => {
+      const res = await get(`${base}/full/100,100/0.0000001/default.png`);
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(res.headers.get("link")).toContain("/0.0000001/default.png>");
+    });
     it("rotationArbitrary: 45° grows the canvas, transparent corners in png, white in jpg", async () => {
       const png = await image(`${base}/full/200,200/45/default.png`);
       const meta = await sharp(png).metadata();

@@ -64,6 +64,45 @@ describe("IIIF 3.0 grammar", () => {
   });
 });
 
+describe("canonical numbers", () => {
+  it("writes tiny rotations as plain decimals that parse back to the same angle", () => {
+    for (const [rotation, form] of [
+      ["0.0000001", "0.0000001"],
+      ["!0.00000012345", "!0.00000012345"],
+      ["1e-7", undefined], // not IIIF: the grammar has no exponents
+    ] as const) {
+      for (const v of [3, 2] as const) {
+        if (form === undefined) {
+          expect(status(() => canonical(`full/max/${rotation}/default.jpg`, v))).toBe(400);
+          continue;
+        }
+        const c = canonical(`full/max/${rotation}/default.jpg`, v);
+        expect(c).toBe(`full/${v === 3 ? "max" : "full"}/${form}/default.jpg`);
+        expect(parse(c, v).rotation.degrees).toBe(Number(form.replace("!", "")));
+      }
+    }
+  });
+});
+
+describe("encoder limits", () => {
+  it("refuses a size the format cannot encode at parse time, naming the limit", () => {
+    for (const [path, limit] of [
+      ["full/^100000000,/0/default.png", 10_000_000],
+      ["full/^65501,/0/default.jpg", 65_500],
+      ["full/^,16384/0/default.webp", 16_383],
+    ] as const) {
+      expect(() => parse(path)).toThrow(`exceeds ${limit} pixels a side`);
+    }
+    expect(canonical("full/^16383,/0/default.webp")).toBe("full/^16383,13106/0/default.webp");
+  });
+
+  it("counts the canvas an arbitrary rotation grows to", () => {
+    expect(canonical("full/^11000,/0/default.webp")).toBe("full/^11000,8800/0/default.webp");
+    expect(canonical("full/^11000,/90/default.webp")).toBe("full/^11000,8800/90/default.webp");
+    expect(() => canonical("full/^13000,/45/default.webp")).toThrow("exceeds 16383 pixels a side");
+  });
+});
+
 describe("IIIF 2.1 grammar", () => {
   it("uses full and w, canonical sizes and upscales without ^", () => {
     expect(canonical("full/full/0/default.jpg", 2)).toBe("full/full/0/default.jpg");

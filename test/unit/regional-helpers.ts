@@ -118,12 +118,15 @@ export function meanAbsDiff(a: Raster, b: Raster): number {
 export class RecordingCatalog implements SourceCatalog {
   readonly reads: { id: string; offset: number; length: number }[] = [];
   readonly signals: (AbortSignal | undefined)[] = [];
+  /** How many times each id was opened. */
+  readonly opens = new Map<string, number>();
   constructor(private readonly inner: SourceCatalog) {}
   get description() {
     return `recording ${this.inner.description}`;
   }
   async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
     const src = await this.inner.open(id, version, signal);
+    this.opens.set(id, (this.opens.get(id) ?? 0) + 1);
     const read = src.read.bind(src);
     src.read = async (offset, length, sig) => {
       this.reads.push({ id, offset, length });

@@ -170,6 +170,23 @@ describe("GET /v1/image", () => {
   });
 });
 
+describe("the opened source", () => {
+  it("stays open after a request the encoder would refuse: 400, and repeating it opens nothing", async () => {
+    await signedGet(decoder, imagePath("jpeg", "full/10,/0/default.jpg")); // opened and cached
+    const opens = catalog.opens.get("jpeg");
+    for (let i = 0; i < 3; i++) {
+      // 65,501 pixels wide: more than the JPEG encoder writes (and, rotated, a wider canvas).
+      for (const canonical of ["0,0,1000,1/%5E65501,66/0/default.jpg", "full/%5E50000,50000/45/default.jpg"]) {
+        const res = await signedGet(decoder, imagePath("jpeg", canonical));
+        expect(res.status, canonical).toBe(400);
+        expect(((await res.json()) as { message: string }).message).toContain("exceeds 65500 pixels a side");
+      }
+    }
+    expect((await signedGet(decoder, imagePath("jpeg", "full/10,/0/default.jpg"))).status).toBe(200);
+    expect(catalog.opens.get("jpeg")).toBe(opens);
+  });
+});
+
 describe("GET /v1/file", () => {
   it("closes the file when the client is gone before the stream starts", async () => {
     const local = new LocalCatalog(fixtures.dir);
