@@ -6,31 +6,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, stopDecoder, type Stack } from "../../infra/local/stack";
+import { sumMetric, until } from "../support/metrics";
 
 let stack: Stack;
 let dir: string;
 const PER_DECODER_MEMORY = 5_000_000;
 
-async function metricText(url: string): Promise<string> {
-  return (await fetch(`${url}/metrics`)).text();
-}
-/** Sum of the samples whose name and labels start with `prefix`. */
-async function sum(url: string, prefix: string): Promise<number> {
-  return (await metricText(url))
-    .split("\n")
-    .filter((l) => l.startsWith(prefix))
-    .reduce((s, l) => s + Number(l.split(" ").pop()), 0);
-}
-const edge = (name: string) => sum(stack.url, `${name} `);
-const imagesServed = (i: number) => sum(stack.decoders[i].url, 'tessera_decoder_requests_total{route="image",status="200"');
+const edge = (name: string) => sumMetric(stack.url, `${name} `);
+const imagesServed = (i: number) => sumMetric(stack.decoders[i].url, 'tessera_decoder_requests_total{route="image",status="200"');
 const get = (p: string) => fetch(stack.url + p);
-const until = async (check: () => Promise<boolean>, ms = 8000) => {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error("condition not reached in time");
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "tessera-admission-e2e-"));

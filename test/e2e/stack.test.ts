@@ -6,20 +6,13 @@ import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureVersionedBucket, makeS3Client, startLocalS3 } from "../../infra/local/s3";
 import { startStack, stopDecoder, type Stack } from "../../infra/local/stack";
+import { sumMetric } from "../support/metrics";
 import { meanAbsDiff, reference } from "../support/pixels";
 
 const JPEG_TOLERANCE = 6; // mean absolute difference per channel, 0..255
 const bucket = `e2e-${Date.now()}`;
 let stack: Stack;
 
-/** Sum of a metric's samples whose name and labels start with `prefix`. */
-async function sumMetric(url: string, prefix: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return text
-    .split("\n")
-    .filter((l) => l.startsWith(prefix))
-    .reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
-}
 const decoderRequests = async () =>
   (await sumMetric(stack.decoders[0].url, 'tessera_decoder_requests_total{route="image"')) +
   (await sumMetric(stack.decoders[0].url, 'tessera_decoder_requests_total{route="info"'));
