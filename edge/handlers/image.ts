@@ -19,7 +19,8 @@ import {
   strongEtag,
 } from "../http-cache";
 import { sourceInfo } from "../source-info";
-import { segment, serviceId, sourceId } from "./params";
+import { segment } from "../../shared/path-segment";
+import { serviceId, sourceId } from "./params";
 
 export const CACHE_STATUS_HEADER = "x-tessera-cache";
 

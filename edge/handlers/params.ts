@@ -1,18 +1,7 @@
 // Path parameters and the public base URL, as the handlers need them.
-import { badRequest } from "../../shared/errors";
 import type { ApiVersion } from "../../shared/iiif/image-request";
+import { segment } from "../../shared/path-segment";
 import type { EdgeConfig } from "../env";
-
-/** A path segment, URL-decoded (clients send "^" as "%5E", "!" as "%21"). */
-export function segment(raw: string | undefined, what: string): string {
-  try {
-    const value = decodeURIComponent(raw ?? "");
-    if (value) return value;
-  } catch {
-    // fall through to the 400
-  }
-  throw badRequest(`${what} "${raw}" is not a valid URL-encoded path segment`);
-}
 
 /** The source identifier from its URL-encoded path segment. */
 export const sourceId = (raw: string | undefined) => segment(raw, "identifier");

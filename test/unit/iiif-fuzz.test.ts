@@ -2,7 +2,7 @@
 // requests, valid and broken, against images of any size with or without size limits.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { segment } from "../../edge/handlers/params";
+import { segment } from "../../shared/path-segment";
 import { HttpError } from "../../shared/errors";
 import { FORMATS, parseImageRequest, QUALITIES, type ApiVersion, type ImageRequestParts } from "../../shared/iiif/image-request";
 import {
