@@ -4,7 +4,7 @@
 // channels, and the DO counts the requests whose two verdicts differ.
 
 import { HttpError } from "./errors";
-import type { Rect, ResolvedImageRequest } from "./iiif/resolve";
+import { rotatedCanvas, type Rect, type ResolvedImageRequest } from "./iiif/resolve";
 import { chooseLevel, windowAtLevel, type LevelSize } from "./levels";
 
 export type Partition = "tile" | "full";
@@ -47,12 +47,10 @@ export function estimatePeakBytes(s: DecodeShape): number {
   const [x0, y0, x1, y1] = windowAtLevel(s.levels[0], level, s.region);
   const decodeW = alignedSpan(x0, x1, s.tileWidth, level.width);
   const decodeH = alignedSpan(y0, y1, s.tileHeight, level.height);
-  const rad = (s.degrees * Math.PI) / 180;
-  const rotW = Math.ceil(Math.abs(s.width * Math.cos(rad)) + Math.abs(s.height * Math.sin(rad)) - 1e-9);
-  const rotH = Math.ceil(Math.abs(s.width * Math.sin(rad)) + Math.abs(s.height * Math.cos(rad)) - 1e-9);
+  const canvas = rotatedCanvas(s.width, s.height, s.degrees);
   const decode = 2 * decodeW * decodeH;
   const scale = s.width * s.height;
-  const rotate = s.degrees === 0 ? 0 : rotW * rotH;
+  const rotate = s.degrees === 0 ? 0 : canvas.width * canvas.height;
   const encode = s.degrees === 0 ? scale : rotate;
   return (decode + scale + rotate + encode) * s.channels;
 }

@@ -150,7 +150,7 @@ export function resolveImageRequest(req: ImageRequest, img: ImageLimits): Resolv
 }
 
 /** The size of the answered image: an arbitrary angle grows the canvas to the rotated bounds. */
-function rotatedCanvas(width: number, height: number, degrees: number): { width: number; height: number } {
+export function rotatedCanvas(width: number, height: number, degrees: number): { width: number; height: number } {
   if (degrees % 180 === 0) return { width, height };
   if (degrees % 90 === 0) return { width: height, height: width };
   const rad = (degrees * Math.PI) / 180;
