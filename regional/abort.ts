@@ -1,30 +1,7 @@
 // Cooperative cancellation helpers: one AbortSignal per request, threaded down to every read.
 
+import { abortReason, untilAborted } from "../shared/abort";
 import { HttpError } from "../shared/errors";
-
-/** Waits for `promise`, but rejects as soon as `signal` aborts (the work itself continues). */
-export function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(abortReason(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortReason(signal));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
-}
-
-export function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException("aborted", "AbortError");
-}
 
 /** Default bound on shared work (a source open, header and tile-table reads) and on each S3 call. */
 export const DEFAULT_SHARED_WORK_TIMEOUT_MS = 10_000;

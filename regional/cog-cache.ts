@@ -4,7 +4,8 @@
 
 import type { Source, SourceCatalog } from "./source/source";
 import { Cog, type CogOptions } from "./cog/cog";
-import { DEFAULT_SHARED_WORK_TIMEOUT_MS, untilAborted, withSharedDeadline } from "./abort";
+import { untilAborted } from "../shared/abort";
+import { DEFAULT_SHARED_WORK_TIMEOUT_MS, withSharedDeadline } from "./abort";
 
 interface Entry {
   key: string;

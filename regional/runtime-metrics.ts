@@ -2,6 +2,7 @@
 // objects (work budget, request limiter, decoded-block cache). A registry per server, so
 // several decoders in one process (tests) each report their own.
 import { Counter, Gauge, Registry } from "prom-client";
+import type { Partition } from "../shared/cost";
 import type { DecodedBlockCache } from "./cog/block-cache";
 import type { RequestLimiter } from "./request-limiter";
 import type { WorkBudget } from "./work-budget";
@@ -14,6 +15,27 @@ export interface RuntimeMetrics {
   budgetRetries: Counter<string>;
   /** Answers served from the stored tile bytes (codec passthrough). */
   passthrough: Counter<string>;
+  decodes: RunningDecodes;
+}
+
+/**
+ * Image requests between their work reservation and the end of their render, by the admission
+ * partition they were granted from, and the most there ever were at once: the decoder's own
+ * count of what admission let run, which a client that hangs up must not raise.
+ */
+export class RunningDecodes {
+  readonly now: Record<Partition, number> = { tile: 0, full: 0 };
+  readonly most: Record<Partition, number> = { tile: 0, full: 0 };
+
+  /** Counts one decode in; the returned function counts it out (once). */
+  start(partition: Partition): () => void {
+    this.most[partition] = Math.max(this.most[partition], ++this.now[partition]);
+    let running = true;
+    return () => {
+      if (running) this.now[partition]--;
+      running = false;
+    };
+  }
 }
 
 export function runtimeMetrics(budget: WorkBudget, limiter: RequestLimiter, cache: DecodedBlockCache): RuntimeMetrics {
@@ -28,6 +50,19 @@ export function runtimeMetrics(budget: WorkBudget, limiter: RequestLimiter, cach
   gauge("tessera_decoder_requests_in_flight_limit", "The request limiter's size.", () => limiter.max);
   gauge("tessera_decoder_block_cache_bytes", "Decoded bytes resident in the block cache.", () => cache.bytes);
   gauge("tessera_decoder_block_cache_limit_bytes", "The block cache's byte cap.", () => cache.maxBytes);
+  const decodes = new RunningDecodes();
+  const byPartition = (name: string, help: string, read: (p: Partition) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["partition"] as const,
+      registers: [registry],
+      collect() {
+        for (const p of ["tile", "full"] as const) this.set({ partition: p }, read(p));
+      },
+    });
+  byPartition("tessera_decoder_decodes_running", "Image decodes running now, by admission partition.", (p) => decodes.now[p]);
+  byPartition("tessera_decoder_decodes_running_max", "Most image decodes ever running at once, by admission partition.", (p) => decodes.most[p]);
   const counter = (name: string, help: string, read: () => number) =>
     new Counter({ name, help, registers: [registry], collect() { this.reset(); this.inc(read()); } });
   counter("tessera_decoder_block_cache_hits_total", "Blocks found decoded in the cache.", () => cache.hits);
@@ -43,5 +78,6 @@ export function runtimeMetrics(budget: WorkBudget, limiter: RequestLimiter, cach
     }),
     budgetRetries: new Counter({ name: "tessera_decoder_work_budget_retries_total", help: "Requests that took their one exclusive retry.", registers: [registry] }),
     passthrough: new Counter({ name: "tessera_decoder_passthrough_total", help: "Answers that are a stored tile's bytes, not re-encoded.", registers: [registry] }),
+    decodes,
   };
 }

@@ -15,15 +15,19 @@
 import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import { finished, pipeline } from "node:stream/promises";
 import { Registry } from "prom-client";
 import { badRequest, errorResponse, HttpError, notFound } from "../shared/errors";
+import { ADMISSION_DEFAULTS } from "../shared/admission-config";
 import { parseImageRequest } from "../shared/iiif/image-request";
-import { resolveImageRequest } from "../shared/iiif/resolve";
-import { ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER } from "../shared/cost";
+import { resolveImageRequest, type ResolvedImageRequest } from "../shared/iiif/resolve";
+import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, type Partition } from "../shared/cost";
 import {
   DECODER,
   GRANT_HEADER,
+  GRANTED_PARTITION_HEADER,
+  limitsFrom,
+  REQUEST_ID_HEADER,
   SIGNATURE_HEADER,
   TIMEOUT_HEADER,
   VERSION_HEADER,
@@ -43,7 +47,7 @@ import { runtimeMetrics } from "./runtime-metrics";
 import { isValidSourceId } from "./source/source-id";
 import { sourceChunks } from "./source/chunks";
 import type { SourceCatalog } from "./source/source";
-import { admitWork, WorkBudget } from "./work-budget";
+import { admitWork, WorkBudget, type Reservation } from "./work-budget";
 import { renderCost } from "./work-estimate";
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -90,6 +94,14 @@ interface Answer {
   headers: Record<string, string>;
   /** A whole body, or a stream of chunks whose content-length is in `headers`. */
   body: Buffer | AsyncIterable<Uint8Array>;
+  /** Frees what the answer holds, once its last byte is written or its client is gone. */
+  done?: () => void;
+}
+
+/** What the admission DO granted a request: its peak memory, and the partition it counts in. */
+interface Grant {
+  bytes: number;
+  partition?: Partition;
 }
 
 /** Creates (does not start) the decoder's HTTP server. */
@@ -109,6 +121,9 @@ export function createDecoderServer(options: DecoderOptions): Server {
     sharedWorkTimeoutMs: options.sharedWorkTimeoutMs,
   });
 
+  /** Requests that named themselves with REQUEST_ID_HEADER, for the DO's cancel. */
+  const cancellable = new Map<string, AbortController>();
+
   const server = createServer((req, res) => {
     const started = performance.now();
     const controller = new AbortController();
@@ -120,10 +135,14 @@ export function createDecoderServer(options: DecoderOptions): Server {
     const url = URL.canParse(req.url ?? "/", "http://decoder")
       ? new URL(req.url ?? "/", "http://decoder")
       : new URL("http://decoder/");
-    handle(req, url, controller.signal)
+    handle(req, url, controller)
       .catch((err) => failure(err, req, url, controller.signal))
       .then(async (answer) => {
-        await send(res, answer);
+        try {
+          await send(res, answer);
+        } finally {
+          answer.done?.();
+        }
         const route = routeOf(url.pathname);
         const status = controller.signal.aborted ? "aborted" : answer.status;
         requestsTotal.inc({ route, status });
@@ -134,6 +153,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
           method: req.method,
           path: url.pathname,
           version: url.searchParams.get("version") ?? undefined,
+          request: headerValue(req.headers[REQUEST_ID_HEADER]) ?? undefined,
           status,
           ms: Math.round(performance.now() - started),
         });
@@ -147,23 +167,20 @@ export function createDecoderServer(options: DecoderOptions): Server {
   server.on("close", () => cogs.closeAll());
   return server;
 
-  async function handle(req: IncomingMessage, url: URL, signal: AbortSignal): Promise<Answer> {
+  async function handle(req: IncomingMessage, url: URL, controller: AbortController): Promise<Answer> {
     if (!URL.canParse(req.url ?? "/", "http://decoder")) throw badRequest("unparsable request target");
     if (url.pathname === DECODER.health) {
-      requireGet(req);
+      requireMethod(req, "GET");
       return json(200, { ok: true, capacity: options.capacity });
     }
     if (url.pathname === "/metrics") {
-      requireGet(req);
+      requireMethod(req, "GET");
       const body = Buffer.from(await metricsRegistry.metrics());
       return { status: 200, headers: { "content-type": metricsRegistry.contentType }, body };
     }
     const segments = url.pathname.split("/").slice(1);
     if (segments[0] !== "v1") throw notFound(`no route ${url.pathname}`);
-    const limits: SignedLimits = {
-      timeoutMs: headerValue(req.headers[TIMEOUT_HEADER]),
-      grantBytes: headerValue(req.headers[GRANT_HEADER]),
-    };
+    const limits = limitsFrom((name) => headerValue(req.headers[name]));
     await verifyRequest(
       options.secret,
       req.method ?? "GET",
@@ -173,31 +190,59 @@ export function createDecoderServer(options: DecoderOptions): Server {
       nodeHmac,
       limits,
     );
-    requireGet(req);
     const parts = segments.slice(1).map(decodeSegment);
+    if (parts[0] === "cancel" && parts.length === 2) {
+      requireMethod(req, "POST");
+      return cancel(parts[1]);
+    }
+    requireMethod(req, "GET");
     const version = url.searchParams.get("version") ?? undefined;
     // One id rule for every catalog (S3 keys included), before any I/O.
     if (parts.length >= 2 && !isValidSourceId(parts[1])) throw notFound(`unknown source "${parts[1]}"`);
     const [kind, id, region, size, rotation, qualityFormat] = parts;
+    const grant = grantOf(limits);
     const routes: Record<string, [number, (s: AbortSignal) => Promise<Answer>]> = {
       info: [2, (s) => info(id, version, s)],
       file: [2, (s) => file(id, version, s)],
-      image: [6, (s) => image(id, { region, size, rotation, qualityFormat }, version, s, granted)],
+      image: [6, (s) => image(id, { region, size, rotation, qualityFormat }, version, s, grant)],
     };
     const [length, route] = Object.hasOwn(routes, kind) ? routes[kind] : [];
     if (!route || parts.length !== length) throw notFound(`no route ${url.pathname}`);
     // The admission DO's grant replaces this decoder's defaults; without one (no edge in
     // front) the decoder's own deadline and work budget apply.
     const timeout = wholeNumber(limits.timeoutMs, TIMEOUT_HEADER, 1, MAX_REQUEST_TIMEOUT_MS) ?? defaultTimeout;
-    const granted = wholeNumber(limits.grantBytes, GRANT_HEADER, 0, Number.MAX_SAFE_INTEGER);
+    // The permit is held until the answer's last byte is written, as the DO holds its own.
     const release = limiter.acquire();
-    const deadline = withDeadline(signal, timeout);
+    const forget = trackCancellable(limits.requestId, controller);
+    const deadline = withDeadline(controller.signal, timeout);
     try {
-      return await route(deadline.signal);
+      const answer = await route(deadline.signal);
+      return { ...answer, done: () => (answer.done?.(), forget(), release()) };
+    } catch (err) {
+      forget();
+      release();
+      throw err;
     } finally {
       deadline.done();
-      release();
     }
+  }
+
+  /** Registers a request the DO may cancel by id; the returned function forgets it. */
+  function trackCancellable(requestId: string | null | undefined, controller: AbortController): () => void {
+    if (!requestId) return () => {};
+    if (cancellable.has(requestId)) throw badRequest(`request id ${requestId} is already in use`);
+    cancellable.set(requestId, controller);
+    return () => cancellable.delete(requestId);
+  }
+
+  /**
+   * The DO's client went away: stop this request's I/O at its next read or stage boundary. Work
+   * already inside libvips finishes first; the request's own answer, sent when it has stopped,
+   * is what tells the DO its permit and memory are free again.
+   */
+  function cancel(requestId: string): Answer {
+    cancellable.get(requestId)?.abort(new DOMException("cancelled: the client went away", "AbortError"));
+    return { status: 204, headers: {}, body: Buffer.alloc(0) };
   }
 
   async function info(id: string, version: string | undefined, signal: AbortSignal): Promise<Answer> {
@@ -226,7 +271,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
     parts: Parameters<typeof parseImageRequest>[0],
     version: string | undefined,
     signal: AbortSignal,
-    granted: number | undefined,
+    grant: Grant | undefined,
   ): Promise<Answer> {
     // Syntax first: a malformed request costs no I/O.
     const parsed = parseImageRequest(parts, 3);
@@ -236,18 +281,13 @@ export function createDecoderServer(options: DecoderOptions): Server {
       const what = `${id} ${parts.region}/${parts.size}`;
       const cost = renderCost(cog, resolved);
       // Within the DO's grant the work is reserved at once; above it the DO must re-admit it.
-      if (granted !== undefined && cost > granted) throw new GrantExceeded(cost);
-      const work =
-        granted === undefined
-          ? await admitWork(budget, cost, what, signal, () => runtime.budgetRetries.inc())
-          : budget.takeGranted(cost);
+      if (grant && cost > grant.bytes) throw new GrantExceeded(cost);
+      const work = grant ? budget.takeGranted(cost) : await admitWork(budget, cost, what, signal, () => runtime.budgetRetries.inc());
+      const stopped = runtime.decodes.start(grant?.partition ?? classify(cost, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES));
       try {
-        const tile = passthroughTile(cog, resolved);
-        if (tile) runtime.passthrough.inc();
-        // Cheapest first: the stored tile itself, a TurboJPEG encode of cached pixels, libvips.
-        const out = tile
-          ? await storedTile(cog, tile, signal)
-          : ((await renderDirectJpeg(cog, resolved, signal, work)) ?? (await render(cog, resolved, signal, work)));
+        const out = await renderImage(cog, resolved, signal, work);
+        // The encoded answer keeps a reservation of its own size until its last byte is written.
+        const held = budget.takeGranted(out.body.length);
         return {
           status: 200,
           headers: {
@@ -257,11 +297,21 @@ export function createDecoderServer(options: DecoderOptions): Server {
             [ESTIMATE_HEADER]: String(cost),
           },
           body: out.body,
+          done: () => held.release(),
         };
       } finally {
+        stopped();
         work.release();
       }
     });
+  }
+
+  /** Cheapest first: the stored tile itself, a TurboJPEG encode of cached pixels, libvips. */
+  async function renderImage(cog: Cog, resolved: ResolvedImageRequest, signal: AbortSignal, work: Reservation) {
+    const tile = passthroughTile(cog, resolved);
+    if (!tile) return (await renderDirectJpeg(cog, resolved, signal, work)) ?? (await render(cog, resolved, signal, work));
+    runtime.passthrough.inc();
+    return storedTile(cog, tile, signal);
   }
 
   /** Runs `fn` on the pinned COG; a store or decode failure drops the snapshot from the cache. */
@@ -303,7 +353,10 @@ export function createDecoderServer(options: DecoderOptions): Server {
   }
 }
 
-/** Writes an answer; a stream that fails midway cuts the body short, never mixes versions. */
+/**
+ * Writes an answer and resolves once its last byte is written or the client is gone. A stream
+ * that fails midway cuts the body short, never mixes versions.
+ */
 async function send(res: ServerResponse, answer: Answer): Promise<void> {
   if (res.destroyed) {
     // The client is gone: a stream that will never be read still releases what it holds.
@@ -313,6 +366,7 @@ async function send(res: ServerResponse, answer: Answer): Promise<void> {
   if (Buffer.isBuffer(answer.body)) {
     res.writeHead(answer.status, { ...answer.headers, "content-length": String(answer.body.length) });
     res.end(answer.body);
+    await finished(res).catch(() => {});
     return;
   }
   res.writeHead(answer.status, answer.headers);
@@ -329,9 +383,20 @@ const REJECTIONS: Partial<Record<HttpError["kind"], string>> = {
   too_large: "too_large",
 };
 
+/** The DO's grant, when the request carries one. */
+function grantOf(limits: SignedLimits): Grant | undefined {
+  const bytes = wholeNumber(limits.grantBytes, GRANT_HEADER, 0, Number.MAX_SAFE_INTEGER);
+  if (bytes === undefined) return undefined;
+  const partition = limits.partition ?? undefined;
+  if (partition !== undefined && partition !== "tile" && partition !== "full") {
+    throw badRequest(`${GRANTED_PARTITION_HEADER} must be tile or full`);
+  }
+  return { bytes, partition };
+}
+
 /** A signed limit header's value, within bounds; undefined when absent. */
-function wholeNumber(raw: string | null, header: string, min: number, max: number): number | undefined {
-  if (raw === null) return undefined;
+function wholeNumber(raw: string | null | undefined, header: string, min: number, max: number): number | undefined {
+  if (raw === null || raw === undefined) return undefined;
   const n = Number(raw);
   if (!/^\d+$/.test(raw) || n < min || n > max) throw badRequest(`${header} must be a whole number from ${min} to ${max}`);
   return n;
@@ -346,8 +411,8 @@ function isStoreFailure(e: unknown): boolean {
   return e instanceof HttpError && (e.kind === "bad_gateway" || e.kind === "gateway_timeout");
 }
 
-function requireGet(req: IncomingMessage): void {
-  if (req.method !== "GET") throw badRequest(`method ${req.method} is not allowed; use GET`);
+function requireMethod(req: IncomingMessage, method: "GET" | "POST"): void {
+  if (req.method !== method) throw badRequest(`method ${req.method} is not allowed; use ${method}`);
 }
 
 function headerValue(h: string | string[] | undefined): string | null {

@@ -11,7 +11,7 @@
 import { ADMISSION_DEFAULTS } from "../shared/admission-config";
 import { classify, type Partition } from "../shared/cost";
 import { HttpError } from "../shared/errors";
-import { abortReason } from "./abort";
+import { abortReason } from "../shared/abort";
 
 export const DEFAULT_WORK_BUDGET_BYTES = 512 * 1024 * 1024;
 

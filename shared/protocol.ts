@@ -26,6 +26,8 @@ export const DECODER = {
     `/v1/image/${encodeURIComponent(id)}/${canonical}?version=${encodeURIComponent(version)}`,
   /** The source's stored bytes, unchanged. */
   file: (id: string, version: string) => `/v1/file/${encodeURIComponent(id)}?version=${encodeURIComponent(version)}`,
+  /** POST: stop the I/O of the request with this REQUEST_ID_HEADER; its answer still ends it. */
+  cancel: (requestId: string) => `/v1/cancel/${encodeURIComponent(requestId)}`,
 };
 
 /** Response header naming the snapshot an answer was made from. */
@@ -39,20 +41,41 @@ export const SIGNATURE_HEADER = "x-tessera-signature";
  */
 export const TIMEOUT_HEADER = "x-tessera-timeout-ms";
 export const GRANT_HEADER = "x-tessera-grant-bytes";
+/** The admission partition ("tile" or "full") the grant was taken from. */
+export const GRANTED_PARTITION_HEADER = "x-tessera-granted-partition";
+/** The DO's id for one forwarded request: what a later cancel names. */
+export const REQUEST_ID_HEADER = "x-tessera-request-id";
 
-/** The granted limits as sent: header values, or null when absent. */
+/** The grant as sent: header values, absent (null or undefined) when not granted. */
 export interface SignedLimits {
-  timeoutMs: string | null;
-  grantBytes: string | null;
+  timeoutMs?: string | null;
+  grantBytes?: string | null;
+  partition?: string | null;
+  requestId?: string | null;
 }
-const NO_LIMITS: SignedLimits = { timeoutMs: null, grantBytes: null };
+const NO_LIMITS: SignedLimits = {};
+
+/** Each signed field's header, in signing order. */
+const LIMIT_HEADERS: [keyof SignedLimits, string][] = [
+  ["timeoutMs", TIMEOUT_HEADER],
+  ["grantBytes", GRANT_HEADER],
+  ["partition", GRANTED_PARTITION_HEADER],
+  ["requestId", REQUEST_ID_HEADER],
+];
 
 /** The headers that carry `limits` (sign them with the same values). */
 export function limitHeaders(limits: SignedLimits): Record<string, string> {
   const headers: Record<string, string> = {};
-  if (limits.timeoutMs !== null) headers[TIMEOUT_HEADER] = limits.timeoutMs;
-  if (limits.grantBytes !== null) headers[GRANT_HEADER] = limits.grantBytes;
+  for (const [field, header] of LIMIT_HEADERS) {
+    const value = limits[field];
+    if (value !== null && value !== undefined) headers[header] = value;
+  }
   return headers;
+}
+
+/** The signed fields of a received request, read from its headers. */
+export function limitsFrom(header: (name: string) => string | null): SignedLimits {
+  return Object.fromEntries(LIMIT_HEADERS.map(([field, name]) => [field, header(name)]));
 }
 /** How long a signature stays valid; bounds replay of a captured request. */
 const SIGNATURE_TTL_MS = 60_000;
@@ -84,7 +107,7 @@ async function hmac(secret: string, message: string): Promise<string> {
 
 // The limits are signed as sent, absent ones as "-": a changed, added or removed value fails.
 const signedText = (method: string, pathAndQuery: string, expires: number, limits: SignedLimits) =>
-  `${method}\n${pathAndQuery}\n${expires}\n${limits.timeoutMs ?? "-"}\n${limits.grantBytes ?? "-"}`;
+  [method, pathAndQuery, expires, ...LIMIT_HEADERS.map(([field]) => limits[field] ?? "-")].join("\n");
 
 /** The signature header value for a request from the edge (or DO) to a decoder. */
 export async function signRequest(

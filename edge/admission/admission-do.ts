@@ -8,7 +8,8 @@ import { connect } from "cloudflare:sockets";
 import { DurableObject } from "cloudflare:workers";
 import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
-import { limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
+import { untilAborted } from "../../shared/abort";
+import { DECODER, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
 import { parseHeartbeat } from "../../shared/registration";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { DecoderRegistry, type Decoder } from "./decoders";
@@ -19,13 +20,20 @@ import { AdmissionModel, type Grant } from "./model";
 export const METRICS_PATH = "/__admission/metrics";
 export const HEARTBEAT_DO_PATH = "/__admission/heartbeat";
 
-/** After its deadline a lease's own path has this long to release it before the alarm does. */
+/**
+ * After its deadline a lease's own path has this long to release it before the alarm does: the
+ * decoder, which runs under the same deadline, answers within it once its work has stopped.
+ */
 const LEASE_GRACE_MS = 1000;
 
 export interface Lease {
   grant: Grant;
   /** Aborts at the request deadline or when the client goes away. */
   signal: AbortSignal;
+  /** Aborts when the client goes away. */
+  client: AbortSignal;
+  /** Aborts when the lease is released or expires: what cuts off a decoder that never answers. */
+  ended: AbortSignal;
   /** When REQUEST_TIMEOUT ends, epoch ms. */
   deadlineAt: number;
   /** Peak decode bytes the decoder may use: signed into the forwarded request. */
@@ -129,9 +137,11 @@ export class AdmissionDO extends DurableObject<Env> {
       throw err;
     }
     const id = this.nextLeaseId++;
+    const ended = new AbortController();
     const release = (expired: boolean) => {
       if (!this.leases.delete(id)) return;
       clearTimeout(timer);
+      ended.abort(new HttpError("deadline", "the lease ended"));
       grant.release();
       this.stats.released++;
       if (expired) this.stats.leasesExpired++;
@@ -146,7 +156,7 @@ export class AdmissionDO extends DurableObject<Env> {
     }
     // A full is granted its reservation; a tile anything its partition admits (below the threshold).
     const grantedBytes = partition === "full" ? estimate : largeDecodeThresholdBytes - 1;
-    return { grant, signal, deadlineAt, grantedBytes, release: () => release(false) };
+    return { grant, signal, client: clientSignal, ended: ended.signal, deadlineAt, grantedBytes, release: () => release(false) };
   }
 
   /** Reclaims every lease past its deadline and grace; re-arms for the next one. */
@@ -181,82 +191,136 @@ export class AdmissionDO extends DurableObject<Env> {
   }
 
   /**
-   * Forwards one admitted decode to the least loaded live decoder. Only a decoder that cannot
-   * be connected to is forgotten and the request tried once on another: once a request has
-   * reached a decoder it is never sent again, so a request that kills its decoder cannot go
-   * on to kill the next one (a decoder dying mid-answer is a 502). The one resend is the
-   * decoder's own refusal of a grant too small, made before it reads any pixel.
-   * The lease is released when the answer has streamed, or at once on any failure.
+   * Forwards one admitted decode to the least loaded live decoder that accepts a connection.
+   * The lease is released when the decoder's part is over: at once on a failure before the
+   * call, else as `call` says.
    */
   private async forward(path: string, lease: Lease): Promise<Response> {
-    let failed: Decoder | undefined;
+    let decoder: Decoder;
     try {
-      for (;;) {
-        const decoder = this.decoders.pick(Date.now(), failed?.url);
-        if (!decoder) {
-          if (failed) throw new HttpError("bad_gateway", "no decoder could be reached");
-          throw new HttpError("overloaded", "no decoder is registered; retry shortly", 1);
-        }
-        if (failed) this.stats.decoderRetries++;
-        if (!(await connectable(decoder.url, lease.signal))) {
-          if (lease.signal.aborted) throw lease.signal.reason;
-          logDecoderFailure(decoder.url, "connection refused or timed out");
-          this.decoders.forget(decoder.url);
-          failed = decoder;
-          continue;
-        }
-        const fulls = lease.grant.partition === "full" ? 1 : 0;
-        decoder.inFlight++;
-        decoder.fullsInFlight += fulls;
-        const finish = () => {
-          decoder.inFlight--;
-          decoder.fullsInFlight -= fulls;
-          lease.release();
-        };
-        let upstream: Response;
-        try {
-          // The decoder runs under what was granted here, not under its own defaults.
-          const limits: SignedLimits = {
-            timeoutMs: String(Math.max(1, lease.deadlineAt - Date.now())),
-            grantBytes: String(lease.grantedBytes),
-          };
-          const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
-          upstream = await fetch(decoder.url + path, {
-            headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits) },
-            signal: lease.signal,
-          });
-        } catch (err) {
-          finish();
-          if (lease.signal.aborted) throw lease.signal.reason;
-          logDecoderFailure(decoder.url, String(err));
-          throw new HttpError("bad_gateway", "the decoder failed while answering");
-        }
-        const needed = upstream.headers.get(NEEDED_HEADER);
-        if (needed !== null) {
-          await upstream.body?.cancel();
-          finish();
-          throw new GrantExceeded(Number(needed));
-        }
-        if (isDecoderFault(upstream.status)) {
-          finish();
-          logDecoderFailure(decoder.url, `${upstream.status}: ${await upstream.text()}`);
-          throw decoderFault(upstream.status);
-        }
-        this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));
-        if (!upstream.body) {
-          finish();
-          return upstream;
-        }
-        // Pass the body through; the permit is held until the last byte is written or the
-        // pipe fails (client gone, decoder died, deadline).
-        const { readable, writable } = new TransformStream();
-        this.ctx.waitUntil(upstream.body.pipeTo(writable, { signal: lease.signal }).catch(() => {}).finally(finish));
-        return new Response(readable, { status: upstream.status, headers: upstream.headers });
-      }
+      decoder = await this.reachableDecoder(lease.signal);
     } catch (err) {
       lease.release();
       throw err;
     }
+    return this.call(decoder, path, lease);
+  }
+
+  /**
+   * The least loaded live decoder that opens a connection now. Only a decoder that cannot be
+   * connected to is forgotten and another tried: once a request has reached a decoder it is
+   * never sent again, so a request that kills its decoder cannot go on to kill the next one.
+   */
+  private async reachableDecoder(signal: AbortSignal): Promise<Decoder> {
+    let failed: Decoder | undefined;
+    for (;;) {
+      const decoder = this.decoders.pick(Date.now(), failed?.url);
+      if (!decoder) {
+        if (failed) throw new HttpError("bad_gateway", "no decoder could be reached");
+        throw new HttpError("overloaded", "no decoder is registered; retry shortly", 1);
+      }
+      if (failed) this.stats.decoderRetries++;
+      if (await connectable(decoder.url, signal)) return decoder;
+      if (signal.aborted) throw signal.reason;
+      logDecoderFailure(decoder.url, "connection refused or timed out");
+      this.decoders.forget(decoder.url);
+      failed = decoder;
+    }
+  }
+
+  /**
+   * Sends an admitted request to `decoder`, which runs it under the grant, and owns the lease
+   * from then on. Admission ends when the decoder's work does: a client that leaves (or a
+   * deadline that passes) before the answer gets its answer at once, the decoder is told to
+   * stop its I/O, and the permit and memory stay held until the decoder's own answer says
+   * the work has stopped (a render inside libvips finishes first), or the lease's alarm
+   * ends a decoder that never answers. Once the answer streams, the lease is released when
+   * the last byte is written or the pipe fails. A decoder dying mid-answer is a 502.
+   */
+  private async call(decoder: Decoder, path: string, lease: Lease): Promise<Response> {
+    const fulls = lease.grant.partition === "full" ? 1 : 0;
+    decoder.inFlight++;
+    decoder.fullsInFlight += fulls;
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      decoder.inFlight--;
+      decoder.fullsInFlight -= fulls;
+      lease.release();
+    };
+    const requestId = crypto.randomUUID();
+    let answer: Promise<Response>;
+    try {
+      // The decoder runs under what was granted here, not under its own defaults.
+      const limits: SignedLimits = {
+        timeoutMs: String(Math.max(1, lease.deadlineAt - Date.now())),
+        grantBytes: String(lease.grantedBytes),
+        partition: lease.grant.partition,
+        requestId,
+      };
+      const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
+      // Not tied to the client: only the decoder's answer says when its work is over. A
+      // decoder that never answers is cut off when the alarm ends the lease.
+      answer = fetch(decoder.url + path, {
+        headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits) },
+        signal: lease.ended,
+      });
+    } catch (err) {
+      finish();
+      throw failing(err);
+    }
+    let upstream: Response;
+    try {
+      upstream = await untilAborted(answer, lease.signal);
+    } catch (err) {
+      if (lease.signal.aborted) {
+        if (lease.client.aborted) this.cancel(decoder, requestId);
+        this.ctx.waitUntil(answer.then((late) => late.body?.cancel(), () => {}).finally(finish));
+        throw lease.signal.reason;
+      }
+      finish();
+      logDecoderFailure(decoder.url, String(err));
+      throw new HttpError("bad_gateway", "the decoder failed while answering");
+    }
+    try {
+      const needed = upstream.headers.get(NEEDED_HEADER);
+      if (needed !== null) {
+        await upstream.body?.cancel();
+        throw new GrantExceeded(Number(needed));
+      }
+      if (isDecoderFault(upstream.status)) {
+        logDecoderFailure(decoder.url, `${upstream.status}: ${await upstream.text()}`);
+        throw decoderFault(upstream.status);
+      }
+    } catch (err) {
+      finish();
+      throw err;
+    }
+    this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));
+    if (!upstream.body) {
+      finish();
+      return upstream;
+    }
+    const { readable, writable } = new TransformStream();
+    this.ctx.waitUntil(upstream.body.pipeTo(writable, { signal: lease.signal }).catch(() => {}).finally(finish));
+    return new Response(readable, { status: upstream.status, headers: upstream.headers });
+  }
+
+  /**
+   * Asks the decoder to stop a request's I/O. Best effort: whether it arrives or not, the
+   * request's own answer (or its lease's end) is what frees the admission.
+   */
+  private cancel(decoder: Decoder, requestId: string): void {
+    const path = DECODER.cancel(requestId);
+    const sent = signRequest(this.config.decoderSecret, "POST", path).then((signature) =>
+      fetch(decoder.url + path, {
+        method: "POST",
+        headers: { [SIGNATURE_HEADER]: signature },
+        signal: AbortSignal.timeout(LEASE_GRACE_MS),
+      }),
+    );
+    this.ctx.waitUntil(sent.then((res) => res.body?.cancel(), () => {}));
   }
 
   private countDisagreement(edgeVerdict: Partition, precise: string | null): void {

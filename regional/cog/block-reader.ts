@@ -11,7 +11,7 @@
 // keeps a share of the work reservation of the request that started it until it settles.
 
 import type { BaseDecoder, ImageFileDirectory } from "geotiff";
-import { untilAborted } from "../abort";
+import { untilAborted } from "../../shared/abort";
 import type { Source } from "../source/source";
 import type { Reservation } from "../work-budget";
 import type { DecodedBlock, DecodedBlockCache } from "./block-cache";

@@ -9,7 +9,7 @@ import { GeoTIFF, getDecoder, type GeoTIFFImage } from "geotiff";
 import { HttpError, unsupported } from "../../shared/errors";
 import type { SourceInfo } from "../../shared/protocol";
 import type { Source } from "../source/source";
-import { untilAborted } from "../abort";
+import { untilAborted } from "../../shared/abort";
 import { WorkBudget, type Reservation } from "../work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
 import { BlockReader, checkStoredRange } from "./block-reader";

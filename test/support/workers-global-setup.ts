@@ -1,10 +1,15 @@
 // A real decoder, frozen with SIGSTOP, behind the Worker tests: whatever reaches it hangs,
 // so a test that gets an answer proves the edge answered alone, and a hung decode is real.
 // Beside it, two decoders gone wrong: a real one whose secret was rotated (it answers every
-// request 401), and one that accepts a request and dies before answering (its socket reset).
+// request 401), and one that accepts a request and dies before answering (its socket reset);
+// and one that works, over a picture whose rotated render keeps libvips busy for about a second.
+import { execFileSync } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { TestProject } from "vitest/node";
-import { startDecoder, stopDecoder } from "../../infra/local/stack.ts";
+import { ROOT, startDecoder, stopDecoder } from "../../infra/local/stack.ts";
 
 export const WORKERS_TEST_SECRET = "workers-test-secret";
 
@@ -13,6 +18,7 @@ declare module "vitest" {
     frozenDecoderUrl: string;
     rotatedDecoderUrl: string;
     droppingDecoderUrl: string;
+    workingDecoderUrl: string;
   }
 }
 
@@ -26,8 +32,16 @@ export default async function setup(project: TestProject) {
   await new Promise<void>((resolve) => dropping.listen(0, "127.0.0.1", resolve));
   const address = dropping.address();
   project.provide("droppingDecoderUrl", `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`);
+  const dir = await mkdtemp(path.join(tmpdir(), "tessera-workers-"));
+  execFileSync("gdal_translate", [
+    "-q", "-outsize", "1500", "1500", "-r", "bilinear", "-of", "COG", "-co", "COMPRESS=JPEG", "-co", "BLOCKSIZE=512",
+    path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "slow.tif"),
+  ]);
+  const working = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
+  project.provide("workingDecoderUrl", working.url);
   return async () => {
     dropping.close();
-    await Promise.all([stopDecoder(decoder), stopDecoder(rotated)]);
+    await Promise.all([stopDecoder(decoder), stopDecoder(rotated), stopDecoder(working)]);
+    await rm(dir, { recursive: true, force: true });
   };
 }

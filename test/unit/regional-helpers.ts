@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
-import { GRANT_HEADER, signRequest, TIMEOUT_HEADER } from "../../shared/protocol";
+import { limitsFrom, signRequest } from "../../shared/protocol";
 import { createDecoderServer, type DecoderOptions, type LogRecord } from "../../regional/server";
 import type { Source, SourceCatalog } from "../../regional/source/source";
 
@@ -73,7 +73,7 @@ export async function signedGet(
   extraHeaders: Record<string, string> = {},
 ): Promise<Response> {
   const headers: Record<string, string> = { ...extraHeaders };
-  const limits = { timeoutMs: extraHeaders[TIMEOUT_HEADER] ?? null, grantBytes: extraHeaders[GRANT_HEADER] ?? null };
+  const limits = limitsFrom((name) => extraHeaders[name] ?? null);
   const value = signature === undefined ? await signRequest(d.secret, "GET", pathAndQuery, Date.now(), limits) : signature;
   if (value !== null) headers["x-tessera-signature"] = value;
   return fetch(d.url + pathAndQuery, { headers });

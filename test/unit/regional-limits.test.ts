@@ -2,6 +2,9 @@
 // work budget with its single exclusive retry, deadlines and cancellation, and their metrics.
 // GatedCatalog holds tile reads so requests can be kept in flight deterministically.
 
+import { request, type IncomingMessage } from "node:http";
+import path from "node:path";
+import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecodedBlockCache } from "../../regional/cog/block-cache";
 import { Cog } from "../../regional/cog/cog";
@@ -9,7 +12,7 @@ import { RequestLimiter } from "../../regional/request-limiter";
 import { LocalCatalog } from "../../regional/source/local";
 import { ResourceLimitError, WorkBudget } from "../../regional/work-budget";
 import { ESTIMATE_HEADER, NEEDED_HEADER } from "../../shared/cost";
-import { DECODER, GRANT_HEADER, signRequest, TIMEOUT_HEADER, type SourceInfo } from "../../shared/protocol";
+import { DECODER, GRANT_HEADER, limitHeaders, signRequest, TIMEOUT_HEADER, type SourceInfo } from "../../shared/protocol";
 import { fixtureDir, GatedCatalog, metricValue, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
@@ -98,10 +101,17 @@ describe("work budget", () => {
       await direct.close();
 
       catalog.pass();
-      expect((await first.response).status).toBe(200);
-      expect((await second.response).status).toBe(200);
-      expect(budget.usedBytes).toBe(0);
-      expect(await metricValue(d, "tessera_decoder_work_budget_peak_bytes")).toBe(ONE_TILE_COST);
+      const answered = await first.response;
+      expect(answered.status).toBe(200);
+      const retried = await second.response;
+      expect(retried.status).toBe(200);
+      const answerBytes = (await answered.arrayBuffer()).byteLength + (await retried.arrayBuffer()).byteLength;
+      await expect.poll(() => budget.usedBytes).toBe(0);
+      // One tile's work at a time; beside it, at most the answers being written (each keeps a
+      // reservation of its size until its last byte is out).
+      const peak = await metricValue(d, "tessera_decoder_work_budget_peak_bytes");
+      expect(peak).toBeGreaterThan(ONE_TILE_COST);
+      expect(peak).toBeLessThanOrEqual(ONE_TILE_COST + answerBytes);
       expect(await metricValue(d, "tessera_decoder_work_budget_limit_bytes")).toBe(budget.limitBytes);
     });
   });
@@ -246,6 +256,62 @@ describe("deadlines and cancellation", () => {
       expect(((await res.json()) as { message: string }).message).toBe("request deadline of 100 ms exceeded");
       const bad = await signedGet(d, url, undefined, { [TIMEOUT_HEADER]: "soon" });
       expect(bad.status).toBe(400);
+    });
+  });
+
+  it("a cancel from the admission DO stops the request's I/O; its answer, sent once the work has stopped, ends its permit", async () => {
+    await withDecoder({}, async (d, catalog) => {
+      const url = await imageUrl(d, "full/max/0/default.jpg");
+      const headers = limitHeaders({ grantBytes: String(64 * MIB), partition: "full", requestId: "r-1" });
+      const held = signedGet(d, url, undefined, headers);
+      await catalog.readsStarted(1);
+      expect(await metricValue(d, "tessera_decoder_decodes_running", '{partition="full"}')).toBe(1);
+      const cancel = DECODER.cancel("r-1");
+      // Only the edge may cancel: unsigned, or signed for another method, it is refused.
+      const post = (signature: string) => fetch(d.url + cancel, { method: "POST", headers: { "x-tessera-signature": signature } });
+      expect((await fetch(d.url + cancel, { method: "POST" })).status).toBe(401);
+      expect((await post(await signRequest(d.secret, "GET", cancel))).status).toBe(401);
+      const signature = await signRequest(d.secret, "POST", cancel);
+      expect((await post(signature)).status).toBe(204);
+      const answer = await held;
+      await answer.arrayBuffer();
+      expect(String(catalog.aborted[0])).toContain("cancelled");
+      expect(await metricValue(d, "tessera_decoder_rejected_total", '{reason="cancelled"}')).toBe(1);
+      expect(await metricValue(d, "tessera_decoder_decodes_running", '{partition="full"}')).toBe(0);
+      expect(await metricValue(d, "tessera_decoder_requests_in_flight")).toBe(0);
+      expect(await metricValue(d, "tessera_decoder_work_budget_used_bytes")).toBe(0);
+      // A cancel for a request that has ended, or never was, changes nothing.
+      expect((await post(await signRequest(d.secret, "POST", cancel))).status).toBe(204);
+    });
+  });
+
+  it("an answer keeps a work reservation of its own size until its last byte is written", async () => {
+    await withDecoder({}, async (d, catalog) => {
+      catalog.pass();
+      // Noise as an LZW TIFF: 12 MB that do not compress, more than the sockets buffer.
+      await sharp({ create: { width: 2000, height: 2000, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 60 } } })
+        .tiff({ tile: true, tileWidth: 256, tileHeight: 256, compression: "deflate" })
+        .toFile(path.join(fixtures.dir, "noise.tif"));
+      const info = (await (await signedGet(d, DECODER.info("noise"))).json()) as SourceInfo;
+      const url = DECODER.image("noise", "full/max/0/default.tif", info.version);
+      const signature = await signRequest(d.secret, "GET", url);
+      const { status, length, body } = await new Promise<{ status: number; length: number; body: IncomingMessage }>((resolve, reject) => {
+        const req = request(d.url + url, { headers: { "x-tessera-signature": signature } }, (res) => {
+          res.pause(); // a slow client: reads nothing yet
+          resolve({ status: res.statusCode ?? 0, length: Number(res.headers["content-length"]), body: res });
+        });
+        req.on("error", reject);
+        req.end();
+      });
+      expect(status).toBe(200);
+      expect(length).toBeGreaterThan(8 * MIB);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await metricValue(d, "tessera_decoder_work_budget_used_bytes")).toBe(length);
+      expect(await metricValue(d, "tessera_decoder_requests_in_flight")).toBe(1);
+      body.resume();
+      await new Promise((r) => body.on("end", r));
+      await expect.poll(() => metricValue(d, "tessera_decoder_work_budget_used_bytes")).toBe(0);
+      expect(await metricValue(d, "tessera_decoder_requests_in_flight")).toBe(0);
     });
   });
 

@@ -9,7 +9,7 @@ import { infoKey } from "../../edge/source-info";
 import { HttpError } from "../../shared/errors";
 import { SIGNATURE_HEADER, signRequest } from "../../shared/protocol";
 import { heartbeatTarget } from "../../shared/registration";
-import { get, heartbeat, metric, squareSource } from "./helpers";
+import { get, heartbeat, metric, settled, squareSource } from "./helpers";
 
 const stub = () => env.ADMISSION.get(env.ADMISSION.idFromName("default"));
 
@@ -22,6 +22,7 @@ beforeAll(async () => {
   await caches.default.put(infoKey("big"), Response.json(big, { headers: { "cache-control": "max-age=600" } }));
 });
 beforeEach(async () => {
+  await settled();
   // 16 permits and an 80 MB envelope, reported by the one live decoder (NTHREADS=MEMORY_LIMIT=0).
   expect((await heartbeat()).status).toBe(204);
 });
@@ -66,7 +67,13 @@ describe("admission DO", () => {
     expect(second.headers.get("retry-after")).toBe("1");
     expect(await metric("tessera_decode_memory_rejected_total")).toBe(rejected + 1);
     expect((await first).status).toBe(408);
+    // The client has its 408, but the frozen decoder's work never stopped: the bytes stay
+    // admitted until the lease's alarm ends it (REQUEST_TIMEOUT + 1 s grace), counted as expired.
+    expect([await metric("tessera_decode_memory_reserved_bytes"), await metric("full_in_use")]).toEqual([48_000_000, 1]);
+    const expired = await metric("leases_expired_total");
+    await settled();
     expect([await metric("tessera_decode_memory_reserved_bytes"), await metric("full_in_use")]).toEqual([0, 0]);
+    expect(await metric("leases_expired_total")).toBe(expired + 1);
   });
 
   it("drops a decoder that stops heartbeating from the sums (DECODER_TTL = 3 s)", async () => {

@@ -8,6 +8,7 @@ declare namespace Cloudflare {
     TEST_DECODER_URL: string;
     TEST_ROTATED_DECODER_URL: string;
     TEST_DROPPING_DECODER_URL: string;
+    TEST_WORKING_DECODER_URL: string;
   }
   interface GlobalProps {
     mainModule: TesseraWorker;

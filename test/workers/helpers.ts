@@ -14,6 +14,19 @@ export async function metric(name: string): Promise<number> {
   return Number(line?.split(" ")[1]);
 }
 
+/**
+ * Waits until no lease is held. A request the frozen decoder took keeps its admission after its
+ * client got 408 (the decoder's work has not stopped) until the lease's alarm ends it, one
+ * grace second after the deadline: tests start from no permit in use.
+ */
+export async function settled(timeoutMs = 5000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while ((await metric("permits_in_use")) > 0) {
+    if (Date.now() > until) throw new Error(`permits still in use after ${timeoutMs} ms`);
+    await scheduler.wait(100);
+  }
+}
+
 export async function heartbeat(report: Partial<Heartbeat> = {}, secret = env.DECODER_SECRET): Promise<Response> {
   const body = JSON.stringify({ url: env.TEST_DECODER_URL, capacity: 16, memoryBytes: 80 * 1000 * 1000, ...report });
   const target = await heartbeatTarget(body);
