@@ -26,6 +26,7 @@ export default defineConfig({
                 QUEUE_TIMEOUT: "1",
                 DECODER_TTL: "3",
                 BODY_READ_TIMEOUT: "1",
+                MAX_FILE_TRANSFERS: "1",
               },
             },
           })),

@@ -15,6 +15,7 @@ export interface Env extends AdmissionVars {
   MAX_WIDTH: string;
   MAX_HEIGHT: string;
   MAX_AREA: string;
+  MAX_FILE_TRANSFERS: string;
   PUBLIC_BASE_URL?: string;
   TRUST_FORWARDED_HEADERS?: string;
 }
@@ -30,6 +31,8 @@ export interface EdgeConfig {
   errorMaxAge: number;
   /** Output limits declared in info.json and enforced (undefined: unlimited). */
   limits: SizeLimits;
+  /** /file transfers streaming at once, beside the decode permits. */
+  maxFileTransfers: number;
   /** The address clients use, without a trailing slash; undefined: from the request. */
   publicBaseUrl?: string;
   /** Whether X-Forwarded-Host/-Proto name that address (only behind a proxy that sets them). */
@@ -51,6 +54,7 @@ export function edgeConfig(env: Env): EdgeConfig {
       maxHeight: intVar(env, "MAX_HEIGHT", { min: 0 }) || undefined,
       maxArea: intVar(env, "MAX_AREA", { min: 0 }) || undefined,
     },
+    maxFileTransfers: intVar(env, "MAX_FILE_TRANSFERS", { min: 1 }),
     publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
     trustForwardedHeaders: flag(env, "TRUST_FORWARDED_HEADERS"),
   };

@@ -7,7 +7,7 @@ import { S3Client } from "@aws-sdk/client-s3";
 import { badConfig, intVar } from "../shared/config";
 import { DEFAULT_SHARED_WORK_TIMEOUT_MS } from "./abort";
 import { DEFAULT_BLOCK_CACHE_BYTES } from "./cog/block-cache";
-import { DEFAULT_MAX_IN_FLIGHT } from "./request-limiter";
+import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT } from "./request-limiter";
 import { DEFAULT_REQUEST_TIMEOUT_MS } from "./server";
 import { LocalCatalog } from "./source/local";
 import { DEFAULT_WORK_BUDGET_BYTES } from "./work-budget";
@@ -23,6 +23,7 @@ export interface DecoderConfig {
   capacity: number;
   catalog: SourceCatalog;
   maxInFlight: number;
+  maxFileTransfers: number;
   requestTimeoutMs: number;
   sharedWorkTimeoutMs: number;
   prefetchRing: number;
@@ -44,6 +45,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): DecoderConfig 
     capacity: intVar(env, "TESSERA_DECODER_CAPACITY", { fallback: availableParallelism(), min: 1 }),
     catalog: catalogFrom(env, sharedWorkTimeoutMs),
     maxInFlight: intVar(env, "TESSERA_MAX_IN_FLIGHT_REQUESTS", { fallback: DEFAULT_MAX_IN_FLIGHT, min: 1 }),
+    maxFileTransfers: intVar(env, "TESSERA_MAX_FILE_TRANSFERS", { fallback: DEFAULT_MAX_FILE_TRANSFERS, min: 1 }),
     requestTimeoutMs: intVar(env, "TESSERA_REQUEST_TIMEOUT_MS", { fallback: DEFAULT_REQUEST_TIMEOUT_MS, min: 1 }),
     sharedWorkTimeoutMs,
     prefetchRing: intVar(env, "TESSERA_PREFETCH_RING", { fallback: 8, max: 1024 }),

@@ -12,6 +12,7 @@
 //   TESSERA_S3_REGION         s3: region                            (us-east-1)
 //   AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY   s3 credentials (the SDK's default chain)
 //   TESSERA_MAX_IN_FLIGHT_REQUESTS  request limiter: public requests at once   (64)
+//   TESSERA_MAX_FILE_TRANSFERS      /file transfers at once, beside those       (16)
 //   TESSERA_REQUEST_TIMEOUT_MS      request deadline, opening and I/O included  (30000)
 //   TESSERA_SHARED_WORK_TIMEOUT_MS  bound on a shared open or header read, and on each S3 call (10000)
 //   TESSERA_PREFETCH_RING           header blocks per snapshot; 0 = no prefetch (8)
@@ -49,6 +50,7 @@ async function main(): Promise<void> {
     secret,
     capacity,
     limiter: new RequestLimiter(config.maxInFlight),
+    maxFileTransfers: config.maxFileTransfers,
     requestTimeoutMs: config.requestTimeoutMs,
     sharedWorkTimeoutMs: config.sharedWorkTimeoutMs,
     prefetchRing: config.prefetchRing,

@@ -7,11 +7,16 @@
 import { HttpError } from "../shared/errors";
 
 export const DEFAULT_MAX_IN_FLIGHT = 64;
+/** /file transfers: they decode nothing, so they have a cap of their own beside the requests'. */
+export const DEFAULT_MAX_FILE_TRANSFERS = 16;
 
 export class RequestLimiter {
   private active = 0;
 
-  constructor(readonly max: number = DEFAULT_MAX_IN_FLIGHT) {
+  constructor(
+    readonly max: number = DEFAULT_MAX_IN_FLIGHT,
+    private readonly what = "requests",
+  ) {
     if (!Number.isSafeInteger(max) || max < 1) throw new RangeError("request limit must be ≥ 1");
   }
 
@@ -22,7 +27,7 @@ export class RequestLimiter {
   /** Takes a permit or throws 503; the returned function gives it back (idempotent). */
   acquire(): () => void {
     if (this.active >= this.max) {
-      throw new HttpError("overloaded", `decoder busy: ${this.max} requests in flight`, 1);
+      throw new HttpError("overloaded", `decoder busy: ${this.max} ${this.what} in flight`, 1);
     }
     this.active++;
     let released = false;

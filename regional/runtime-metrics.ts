@@ -38,7 +38,12 @@ export class RunningDecodes {
   }
 }
 
-export function runtimeMetrics(budget: WorkBudget, limiter: RequestLimiter, cache: DecodedBlockCache): RuntimeMetrics {
+export function runtimeMetrics(
+  budget: WorkBudget,
+  limiter: RequestLimiter,
+  transfers: RequestLimiter,
+  cache: DecodedBlockCache,
+): RuntimeMetrics {
   const registry = new Registry();
   const gauge = (name: string, help: string, read: () => number) =>
     new Gauge({ name, help, registers: [registry], collect() { this.set(read()); } });
@@ -48,6 +53,8 @@ export function runtimeMetrics(budget: WorkBudget, limiter: RequestLimiter, cach
   gauge("tessera_decoder_work_budget_waiting", "Requests waiting for exclusive admission (their one retry).", () => budget.waiting);
   gauge("tessera_decoder_requests_in_flight", "Public requests holding a limiter permit.", () => limiter.inFlight);
   gauge("tessera_decoder_requests_in_flight_limit", "The request limiter's size.", () => limiter.max);
+  gauge("tessera_decoder_file_transfers", "/file transfers streaming now (beside the limiter's requests).", () => transfers.inFlight);
+  gauge("tessera_decoder_file_transfers_limit", "The cap on /file transfers at once.", () => transfers.max);
   gauge("tessera_decoder_block_cache_bytes", "Decoded bytes resident in the block cache.", () => cache.bytes);
   gauge("tessera_decoder_block_cache_limit_bytes", "The block cache's byte cap.", () => cache.maxBytes);
   const decodes = new RunningDecodes();

@@ -42,7 +42,7 @@ import type { Cog } from "./cog/cog";
 import { renderDirectJpeg } from "./jpeg-encode";
 import { passthroughTile, storedTile } from "./passthrough";
 import { checkSupported, configureSharp, render } from "./render";
-import { DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./request-limiter";
+import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./request-limiter";
 import { runtimeMetrics } from "./runtime-metrics";
 import { isValidSourceId } from "./source/source-id";
 import { sourceChunks } from "./source/chunks";
@@ -66,6 +66,8 @@ export interface DecoderOptions {
   budget?: WorkBudget;
   /** Public requests admitted at once (default 64); inject one to share it between servers. */
   limiter?: RequestLimiter;
+  /** /file transfers streaming at once, beside the limiter's requests (default 16). */
+  maxFileTransfers?: number;
   /** Default request deadline in ms (30 s), overridable per request with TIMEOUT_HEADER. */
   requestTimeoutMs?: number;
   /** Decoded-block cache (default: 256 MiB of its own). */
@@ -110,9 +112,10 @@ export function createDecoderServer(options: DecoderOptions): Server {
   const log = options.log ?? jsonLog;
   const budget = options.budget ?? WorkBudget.global();
   const limiter = options.limiter ?? new RequestLimiter(DEFAULT_MAX_IN_FLIGHT);
+  const transfers = new RequestLimiter(options.maxFileTransfers ?? DEFAULT_MAX_FILE_TRANSFERS, "file transfers");
   const blockCache = options.blockCache ?? new DecodedBlockCache();
   const defaultTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  const runtime = runtimeMetrics(budget, limiter, blockCache);
+  const runtime = runtimeMetrics(budget, limiter, transfers, blockCache);
   const metricsRegistry = Registry.merge([registry, runtime.registry]);
   const cogs = new CogCache(options.catalog, options.cogCacheSize, {
     cache: blockCache,
@@ -201,18 +204,21 @@ export function createDecoderServer(options: DecoderOptions): Server {
     if (parts.length >= 2 && !isValidSourceId(parts[1])) throw notFound(`unknown source "${parts[1]}"`);
     const [kind, id, region, size, rotation, qualityFormat] = parts;
     const grant = grantOf(limits);
-    const routes: Record<string, [number, (s: AbortSignal) => Promise<Answer>]> = {
-      info: [2, (s) => info(id, version, s)],
-      file: [2, (s) => file(id, version, s)],
-      image: [6, (s) => image(id, { region, size, rotation, qualityFormat }, version, s, grant)],
+    // Each route: its segment count, the limiter it runs under, and its handler, given the
+    // request's deadline signal. /file decodes nothing: it has a cap of its own, and its stream
+    // ends with its client, not its deadline (which bounds the open, before the headers).
+    const routes: Record<string, [number, RequestLimiter, (s: AbortSignal) => Promise<Answer>]> = {
+      info: [2, limiter, (s) => info(id, version, s)],
+      file: [2, transfers, (s) => file(id, version, s, controller.signal)],
+      image: [6, limiter, (s) => image(id, { region, size, rotation, qualityFormat }, version, s, grant)],
     };
-    const [length, route] = Object.hasOwn(routes, kind) ? routes[kind] : [];
-    if (!route || parts.length !== length) throw notFound(`no route ${url.pathname}`);
+    const [length, routeLimiter, route] = Object.hasOwn(routes, kind) ? routes[kind] : [];
+    if (!route || !routeLimiter || parts.length !== length) throw notFound(`no route ${url.pathname}`);
     // The admission DO's grant replaces this decoder's defaults; without one (no edge in
     // front) the decoder's own deadline and work budget apply.
     const timeout = wholeNumber(limits.timeoutMs, TIMEOUT_HEADER, 1, MAX_REQUEST_TIMEOUT_MS) ?? defaultTimeout;
     // The permit is held until the answer's last byte is written, as the DO holds its own.
-    const release = limiter.acquire();
+    const release = routeLimiter.acquire();
     const forget = trackCancellable(limits.requestId, controller);
     const deadline = withDeadline(controller.signal, timeout);
     try {
@@ -252,9 +258,13 @@ export function createDecoderServer(options: DecoderOptions): Server {
     });
   }
 
-  /** The stored bytes of the pinned snapshot, streamed; no header parse, no decode. */
-  async function file(id: string, version: string | undefined, signal: AbortSignal): Promise<Answer> {
-    const source = await options.catalog.open(id, version, signal);
+  /**
+   * The stored bytes of the pinned snapshot, streamed; no header parse, no decode. `deadline`
+   * bounds the open; the stream runs until `client` goes away (each store read has its own
+   * timeouts), so a long transfer is never cut short once its headers are out.
+   */
+  async function file(id: string, version: string | undefined, deadline: AbortSignal, client: AbortSignal): Promise<Answer> {
+    const source = await options.catalog.open(id, version, deadline);
     return {
       status: 200,
       headers: {
@@ -262,7 +272,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
         "content-length": String(source.size),
         [VERSION_HEADER]: source.version,
       },
-      body: sourceChunks(source, signal),
+      body: sourceChunks(source, client),
     };
   }
 

@@ -18,6 +18,9 @@ export interface SourceInfo {
   bytes: number;
 }
 
+/** Every /file path starts so: transfers, not decodes, to the admission DO. */
+export const DECODER_FILE_PREFIX = "/v1/file/";
+
 /** Decoder routes. The image path carries the canonical IIIF 3.0 parts of a resolved request. */
 export const DECODER = {
   health: "/health",
@@ -25,7 +28,7 @@ export const DECODER = {
   image: (id: string, canonical: string, version: string) =>
     `/v1/image/${encodeURIComponent(id)}/${canonical}?version=${encodeURIComponent(version)}`,
   /** The source's stored bytes, unchanged. */
-  file: (id: string, version: string) => `/v1/file/${encodeURIComponent(id)}?version=${encodeURIComponent(version)}`,
+  file: (id: string, version: string) => `${DECODER_FILE_PREFIX}${encodeURIComponent(id)}?version=${encodeURIComponent(version)}`,
   /** POST: stop the I/O of the request with this REQUEST_ID_HEADER; its answer still ends it. */
   cancel: (requestId: string) => `/v1/cancel/${encodeURIComponent(requestId)}`,
 };

@@ -9,7 +9,7 @@ import { DurableObject } from "cloudflare:workers";
 import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { untilAborted } from "../../shared/abort";
-import { DECODER, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
+import { DECODER, DECODER_FILE_PREFIX, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
 import { parseHeartbeat } from "../../shared/registration";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { DecoderRegistry, type Decoder } from "./decoders";
@@ -57,6 +57,8 @@ export class AdmissionDO extends DurableObject<Env> {
   readonly stats: DoStats = { released: 0, leasesExpired: 0, requestTimeouts: 0, disagreements: 0, decoderRetries: 0 };
   private readonly leases = new Map<number, { deadline: number; expire: () => void }>();
   private nextLeaseId = 0;
+  /** /file transfers streaming now: they hold no decode permit, only a place under their own cap. */
+  fileTransfers = 0;
   private alarmAt: number | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -90,6 +92,7 @@ export class AdmissionDO extends DurableObject<Env> {
         this.resize();
         return new Response(null, { status: 204 });
       }
+      if (url.pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfer(url.pathname + url.search, request.signal);
       const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
       const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
       return await this.admitAndForward(url.pathname + url.search, partition, estimate, request.signal);
@@ -289,10 +292,7 @@ export class AdmissionDO extends DurableObject<Env> {
         await upstream.body?.cancel();
         throw new GrantExceeded(Number(needed));
       }
-      if (isDecoderFault(upstream.status)) {
-        logDecoderFailure(decoder.url, `${upstream.status}: ${await upstream.text()}`);
-        throw decoderFault(upstream.status);
-      }
+      await checkAnswer(decoder, upstream);
     } catch (err) {
       finish();
       throw err;
@@ -323,6 +323,64 @@ export class AdmissionDO extends DurableObject<Env> {
     this.ctx.waitUntil(sent.then((res) => res.body?.cancel(), () => {}));
   }
 
+  /**
+   * A source's stored bytes (/file): nothing is decoded, so no decode permit is taken; transfers
+   * have a cap of their own (MAX_FILE_TRANSFERS, then 503). REQUEST_TIMEOUT bounds the wait for
+   * the decoder's headers; once the bytes flow, only a stall that long cuts them (or the client
+   * leaving), so a large file is never cut short by the deadline.
+   */
+  private async transfer(path: string, client: AbortSignal): Promise<Response> {
+    const { maxFileTransfers } = this.config;
+    if (this.fileTransfers >= maxFileTransfers) {
+      throw new HttpError("overloaded", `${maxFileTransfers} file transfers in progress; retry shortly`, 1);
+    }
+    this.fileTransfers++;
+    const timeoutMs = this.config.admission.requestTimeoutMs;
+    const cut = new AbortController();
+    const stall = new Watchdog(timeoutMs, () => cut.abort(new HttpError("deadline", "the transfer stalled past REQUEST_TIMEOUT")));
+    const onClient = () => cut.abort(client.reason);
+    client.addEventListener("abort", onClient, { once: true });
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      stall.stop();
+      client.removeEventListener("abort", onClient);
+      this.fileTransfers--;
+    };
+    try {
+      if (client.aborted) throw client.reason;
+      const decoder = await this.reachableDecoder(cut.signal);
+      const limits: SignedLimits = { timeoutMs: String(timeoutMs) };
+      const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
+      const upstream = await fetch(decoder.url + path, {
+        headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits) },
+        signal: cut.signal,
+      }).catch((err) => {
+        if (cut.signal.aborted) throw cut.signal.reason;
+        logDecoderFailure(decoder.url, String(err));
+        throw new HttpError("bad_gateway", "the decoder failed while answering");
+      });
+      await checkAnswer(decoder, upstream);
+      if (!upstream.body) {
+        finish();
+        return upstream;
+      }
+      stall.reset();
+      const { readable, writable } = new TransformStream({
+        transform(chunk, stream) {
+          stall.reset();
+          stream.enqueue(chunk);
+        },
+      });
+      this.ctx.waitUntil(upstream.body.pipeTo(writable, { signal: cut.signal }).catch(() => {}).finally(finish));
+      return new Response(readable, { status: upstream.status, headers: upstream.headers });
+    } catch (err) {
+      finish();
+      throw err;
+    }
+  }
+
   private countDisagreement(edgeVerdict: Partition, precise: string | null): void {
     if (precise === null) return;
     const verdict = classify(Number(precise), this.config.admission.largeDecodeThresholdBytes);
@@ -348,6 +406,31 @@ async function connectable(decoderUrl: string, signal: AbortSignal): Promise<boo
   } finally {
     signal.removeEventListener("abort", giveUp);
     giveUp();
+  }
+}
+
+/** Throws the decoder's fault, logged in full, as the kind alone (see isDecoderFault). */
+async function checkAnswer(decoder: Decoder, upstream: Response): Promise<void> {
+  if (!isDecoderFault(upstream.status)) return;
+  logDecoderFailure(decoder.url, `${upstream.status}: ${await upstream.text()}`);
+  throw decoderFault(upstream.status);
+}
+
+/** Calls `onIdle` once `ms` pass without a reset. */
+class Watchdog {
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  constructor(
+    private readonly ms: number,
+    private readonly onIdle: () => void,
+  ) {
+    this.reset();
+  }
+  reset(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(this.onIdle, this.ms);
+  }
+  stop(): void {
+    clearTimeout(this.timer);
   }
 }
 

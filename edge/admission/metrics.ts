@@ -36,6 +36,8 @@ export function admissionMetrics(d: AdmissionDO, now: number): string {
     [`${A}leases_expired_total`, "counter", "Leases reclaimed by the deadline alarm, not by their own path.", d.stats.leasesExpired],
     [`${A}request_timeouts_total`, "counter", "Requests that reached REQUEST_TIMEOUT (408).", d.stats.requestTimeouts],
     [`${A}decoder_retries_total`, "counter", "Forwards retried on another decoder after a connect failure.", d.stats.decoderRetries],
+    [`${A}file_transfers`, "gauge", "/file transfers streaming now (they hold no decode permit).", d.fileTransfers],
+    [`${A}file_transfers_limit`, "gauge", "MAX_FILE_TRANSFERS.", d.config.maxFileTransfers],
     [`${A}decoders_live`, "gauge", "Decoders that heartbeated within DECODER_TTL.", d.decoders.live(now).length],
     // The config fingerprint.
     [

@@ -2,12 +2,14 @@
 // so a test that gets an answer proves the edge answered alone, and a hung decode is real.
 // Beside it, two decoders gone wrong: a real one whose secret was rotated (it answers every
 // request 401), and one that accepts a request and dies before answering (its socket reset);
-// and one that works, over a picture whose rotated render keeps libvips busy for about a second.
+// and one that works, over a picture whose rotated render keeps libvips busy for about a second
+// and a large file of noise.
 import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import sharp from "sharp";
 import type { TestProject } from "vitest/node";
 import { ROOT, startDecoder, stopDecoder } from "../../infra/local/stack.ts";
 
@@ -37,6 +39,10 @@ export default async function setup(project: TestProject) {
     "-q", "-outsize", "1500", "1500", "-r", "bilinear", "-of", "COG", "-co", "COMPRESS=JPEG", "-co", "BLOCKSIZE=512",
     path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "slow.tif"),
   ]);
+  // Noise does not compress: 27 MB that take longer than REQUEST_TIMEOUT to read slowly.
+  await sharp({ create: { width: 3000, height: 3000, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 60 } } })
+    .tiff({ tile: true, tileWidth: 256, tileHeight: 256, compression: "deflate" })
+    .toFile(path.join(dir, "noise.tif"));
   const working = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
   project.provide("workingDecoderUrl", working.url);
   return async () => {

@@ -3,6 +3,7 @@
 // GatedCatalog holds tile reads so requests can be kept in flight deterministically.
 
 import { request, type IncomingMessage } from "node:http";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -80,6 +81,32 @@ describe("request limiter", () => {
       // Opening the source starts the prefetch; with one permit, the request still succeeds.
       const res = await signedGet(d, await imageUrl(d, "0,0,256,256/max/0/default.jpg"));
       expect(res.status).toBe(200);
+    });
+  });
+});
+
+describe("/file transfers", () => {
+  it("stream under a cap of their own, beside the request limiter, and are not cut by the deadline once their headers are out", async () => {
+    await withDecoder({ limiter: new RequestLimiter(1), maxFileTransfers: 1 }, async (d, catalog) => {
+      const info = (await (await signedGet(d, DECODER.info("deflate"))).json()) as SourceInfo;
+      const url = DECODER.file("deflate", info.version);
+      // A 200 ms deadline from the edge; the store read is held well past it.
+      const held = signedGet(d, url, undefined, { [TIMEOUT_HEADER]: "200" });
+      await catalog.readsStarted(1);
+      expect(await metricValue(d, "tessera_decoder_file_transfers")).toBe(1);
+      expect(await metricValue(d, "tessera_decoder_requests_in_flight")).toBe(0);
+      // The one request permit is free for a decode; a second transfer is over the cap.
+      const second = await signedGet(d, url);
+      expect(second.status).toBe(503);
+      expect(((await second.json()) as { message: string }).message).toContain("1 file transfers in flight");
+      await new Promise((r) => setTimeout(r, 400));
+      catalog.pass();
+      const res = await held;
+      expect(res.status).toBe(200);
+      const body = Buffer.from(await res.arrayBuffer());
+      expect(body.equals(await readFile(path.join(fixtures.dir, "deflate.tif")))).toBe(true);
+      expect(await metricValue(d, "tessera_decoder_file_transfers")).toBe(0);
+      expect((await signedGet(d, await imageUrl(d, "0,0,64,64/max/0/default.jpg"))).status).toBe(200);
     });
   });
 });
