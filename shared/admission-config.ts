@@ -19,6 +19,7 @@ export interface AdmissionVars {
   QUEUE_TIMEOUT?: string;
   FULL_MAX_WAITING?: string;
   DECODER_TTL?: string;
+  LEASE_GRACE?: string;
 }
 
 export interface AdmissionConfig {
@@ -37,6 +38,8 @@ export interface AdmissionConfig {
   queueTimeoutMs: number;
   fullMaxWaiting: number;
   decoderTtlMs: number;
+  /** How long after REQUEST_TIMEOUT a decoder may take to answer that its work has stopped. */
+  leaseGraceMs: number;
 }
 
 /** The seed's defaults (and ours for the knobs it does not have). */
@@ -52,6 +55,7 @@ export const ADMISSION_DEFAULTS = {
   QUEUE_TIMEOUT: 10,
   FULL_MAX_WAITING: 16,
   DECODER_TTL: 15,
+  LEASE_GRACE: 10,
 } as const;
 
 export function admissionConfig(vars: AdmissionVars): AdmissionConfig {
@@ -73,6 +77,7 @@ export function admissionConfig(vars: AdmissionVars): AdmissionConfig {
     queueTimeoutMs: int("QUEUE_TIMEOUT", 0) * 1000,
     fullMaxWaiting: int("FULL_MAX_WAITING", 0),
     decoderTtlMs: int("DECODER_TTL", 1) * 1000,
+    leaseGraceMs: int("LEASE_GRACE", 1) * 1000,
   };
   // The request deadline covers the wait for a permit too: a shorter one would turn every
   // queued request into a 408 before it could be admitted (the seed's own warning).

@@ -20,11 +20,6 @@ import { AdmissionModel, type Grant } from "./model";
 export const METRICS_PATH = "/__admission/metrics";
 export const HEARTBEAT_DO_PATH = "/__admission/heartbeat";
 
-/**
- * After its deadline a lease's own path has this long to release it before the alarm does: the
- * decoder, which runs under the same deadline, answers within it once its work has stopped.
- */
-const LEASE_GRACE_MS = 1000;
 
 export interface Lease {
   grant: Grant;
@@ -144,14 +139,14 @@ export class AdmissionDO extends DurableObject<Env> {
     const release = (expired: boolean) => {
       if (!this.leases.delete(id)) return;
       clearTimeout(timer);
-      ended.abort(new HttpError("deadline", "the lease ended"));
+      ended.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
       grant.release();
       this.stats.released++;
       if (expired) this.stats.leasesExpired++;
     };
     this.leases.set(id, { deadline: deadlineAt, expire: () => release(true) });
     try {
-      await this.scheduleAlarm(deadlineAt + LEASE_GRACE_MS);
+      await this.scheduleAlarm(deadlineAt + this.config.admission.leaseGraceMs);
     } catch (err) {
       // Without its alarm a lost release would keep the grant for good: refuse it now.
       release(false);
@@ -166,10 +161,11 @@ export class AdmissionDO extends DurableObject<Env> {
   async alarm(): Promise<void> {
     this.alarmAt = undefined;
     const now = Date.now();
+    const grace = this.config.admission.leaseGraceMs;
     let next = Infinity;
     for (const lease of [...this.leases.values()]) {
-      if (lease.deadline + LEASE_GRACE_MS <= now) lease.expire();
-      else next = Math.min(next, lease.deadline + LEASE_GRACE_MS);
+      if (lease.deadline + grace <= now) lease.expire();
+      else next = Math.min(next, lease.deadline + grace);
     }
     if (next < Infinity) await this.scheduleAlarm(next);
   }
@@ -277,6 +273,7 @@ export class AdmissionDO extends DurableObject<Env> {
     try {
       upstream = await untilAborted(answer, lease.signal);
     } catch (err) {
+      if (lease.ended.aborted) throw lease.ended.reason; // the alarm ended it (finish has run)
       if (lease.signal.aborted) {
         if (lease.client.aborted) this.cancel(decoder, requestId);
         this.ctx.waitUntil(answer.then((late) => late.body?.cancel(), () => {}).finally(finish));
@@ -317,7 +314,7 @@ export class AdmissionDO extends DurableObject<Env> {
       fetch(decoder.url + path, {
         method: "POST",
         headers: { [SIGNATURE_HEADER]: signature },
-        signal: AbortSignal.timeout(LEASE_GRACE_MS),
+        signal: AbortSignal.timeout(this.config.admission.leaseGraceMs),
       }),
     );
     this.ctx.waitUntil(sent.then((res) => res.body?.cancel(), () => {}));

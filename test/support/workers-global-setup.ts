@@ -2,7 +2,7 @@
 // so a test that gets an answer proves the edge answered alone, and a hung decode is real.
 // Beside it, two decoders gone wrong: a real one whose secret was rotated (it answers every
 // request 401), and one that accepts a request and dies before answering (its socket reset);
-// and one that works, over a picture whose rotated render keeps libvips busy for about a second
+// and one that works, over a picture whose upscaled, rotated render keeps libvips busy a while
 // and a large file of noise.
 import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -36,7 +36,7 @@ export default async function setup(project: TestProject) {
   project.provide("droppingDecoderUrl", `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`);
   const dir = await mkdtemp(path.join(tmpdir(), "tessera-workers-"));
   execFileSync("gdal_translate", [
-    "-q", "-outsize", "1500", "1500", "-r", "bilinear", "-of", "COG", "-co", "COMPRESS=JPEG", "-co", "BLOCKSIZE=512",
+    "-q", "-outsize", "1000", "1000", "-r", "bilinear", "-of", "COG", "-co", "COMPRESS=JPEG", "-co", "BLOCKSIZE=512",
     path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "slow.tif"),
   ]);
   // Noise does not compress: 27 MB that take longer than REQUEST_TIMEOUT to read slowly.

@@ -68,7 +68,7 @@ describe("admission DO", () => {
     expect(await metric("tessera_decode_memory_rejected_total")).toBe(rejected + 1);
     expect((await first).status).toBe(408);
     // The client has its 408, but the frozen decoder's work never stopped: the bytes stay
-    // admitted until the lease's alarm ends it (REQUEST_TIMEOUT + 1 s grace), counted as expired.
+    // admitted until the lease's alarm ends it (REQUEST_TIMEOUT + LEASE_GRACE, 1 s here), counted as expired.
     expect([await metric("tessera_decode_memory_reserved_bytes"), await metric("full_in_use")]).toEqual([48_000_000, 1]);
     const expired = await metric("leases_expired_total");
     await settled();

@@ -75,7 +75,7 @@ describe("edge worker in workerd", () => {
     expect(res.status).toBe(408);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
     expect(await metric("permits_in_use")).toBe(1);
-    await settled(); // the alarm ends it one grace second after the deadline
+    await settled(); // the alarm ends it LEASE_GRACE (1 s here) after the deadline
     expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
     expect(await metric("released_total")).toBe(released + 1);
   });

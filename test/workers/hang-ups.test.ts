@@ -1,17 +1,17 @@
 // Clients that ask for a whole picture and hang up while it renders, in front of a real decoder
-// that works (test/support/workers-global-setup.ts). A render already inside libvips cannot be
+// that works (test/support/workers-global-setup.ts), over a 1000² picture. A render already inside libvips cannot be
 // stopped, so admission must stay with it until it ends: the decoders' own count of fulls running
 // at once never passes full_max. (Disconnects emulated at the Worker's entry: Miniflare's HTTP
 // entry does not pass a client's disconnect on, Cloudflare does.)
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { get, heartbeat, metric, settled } from "./helpers";
 
 const decoder = () => env.TEST_WORKING_DECODER_URL;
-// Rotated by 30° and encoded as WebP: about a second of libvips on the 1500² picture. Each
-// request a different size, so none is an edge-cache hit.
+// Upscaled to 1500 px and rotated by 30°: an estimate above the 32 MiB full threshold and a few
+// hundred milliseconds of libvips. Each request a different size, so none is an edge-cache hit.
 let sizes = 1500;
-const full = () => `/iiif/3/slow/full/${sizes--},/30/default.webp`;
+const full = () => `/iiif/3/slow/full/%5E${sizes++},/30/default.jpg`;
 
 async function decoderMetric(name: string): Promise<number> {
   const text = await (await fetch(`${decoder()}/metrics`)).text();
@@ -21,8 +21,12 @@ async function decoderMetric(name: string): Promise<number> {
 
 describe("clients that hang up on a full", () => {
   it("never get more than full_max fulls running at once on the decoder; admission is held until each render ends", async () => {
-    // Capacity 4 at the default TILES_THREAD_RATIO of 0.5: tile_min 2, full_max 2.
-    expect((await heartbeat({ url: decoder(), capacity: 4, memoryBytes: 4_000_000_000 })).status).toBe(204);
+    // Capacity 4 at the default TILES_THREAD_RATIO of 0.5: tile_min 2, full_max 2; reported
+    // every second, as a live decoder does (DECODER_TTL is 3 s here).
+    const report = () => heartbeat({ url: decoder(), capacity: 4, memoryBytes: 4_000_000_000 });
+    expect((await report()).status).toBe(204);
+    const beating = setInterval(() => void report(), 1000);
+    onTestFinished(() => clearInterval(beating));
     expect(await metric("full_max_threads")).toBe(2);
     const warm = await get(full()); // opens the source; its blocks stay decoded
     expect(warm.status).toBe(200);

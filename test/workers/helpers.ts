@@ -16,8 +16,8 @@ export async function metric(name: string): Promise<number> {
 
 /**
  * Waits until no lease is held. A request the frozen decoder took keeps its admission after its
- * client got 408 (the decoder's work has not stopped) until the lease's alarm ends it, one
- * grace second after the deadline: tests start from no permit in use.
+ * client got 408 (the decoder's work has not stopped) until the lease's alarm ends it,
+ * LEASE_GRACE (1 s in these tests) after the deadline: tests start from no permit in use.
  */
 export async function settled(timeoutMs = 5000): Promise<void> {
   const until = Date.now() + timeoutMs;
