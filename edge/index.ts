@@ -9,6 +9,7 @@ import { AdmissionDO, METRICS_PATH } from "./admission/admission-do";
 import { heartbeatHandler } from "./admission/heartbeat-route";
 import { edgeConfig, type Env } from "./env";
 import { fileHandler } from "./handlers/file";
+import { followVersion } from "./handlers/follow-version";
 import { imageHandler, misshapenImageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
 import { errorCacheControl, isPermanentError } from "./http-cache";
@@ -31,11 +32,11 @@ const router = Router<IRequest, Args>({
 router
   .get("/iiif/3/:id", baseUriHandler(3))
   .get("/iiif/3/:id/info.json", infoHandler(3))
-  .get("/iiif/3/:id/file", fileHandler)
-  .get("/iiif/3/:id/:region/:size/:rotation/:qf", imageHandler(3))
+  .get("/iiif/3/:id/file", followVersion(fileHandler))
+  .get("/iiif/3/:id/:region/:size/:rotation/:qf", followVersion(imageHandler(3)))
   .get("/iiif/2/:id", baseUriHandler(2))
   .get("/iiif/2/:id/info.json", infoHandler(2))
-  .get("/iiif/2/:id/:region/:size/:rotation/:qf", imageHandler(2))
+  .get("/iiif/2/:id/:region/:size/:rotation/:qf", followVersion(imageHandler(2)))
   .get("/iiif/3/:id/*", misshapenImageHandler)
   .get("/iiif/2/:id/*", misshapenImageHandler)
   .get("/metrics", metricsHandler)

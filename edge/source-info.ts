@@ -22,6 +22,12 @@ function remember(info: SourceInfo, expires: number): void {
   local.set(info.id, { info, expires });
 }
 
+/** Drops what this edge knows of `id`, so the next lookup asks a decoder. */
+export async function forgetSourceInfo(id: string): Promise<void> {
+  local.delete(id);
+  await caches.default.delete(infoKey(id));
+}
+
 export async function sourceInfo(
   id: string,
   env: Env,

@@ -6,6 +6,7 @@ export type ErrorKind =
   | "bad_request" // 400: malformed request, message names the bad part
   | "unauthorized" // 401: decoder request without a valid edge signature
   | "not_found" // 404: unknown source
+  | "version_gone" // 404: a known source's requested version no longer exists
   | "deadline" // 408: deadline exceeded
   | "too_large" // 413: can never fit the budget
   | "unsupported" // 501: valid but not implemented
@@ -17,6 +18,7 @@ const STATUS: Record<ErrorKind, number> = {
   bad_request: 400,
   unauthorized: 401,
   not_found: 404,
+  version_gone: 404,
   deadline: 408,
   too_large: 413,
   unsupported: 501,
@@ -40,6 +42,7 @@ export class HttpError extends Error {
 
 export const badRequest = (message: string) => new HttpError("bad_request", message);
 export const notFound = (message: string) => new HttpError("not_found", message);
+export const versionGone = (message: string) => new HttpError("version_gone", message);
 export const unsupported = (message: string) => new HttpError("unsupported", message);
 
 /** Kind for a status received from another tier (the decoder's answer seen by the edge). */
@@ -66,12 +69,17 @@ export function errorResponse(err: unknown, headers: ConstructorParameters<typeo
 /** Rebuilds the HttpError a non-OK answer from another tier carries (decoder → DO → edge). */
 export async function errorFromResponse(res: Response): Promise<HttpError> {
   let message = `upstream answered ${res.status}`;
+  let kind = kindOfStatus(res.status);
   try {
     const body = (await res.json()) as Partial<ErrorBody>;
     if (typeof body.message === "string") message = body.message;
+    // The body's kind, when it is one of ours for this status (two kinds share 404).
+    if (typeof body.error === "string" && Object.hasOwn(STATUS, body.error) && STATUS[body.error] === res.status) {
+      kind = body.error;
+    }
   } catch {
     // not our JSON error body: keep the generic message
   }
   const retry = res.headers.get("retry-after");
-  return new HttpError(kindOfStatus(res.status), message, retry ? Number(retry) : undefined);
+  return new HttpError(kind, message, retry ? Number(retry) : undefined);
 }

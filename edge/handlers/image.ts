@@ -93,8 +93,9 @@ async function decode(env: Env, config: EdgeConfig, path: string, signal: AbortS
     });
   } catch (err) {
     // A 4xx or 501 from the decoder is about this exact request: the same request gets it
-    // again, so it is stored (briefly). Timeouts and overloads are not.
-    if (err instanceof HttpError && isPermanentError(err.status)) {
+    // again, so it is stored (briefly). Timeouts and overloads are not, nor a version that is
+    // gone (the request is answered again from the current version).
+    if (err instanceof HttpError && isPermanentError(err.status) && err.kind !== "version_gone") {
       return errorResponse(err, { "cache-control": errorCacheControl(config) });
     }
     throw err;

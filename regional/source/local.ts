@@ -6,7 +6,7 @@
 import { fstatSync } from "node:fs";
 import { open, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
-import { HttpError, notFound } from "../../shared/errors";
+import { HttpError, notFound, versionGone } from "../../shared/errors";
 import type { Source, SourceCatalog } from "./source";
 import { isValidSourceId } from "./source-id";
 
@@ -42,7 +42,7 @@ export class LocalCatalog implements SourceCatalog {
       const current = localVersion(st);
       // A local directory keeps only the current version of each file.
       if (version !== undefined && version !== current) {
-        throw notFound(`source "${id}" version no longer available`);
+        throw versionGone(`source "${id}" version no longer available`);
       }
       throwIfAborted(signal);
       return new LocalSource(handle, id, current, st.size, st.mtimeMs);

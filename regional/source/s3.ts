@@ -7,7 +7,7 @@ import {
   type GetObjectCommandInput,
   type S3Client,
 } from "@aws-sdk/client-s3";
-import { HttpError, notFound } from "../../shared/errors.js";
+import { HttpError, notFound, versionGone } from "../../shared/errors.js";
 import type { Source, SourceCatalog } from "./source.js";
 
 export interface S3CatalogConfig {
@@ -83,7 +83,7 @@ export class S3SourceCatalog implements SourceCatalog {
       if (missing && version === undefined) throw notFound(`unknown source "${id}"`);
       const badVersion = status === 400 || status === 405 || status === 412;
       if (missing || (version !== undefined && badVersion)) {
-        throw notFound(`source "${id}" has no version "${version}"`);
+        throw versionGone(`source "${id}" has no version "${version}"`);
       }
       throw storeFailure("HeadObject", label, e);
     }

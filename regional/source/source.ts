@@ -20,7 +20,7 @@ export interface Source {
 export interface SourceCatalog {
   /**
    * Opens the source `id`, pinned to `version` when given (else to its current version).
-   * Unknown ids, and versions that no longer exist, throw HttpError not_found.
+   * Unknown ids throw HttpError not_found; versions that no longer exist, version_gone (both 404).
    */
   open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source>;
   /** A human-readable description of where sources come from, for the startup log. */
