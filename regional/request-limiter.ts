@@ -1,4 +1,4 @@
-// The request limiter (seed 003 "Request admission"): at most `max` public requests in the
+// The request limiter: at most `max` public requests in the
 // decoder at once; the next one is refused immediately (503 + Retry-After), never queued,
 // because the admission DO in front already queues fairly and a second queue here would only
 // hide overload. Internal sub-work (prefetch, shared block decodes) never takes a permit: only

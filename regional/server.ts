@@ -5,7 +5,7 @@
 //   GET /v1/info/{id}?version=V                  → SourceInfo JSON
 //   GET /v1/image/{id}/{region}/{size}/{rotation}/{quality}.{format}?version=V → image bytes
 //
-// Seed 003's runtime limits wrap every /v1 request here: a request-limiter permit (or 503 at
+// The runtime limits wrap every /v1 request here: a request-limiter permit (or 503 at
 // once), a deadline covering opening, budget waits, I/O and encoding (408), and one
 // AbortSignal that fires on the client's disconnect or the deadline and reaches every Source
 // read and every stage boundary. Images reserve their estimated work memory from the work

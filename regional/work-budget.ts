@@ -1,4 +1,4 @@
-// The work budget (seed 003 "Active work and memory ownership"): one byte allowance shared by
+// The work budget (active work owns its memory): one byte allowance shared by
 // every read and render that should share a limit. Reservations never block: over the limit a
 // reservation fails at once with a ResourceLimitError (503 + Retry-After). Only a public
 // request's single retry waits, in the exclusive line of its partition, and under its original

@@ -1,4 +1,4 @@
-// The admission model's settings (seed 000's table plus our waiting and registration knobs),
+// The admission model's settings (its table of defaults plus our waiting and registration knobs),
 // parsed from the Worker's wrangler vars. Every bad value fails loudly with the variable's name,
 // except ADMISSION_MODE: an unrecognized mode falls back to basic (the caller logs it and the
 // mode gauge shows it), because a stale value must never take the service down.
@@ -42,7 +42,7 @@ export interface AdmissionConfig {
   leaseGraceMs: number;
 }
 
-/** The seed's defaults (and ours for the knobs it does not have). */
+/** The model's defaults (and ours for the knobs it does not have). */
 export const ADMISSION_DEFAULTS = {
   NTHREADS: 0,
   TILES_THREAD_RATIO: 0.5,
@@ -80,7 +80,7 @@ export function admissionConfig(vars: AdmissionVars): AdmissionConfig {
     leaseGraceMs: int("LEASE_GRACE", 1) * 1000,
   };
   // The request deadline covers the wait for a permit too: a shorter one would turn every
-  // queued request into a 408 before it could be admitted (the seed's own warning).
+  // queued request into a 408 before it could be admitted (why the two are checked together).
   if (config.requestTimeoutMs <= config.queueTimeoutMs) {
     throw badConfig("REQUEST_TIMEOUT", `must exceed QUEUE_TIMEOUT (${config.queueTimeoutMs / 1000} s)`);
   }

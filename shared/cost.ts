@@ -1,4 +1,4 @@
-// The cost of a decode: its estimated peak memory, and the partition (seed 000) that follows
+// The cost of a decode: its estimated peak memory, and the admission partition (tile or full) that follows
 // from it. One formula for both tiers: the edge feeds it what it knows before any decode (the
 // cached SourceInfo, an assumed channel count), the decoder feeds it the opened source's real
 // channels, and the DO counts the requests whose two verdicts differ.

@@ -1,5 +1,5 @@
 // The admission Durable Object: one per decoder region. It admits each decode through the
-// seed-000 model (model.ts), forwards it to the least loaded live decoder, streams the answer
+// two-partition admission model (model.ts), forwards it to the least loaded live decoder, streams the answer
 // back, and releases what it holds when the stream ends, on every path: success, decoder
 // error, client abort, deadline. Every grant is also a lease with a deadline that a DO alarm
 // enforces, so a path that never ends (a hung pipe, a bug) still cannot keep its permits.
@@ -120,7 +120,7 @@ export class AdmissionDO extends DurableObject<Env> {
     const { requestTimeoutMs, queueTimeoutMs, largeDecodeThresholdBytes } = this.config.admission;
     const deadlineAt = arrivedAt + requestTimeoutMs;
     const deadline = new AbortController();
-    // The seed's request timeout is wall-clock from arrival, the wait for a permit included.
+    // The request timeout is wall-clock from arrival, the wait for a permit included.
     const timer = setTimeout(() => {
       this.stats.requestTimeouts++;
       deadline.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));

@@ -1,4 +1,4 @@
-// Prometheus text for GET /metrics: seed 000's gauges and counters under our prefixes
+// Prometheus text for GET /metrics: the admission model's gauges and counters under our prefixes
 // (tessera_admission_*, tessera_decode_memory_*), plus the DO's own lease, timeout and
 // routing counters. Counters are cumulative for the DO's lifetime.
 import type { AdmissionDO } from "./admission-do";

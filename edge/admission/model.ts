@@ -1,4 +1,4 @@
-// The admission model of seed 000, pure bookkeeping (no I/O): two FIFO semaphores (global
+// The two-partition admission model (tiles and fulls), pure bookkeeping (no I/O): two FIFO semaphores (global
 // permits, full-partition permits), the full partition's decode-memory budget, the mode, and
 // the counters the metrics page shows. The admission DO drives it; tests drive it directly.
 //
@@ -99,7 +99,7 @@ export class AdmissionModel {
   fullMem = 0;
   reservedBytes = 0;
   /**
-   * Held full-partition permits (the seed's full_in_use), waiting for a global one or not; in
+   * Held full-partition permits (full_in_use), waiting for a global one or not; in
    * basic mode, where fulls take none, the admitted fulls.
    */
   fullInUse = 0;

@@ -62,7 +62,7 @@ export const imageHandler =
     const hit = await cache.match(key);
     if (hit) return answer(hit, headers, "hit");
 
-    // Coarse classification (seed 000); the decoder tells the DO its precise estimate.
+    // Coarse tile/full classification; the decoder tells the DO its precise estimate.
     const estimateBytes = estimateRequest(info, resolved, ASSUMED_CHANNELS);
     const cost = { partition: classify(estimateBytes, config.admission.largeDecodeThresholdBytes), estimateBytes };
     const stored = await decode(env, config, DECODER.image(id, pixels, info.version), req.signal, etag, cost);

@@ -1,8 +1,8 @@
 // The decoded-block cache: decoded tiles kept by byte size (LRU, capped at `maxBytes`), keyed
 // by the source's snapshot identity (label, pinned version, object size), the level and the
 // block index, so a new version of a source can never be served an old version's pixels.
-// One cache is shared by every opened COG in the process; its residency is bounded here, not
-// by the work budget (seed 003: "Set CacheConfig::max_bytes for decoded-cache residency").
+// One cache is shared by every opened COG in the process; its residency is bounded by its own
+// byte cap here, not by the work budget.
 
 export interface DecodedBlock {
   /** Interleaved samples, `width * height * channels` bytes. */

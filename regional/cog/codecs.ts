@@ -1,5 +1,5 @@
 // Block codecs registered with geotiff.js, each bounded by the block shape the IFD declares
-// (seed 003: "bounds the output of uncompressed, Deflate, LZW, ZSTD and JPEG blocks"). A codec
+// (the output of uncompressed, Deflate, LZW, ZSTD and JPEG blocks is bounded). A codec
 // never produces, and never allocates, more than the declared block: a decompression bomb or a
 // lying header fails that block with a clear 502 instead of exhausting memory.
 //

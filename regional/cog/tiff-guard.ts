@@ -1,5 +1,5 @@
-// Validation of a TIFF's structure before geotiff.js parses it (seed 003 "validation before
-// work"). geotiff.js follows next-IFD offsets without a visited set (an IFD loop never ends)
+// Validation of a TIFF's structure before geotiff.js parses it: a file is checked before any
+// work is spent on it. geotiff.js follows next-IFD offsets without a visited set (an IFD loop never ends)
 // and allocates a typed array of every tag's declared count (a count of 2^32 is an instant
 // OOM). This walk reads only the header and the IFD entry tables, through the same cached
 // header reads geotiff then reuses, and rejects loops, absurd counts, offsets past the end and

@@ -1,4 +1,4 @@
-// Seed 003's runtime limits on a real decoder over the bundled COGs: the request limiter, the
+// The decoder's runtime limits on a real decoder over the bundled COGs: the request limiter, the
 // work budget with its single exclusive retry, deadlines and cancellation, and their metrics.
 // GatedCatalog holds tile reads so requests can be kept in flight deterministically.
 

@@ -28,7 +28,7 @@ beforeEach(async () => {
 });
 
 describe("admission DO", () => {
-  it("sizes itself from the live decoders' reports and exports every seed metric", async () => {
+  it("sizes itself from the live decoders' reports and exports every admission metric", async () => {
     const text = await (await get("/metrics")).text();
     for (const name of [
       "permits_in_use", "permits_total", "full_in_use", "tile_waiting", "full_waiting", "tile_shed_total",

@@ -1,5 +1,5 @@
-// The seed-000 admission model (edge/admission/model.ts) inside workerd, driven directly:
-// the seed's own examples, FIFO order, the tile floor, the memory budget, basic mode.
+// The two-partition admission model (edge/admission/model.ts) inside workerd, driven directly:
+// the specification's worked examples, FIFO order, the tile floor, the memory budget, basic mode.
 import { describe, expect, it } from "vitest";
 import { admissionConfig, partitions } from "../../shared/admission-config";
 import { HttpError } from "../../shared/errors";
@@ -25,7 +25,7 @@ async function status(p: Promise<unknown>): Promise<number | "admitted"> {
   }
 }
 
-describe("seed 000 admission model", () => {
+describe("two-partition admission model", () => {
   it("splits 16 threads at ratio 0.5 into 8 tile_min / 8 full_max, rounding without a clamp", () => {
     expect(partitions(16, 0.5)).toEqual({ tileMin: 8, fullMax: 8 });
     expect(partitions(2, 0)).toEqual({ tileMin: 0, fullMax: 2 });
@@ -198,7 +198,7 @@ describe("seed 000 admission model", () => {
 });
 
 describe("admission configuration", () => {
-  it("has the seed's defaults and falls back to basic on an unrecognized mode", () => {
+  it("has the specified defaults and falls back to basic on an unrecognized mode", () => {
     const c = admissionConfig({});
     expect([c.nthreads, c.tilesThreadRatio, c.memoryLimit, c.tilesMemoryRatio, c.mode]).toEqual([0, 0.5, 0, 0.25, "advanced"]);
     expect([c.largeDecodeThresholdBytes, c.requestTimeoutMs, c.bodyReadTimeoutMs]).toEqual([33554432, 60000, 10000]);
