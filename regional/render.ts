@@ -1,10 +1,14 @@
 // Renders a resolved IIIF request from an opened COG, in the order the Image API defines:
 // region (read at the best stored level) → size → mirror → rotation → quality → format.
+// A large window is read and reduced a band of block rows at a time (see `inBands`), so its
+// memory follows the output, not the source; shared/cost.ts decides which and counts it.
 
 import sharp, { type Sharp } from "sharp";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
-import type { Cog } from "./cog/cog";
-import { chooseLevel } from "../shared/levels";
+import type { Cog, LevelWindow } from "./cog/cog";
+import { compactWindow, type Pixels } from "./cog/pixels";
+import { chooseLevel, windowAtLevel } from "../shared/levels";
+import { bandRows, rendersInStrips } from "../shared/cost";
 import { encoderFor, type Encoder } from "./encode/formats";
 import type { Reservation } from "./work-budget";
 
@@ -42,12 +46,7 @@ export async function render(
   work?: Reservation,
 ): Promise<RenderedImage> {
   const encoder = encoderFor(req.format);
-  const level = chooseLevel(cog.levels, req.region, req.width, req.height);
-  const pixels = await cog.readWindow(level, req.region, signal, work);
-  signal?.throwIfAborted();
-  let img = sharp(pixels.data, {
-    raw: { width: pixels.width, height: pixels.height, channels: pixels.channels },
-  }).resize(req.width, req.height, { fit: "fill", kernel: "lanczos3" });
+  let img = await sized(cog, req, signal, work);
   if (req.mirror || req.degrees !== 0) img = await orient(img, req, encoder);
   img = quality(img, req);
   // Formats without alpha are composited on white rather than showing premultiplied black.
@@ -56,6 +55,61 @@ export async function render(
   signal?.throwIfAborted();
   return { body, contentType: encoder.contentType };
 }
+
+const RESIZE = { fit: "fill", kernel: "lanczos3" } as const;
+
+/** The region at the level read, resized to the output size: read whole, or in bands when large. */
+async function sized(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal, work?: Reservation): Promise<Sharp> {
+  const level = chooseLevel(cog.levels, req.region, req.width, req.height);
+  const window = windowAtLevel(cog.levels[0], cog.levels[level], req.region);
+  if (rendersInStrips(window)) return inBands(cog, level, window, req, signal, work);
+  const pixels = await cog.readWindow(level, req.region, signal, work);
+  signal?.throwIfAborted();
+  return sharp(pixels.data, { raw: rawOf(pixels) }).resize(req.width, req.height, RESIZE);
+}
+
+/**
+ * A large window, a band of whole block rows at a time: each band is read and reduced to the
+ * output width into one buffer of every band's rows, which libvips then reduces to the output
+ * height while it encodes. Rows are independent under a horizontal resize, so bands need no
+ * overlap and meet without seams; the result differs from one 2-D resize of the whole window
+ * only where the two orders of the passes round and clip differently (within ±1 almost
+ * everywhere; test/unit/regional-strips.test.ts). Peak: one band, plus output width × window
+ * height, instead of the whole window twice.
+ */
+async function inBands(
+  cog: Cog,
+  level: number,
+  [x0, y0, x1, y1]: LevelWindow,
+  req: ResolvedImageRequest,
+  signal?: AbortSignal,
+  work?: Reservation,
+): Promise<Sharp> {
+  const band = bandRows(cog.levels[level].tileHeight);
+  const width = req.width;
+  let rows: Buffer | undefined;
+  let channels: Pixels["channels"] = 3;
+  for (let top = y0; top < y1; top = nextBand(top, band, y1)) {
+    const bottom = nextBand(top, band, y1);
+    const pixels = compactWindow(await cog.readLevelWindow(level, [x0, top, x1, bottom], signal, work));
+    signal?.throwIfAborted();
+    channels = pixels.channels;
+    rows ??= Buffer.allocUnsafe(width * (y1 - y0) * channels);
+    rows.set(await toWidth(pixels, width), (top - y0) * width * channels);
+  }
+  return sharp(rows!, { raw: { width, height: y1 - y0, channels } }).resize(width, req.height, RESIZE);
+}
+
+/** The band boundary after `top`: bands start at multiples of `band` rows of the level. */
+const nextBand = (top: number, band: number, end: number) => Math.min(end, (Math.floor(top / band) + 1) * band);
+
+/** A band's rows resized to `width` (as they are when already that wide). */
+async function toWidth(pixels: Pixels, width: number): Promise<Uint8Array> {
+  if (pixels.width === width) return pixels.data;
+  return sharp(pixels.data, { raw: rawOf(pixels) }).resize(width, pixels.height, RESIZE).raw().toBuffer();
+}
+
+const rawOf = ({ width, height, channels }: Pixels) => ({ width, height, channels });
 
 /**
  * Mirror, then rotate clockwise. A second pipeline, because sharp orders its own operations

@@ -231,7 +231,9 @@ export function createDecoderServer(options: DecoderOptions): Server {
     // Syntax first: a malformed request costs no I/O.
     const parsed = parseImageRequest(parts, 3);
     return withCog(id, version, signal, async (cog) => {
-      const resolved = resolveImageRequest(parsed, { width: cog.width, height: cog.height });
+      // `max` resolves within what this decoder can render; explicit sizes are the edge's to
+      // hold to the declared limits (400) and the work budget's to refuse (413).
+      const resolved = resolveImageRequest(parsed, parsed.size.kind === "max" ? cog.limits : cog);
       checkSupported(resolved);
       const what = `${id} ${parts.region}/${parts.size}`;
       const cost = renderCost(cog, resolved);

@@ -4,7 +4,7 @@
 // channels, and the DO counts the requests whose two verdicts differ.
 
 import { HttpError } from "./errors";
-import { rotatedCanvas, type Rect, type ResolvedImageRequest } from "./iiif/resolve";
+import { resolveSize, rotatedCanvas, type Rect, type ResolvedImageRequest } from "./iiif/resolve";
 import { chooseLevel, windowAtLevel, type LevelSize } from "./levels";
 
 export type Partition = "tile" | "full";
@@ -32,38 +32,92 @@ export interface DecodeShape {
   degrees: number;
 }
 
+/** What the estimate needs of a source: its pyramid and its full level's tiling. */
+export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight">;
+
+/** Windows of more pixels than this (at the level read) are rendered in bands of block rows. */
+export const STRIP_MIN_PIXELS = 4096 * 4096;
+/** A band is the fewest whole block rows that cover at least this many rows of the level. */
+const BAND_MIN_ROWS = 512;
+
+/** Rows of the level one band of a strip render reads: whole block rows of `tileHeight`. */
+export const bandRows = (tileHeight: number) => Math.ceil(BAND_MIN_ROWS / tileHeight) * tileHeight;
+
+/** Whether the window [x0, y0, x1, y1) of the level read is rendered in bands (else whole). */
+export const rendersInStrips = ([x0, y0, x1, y1]: readonly number[]) => (x1 - x0) * (y1 - y0) > STRIP_MIN_PIXELS;
+
 /**
  * Peak bytes of decode → scale → rotate → encode, each stage's buffer counted as if all were
  * alive at once (the decoder holds each input until the next stage is done):
- * - decode: the window at the level the decoder will read, widened to whole stored tiles,
- *   twice: geotiff.js holds the decoded samples and the interleaved copy it returns at once
- *   (measured: a 6000 px JPEG COG read whole peaks near this total, not half of it);
+ * - decode, a window read whole: the window at the level the decoder will read, widened to
+ *   whole stored tiles, twice: the decoded blocks and the window copied out of them;
+ * - decode, a large window read in bands (rendersInStrips): one band, twice as above, plus its
+ *   rows reduced to the output width, and every band's reduced rows (output width × window
+ *   height), which the scale stage then reduces to the output height;
  * - scale: the output size;
  * - rotate: the rotated output's bounding box (nothing when there is no rotation);
  * - encode: at most the raw size of what it encodes.
  */
 export function estimatePeakBytes(s: DecodeShape): number {
   const level = s.levels[chooseLevel(s.levels, s.region, s.width, s.height)];
-  const [x0, y0, x1, y1] = windowAtLevel(s.levels[0], level, s.region);
+  const window = windowAtLevel(s.levels[0], level, s.region);
+  const [x0, y0, x1, y1] = window;
   const decodeW = alignedSpan(x0, x1, s.tileWidth, level.width);
-  const decodeH = alignedSpan(y0, y1, s.tileHeight, level.height);
   const canvas = rotatedCanvas(s.width, s.height, s.degrees);
-  const decode = 2 * decodeW * decodeH;
+  const decode = rendersInStrips(window)
+    ? bandedDecode(decodeW, bandRows(s.tileHeight), s.width, y1 - y0)
+    : 2 * decodeW * alignedSpan(y0, y1, s.tileHeight, level.height);
   const scale = s.width * s.height;
   const rotate = s.degrees === 0 ? 0 : canvas.width * canvas.height;
   const encode = s.degrees === 0 ? scale : rotate;
   return (decode + scale + rotate + encode) * s.channels;
 }
 
+/** Pixels a banded read holds at its peak: one band (decoded, copied, reduced) and all reduced rows. */
+function bandedDecode(decodeWidth: number, band: number, outWidth: number, windowHeight: number): number {
+  return 2 * decodeWidth * band + outWidth * band + outWidth * windowHeight;
+}
+
 /** The estimate for a resolved IIIF request on a source of this pyramid. */
 export function estimateRequest(
-  source: Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight">,
+  source: SourceShape,
   req: ResolvedImageRequest,
   channels: number,
 ): number {
   const { levels, tileWidth, tileHeight } = source;
   const { region, width, height, degrees } = req;
   return estimatePeakBytes({ levels, tileWidth, tileHeight, channels, region, width, height, degrees });
+}
+
+/**
+ * The largest output area (a maxArea) at which the whole image, unrotated, is estimated to
+ * render within `ceilingBytes`; undefined when it renders at full size. `max` resolves within it,
+ * so the largest size a server delivers never needs more memory than one decoder grants.
+ */
+export function maxRenderArea(source: SourceShape, channels: number, ceilingBytes: number): number | undefined {
+  const [{ width, height }] = source.levels;
+  const region = { x: 0, y: 0, w: width, h: height };
+  const fits = (maxArea: number) => {
+    const size = resolveSize({ kind: "max", upscale: false }, region, { width, height, maxArea });
+    return estimatePeakBytes({ ...source, channels, region, ...size, degrees: 0 }) <= ceilingBytes;
+  };
+  if (fits(width * height)) return undefined;
+  // Among the areas read from one level the estimate grows with the area, and a smaller area
+  // may read a smaller level, which costs less: so each level's span of areas is searched on
+  // its own, the largest level first.
+  const areas = [...source.levels.map((l) => l.width * l.height), 0];
+  for (let i = 0; i < source.levels.length; i++) {
+    let lo = Math.max(1, areas[i + 1]);
+    let hi = areas[i];
+    if (!fits(lo)) continue;
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (fits(mid)) lo = mid;
+      else hi = mid;
+    }
+    return lo;
+  }
+  return 1;
 }
 
 /** Width of [lo, hi) once widened to whole tiles of `tile` px, clamped to the level. */

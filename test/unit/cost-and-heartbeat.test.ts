@@ -3,7 +3,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir, totalmem } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { classify, estimatePeakBytes } from "../../shared/cost";
+import { classify, estimatePeakBytes, maxRenderArea, STRIP_MIN_PIXELS } from "../../shared/cost";
+import { resolveSize } from "../../shared/iiif/resolve";
 import { detectMemoryLimit } from "../../regional/heartbeat";
 
 const pyramid = {
@@ -32,6 +33,32 @@ describe("estimatePeakBytes", () => {
     // 90°: a rotated copy of the 100×50 output, and the encoder works on that copy.
     const rotated = estimatePeakBytes({ ...pyramid, channels: 1, region: { x: 0, y: 0, w: 256, h: 256 }, width: 100, height: 50, degrees: 90 });
     expect(rotated).toBe(2 * 256 * 256 + 5000 + 5000 + 5000);
+  });
+
+  it("counts a large window in bands: one band, the rows reduced to the output width, then as before", () => {
+    const big = { levels: [{ width: 20000, height: 20000 }, { width: 10000, height: 10000 }], tileWidth: 512, tileHeight: 512 };
+    const region = { x: 0, y: 0, w: 20000, h: 20000 };
+    expect(10000 * 10000).toBeGreaterThan(STRIP_MIN_PIXELS);
+    // 8000² from the 10000² overview: a band is one 512-row block row across the level
+    // (decoded and copied), reduced to 8000 wide; every band's reduced rows are 8000 × 10000.
+    const band = 2 * 10000 * 512 + 8000 * 512;
+    const out = 8000 * 8000;
+    expect(estimatePeakBytes({ ...big, channels: 3, region, width: 8000, height: 8000, degrees: 0 })).toBe((band + 8000 * 10000 + out + out) * 3);
+  });
+
+  it("derives the largest area a whole image renders in, none when it renders at full size", () => {
+    const big = { levels: [{ width: 20000, height: 20000 }, { width: 10000, height: 10000 }, { width: 5000, height: 5000 }], tileWidth: 512, tileHeight: 512 };
+    const region = { x: 0, y: 0, w: 20000, h: 20000 };
+    const ceiling = 512 * 1024 * 1024;
+    const cost = (maxArea: number) => {
+      const size = resolveSize({ kind: "max", upscale: false }, region, { width: 20000, height: 20000, maxArea });
+      return estimatePeakBytes({ ...big, channels: 3, region, ...size, degrees: 0 });
+    };
+    const area = maxRenderArea(big, 3, ceiling)!;
+    expect(cost(area)).toBeLessThanOrEqual(ceiling);
+    expect(cost(area + 1)).toBeGreaterThan(ceiling);
+    expect(area).toBeGreaterThan(6000 * 6000); // read from the 10000² overview, in bands
+    expect(maxRenderArea(pyramid, 3, ceiling)).toBeUndefined(); // 4000² at full size: 192 MB
   });
 
   it("classifies at the threshold: at or above it is a full", () => {
