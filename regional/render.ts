@@ -87,15 +87,23 @@ async function inBands(
 ): Promise<Sharp> {
   const band = bandRows(cog.levels[level].tileHeight);
   const width = req.width;
+  const resizes = x1 - x0 !== width;
   let rows: Buffer | undefined;
+  // Once the channel count is known (first band), bands are read into memory already touched:
+  // the rows themselves when no resize is needed, else one reused band. Fresh pages cost more
+  // to fault in than the copy itself.
+  let scratch: Uint8Array | undefined;
   let channels: Pixels["channels"] = 3;
   for (let top = y0; top < y1; top = nextBand(top, band, y1)) {
     const bottom = nextBand(top, band, y1);
-    const pixels = compactWindow(await cog.readLevelWindow(level, [x0, top, x1, bottom], signal, work));
+    const at = (top - y0) * width * channels;
+    const into = resizes ? scratch : rows?.subarray(at);
+    const pixels = compactWindow(await cog.readLevelWindow(level, [x0, top, x1, bottom], signal, work, into));
     signal?.throwIfAborted();
     channels = pixels.channels;
     rows ??= Buffer.allocUnsafe(width * (y1 - y0) * channels);
-    rows.set(await toWidth(pixels, width), (top - y0) * width * channels);
+    if (pixels.data.buffer !== rows.buffer) rows.set(await toWidth(pixels, width), at);
+    if (resizes) scratch ??= new Uint8Array(band * (x1 - x0) * channels);
   }
   return sharp(rows!, { raw: { width, height: y1 - y0, channels } }).resize(width, req.height, RESIZE);
 }

@@ -200,21 +200,25 @@ export class Cog {
     return this.readLevelWindow(index, windowAtLevel(this.levels[0], this.levels[index], region), signal, work);
   }
 
-  /** As readWindowView, for `window` given in the level's own pixels (a band of a strip render). */
-  async readLevelWindow(index: number, window: LevelWindow, signal: AbortSignal = NEVER_ABORTED, work?: Reservation): Promise<PixelView> {
+  /**
+   * As readWindowView, for `window` given in the level's own pixels (a band of a strip render).
+   * With `into` (room for the window), the blocks are copied there rather than into new memory.
+   */
+  async readLevelWindow(index: number, window: LevelWindow, signal: AbortSignal = NEVER_ABORTED, work?: Reservation, into?: Uint8Array): Promise<PixelView> {
     const own = work ? undefined : this.budget.tryReserve(this.windowCost(index, window), `reading ${this.source.label}`);
     const level = this.levels[index];
     const width = window[2] - window[0];
     const height = window[3] - window[1];
     try {
-      if (level.blocks) return await level.blocks.read(window, signal, (work ?? own)!);
+      if (level.blocks) return await level.blocks.read(window, signal, (work ?? own)!, into);
       // Tile reads abort on the signal; shared header reads (tile tables) finish for the
       // next request, but this caller stops waiting for them at once.
       const { data, channels } = await untilAborted(readInterleaved(level.image, window, signal), signal);
       if (data.length !== width * height * channels) {
         throw new HttpError("bad_gateway", `${this.source.label}: decoded block has the wrong size`);
       }
-      return { data, width, height, channels, crop: { left: 0, top: 0, width, height } };
+      into?.set(data);
+      return { data: into ? into.subarray(0, data.length) : data, width, height, channels, crop: { left: 0, top: 0, width, height } };
     } catch (e) {
       if (signal.aborted) throw signal.reason ?? e;
       throw asHttpError(e, this.source);
