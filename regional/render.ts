@@ -96,7 +96,7 @@ async function inBands(
   let channels: Pixels["channels"] = 3;
   for (let top = y0; top < y1; top = nextBand(top, band, y1)) {
     const bottom = nextBand(top, band, y1);
-    const at = (top - y0) * width * channels;
+    const at = (top - y0) * width * channels; // 0 for the first band, whatever the channels
     const into = resizes ? scratch : rows?.subarray(at);
     const pixels = compactWindow(await cog.readLevelWindow(level, [x0, top, x1, bottom], signal, work, into));
     signal?.throwIfAborted();
