@@ -25,7 +25,6 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 
 const catalog = () => new LocalCatalog(dir);
 const open = async (budget: WorkBudget) => Cog.open(await catalog().open("big", undefined), { budget });
-const whole = { x: 0, y: 0, w: SIDE, h: SIDE };
 
 describe("a render of a window larger than the work budget", () => {
   // Windows just over the 16 Mpx where bands start: unscaled (bands read straight into the
