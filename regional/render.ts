@@ -1,14 +1,14 @@
 // Renders a resolved IIIF request from an opened COG, in the order the Image API defines:
 // region (read at the best stored level) → size → mirror → rotation → quality → format.
-// A large window is read and reduced a band of block rows at a time (see `inBands`), so its
-// memory follows the output, not the source; shared/cost.ts decides which and counts it.
+// A large window is read and resized a band at a time (see `inBands`), so its memory follows
+// the output, not the source; shared/cost.ts decides which and counts it.
 
 import sharp, { type Sharp } from "sharp";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog, LevelWindow } from "./cog/cog";
 import { compactWindow, type Pixels } from "./cog/pixels";
 import { chooseLevel, windowAtLevel } from "../shared/levels";
-import { bandRows, rendersInStrips } from "../shared/cost";
+import { bandRows, exactBands, rendersInStrips, type BandStep } from "../shared/cost";
 import { encoderFor, type Encoder } from "./encode/formats";
 import type { Reservation } from "./work-budget";
 
@@ -69,41 +69,82 @@ async function sized(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal, 
 }
 
 /**
- * A large window, a band of whole block rows at a time: each band is read and reduced to the
- * output width into one buffer of every band's rows, which libvips then reduces to the output
- * height while it encodes. Rows are independent under a horizontal resize, so bands need no
- * overlap and meet without seams; the result differs from one 2-D resize of the whole window
- * only where the two orders of the passes round and clip differently (within ±1 almost
- * everywhere; test/unit/regional-strips.test.ts). Peak: one band, plus output width × window
- * height, instead of the whole window twice.
+ * A large window, a band at a time, so that memory follows the output, not the window: in exact
+ * bands when the height ratio allows (see exactBands), else as rows reduced across first.
  */
-async function inBands(
+function inBands(
   cog: Cog,
   level: number,
-  [x0, y0, x1, y1]: LevelWindow,
+  window: LevelWindow,
   req: ResolvedImageRequest,
   signal?: AbortSignal,
   work?: Reservation,
 ): Promise<Sharp> {
   const band = bandRows(cog.levels[level].tileHeight);
+  const step = exactBands(window[2] - window[0], window[3] - window[1], req.width, req.height, band);
+  const read = bandReader(cog, level, window, step ? step.rows + 2 * step.halo : band, signal, work);
+  return step ? inExactBands(read, window, req, step) : inReducedRows(read, band, window, req);
+}
+
+/** Reads window rows [top, bottom) of a level: into `into`, else into one band's buffer reused. */
+type BandRead = (top: number, bottom: number, into?: Uint8Array) => Promise<Pixels>;
+
+function bandReader(cog: Cog, level: number, [x0, , x1]: LevelWindow, maxRows: number, signal?: AbortSignal, work?: Reservation): BandRead {
+  // Fresh pages cost more to fault in than the copy itself: bands after the first (which tells
+  // the channel count) reuse one buffer.
+  let scratch: Uint8Array | undefined;
+  return async (top, bottom, into) => {
+    const pixels = compactWindow(await cog.readLevelWindow(level, [x0, top, x1, bottom], signal, work, into ?? scratch));
+    signal?.throwIfAborted();
+    if (!into) scratch ??= new Uint8Array(maxRows * (x1 - x0) * pixels.channels);
+    return pixels;
+  };
+}
+
+/**
+ * Each band, with `halo` rows of context on each side, resized in both directions; its own rows
+ * of the result are exactly those of one resize of the whole window (the band starts on a period
+ * boundary of the height ratio, and the halo covers the kernel), copied into the output.
+ * Peak: the output, plus one band with its halo and its resized rows.
+ */
+async function inExactBands(read: BandRead, [, y0, , y1]: LevelWindow, req: ResolvedImageRequest, step: BandStep): Promise<Sharp> {
+  const { width, height } = req;
+  const outRows = (rows: number) => (rows * step.outPeriod) / step.period; // whole rows: rows are whole periods
+  let out: Buffer | undefined;
+  let channels: Pixels["channels"] = 3;
+  for (let top = y0, row = 0; top < y1; top += step.rows, row += step.outRows) {
+    const from = Math.max(y0, top - step.halo);
+    const to = Math.min(y1, top + step.rows + step.halo);
+    const pixels = await read(from, to);
+    channels = pixels.channels;
+    out ??= Buffer.allocUnsafe(width * height * channels);
+    const made = await sharp(pixels.data, { raw: rawOf(pixels) }).resize(width, outRows(to - from), RESIZE).raw().toBuffer();
+    const skip = outRows(top - from) * width * channels;
+    const keep = Math.min(step.outRows, height - row) * width * channels;
+    out.set(made.subarray(skip, skip + keep), row * width * channels);
+  }
+  return sharp(out!, { raw: { width, height, channels } });
+}
+
+/**
+ * Bands of whole block rows, each reduced to the output width into one buffer of every band's
+ * rows, which libvips then reduces to the output height while it encodes. Rows are independent
+ * under a horizontal resize, so bands meet without seams; the result differs from one 2-D
+ * resize of the whole window only where the two orders of the passes round and clip differently
+ * (within ±1 almost everywhere). Peak: one band, plus output width × window height.
+ */
+async function inReducedRows(read: BandRead, band: number, [x0, y0, x1, y1]: LevelWindow, req: ResolvedImageRequest): Promise<Sharp> {
   const width = req.width;
   const resizes = x1 - x0 !== width;
   let rows: Buffer | undefined;
-  // Once the channel count is known (first band), bands are read into memory already touched:
-  // the rows themselves when no resize is needed, else one reused band. Fresh pages cost more
-  // to fault in than the copy itself.
-  let scratch: Uint8Array | undefined;
   let channels: Pixels["channels"] = 3;
   for (let top = y0; top < y1; top = nextBand(top, band, y1)) {
-    const bottom = nextBand(top, band, y1);
     const at = (top - y0) * width * channels; // 0 for the first band, whatever the channels
-    const into = resizes ? scratch : rows?.subarray(at);
-    const pixels = compactWindow(await cog.readLevelWindow(level, [x0, top, x1, bottom], signal, work, into));
-    signal?.throwIfAborted();
+    // Unresized, a band is read straight into its place in the rows.
+    const pixels = await read(top, nextBand(top, band, y1), resizes ? undefined : rows?.subarray(at));
     channels = pixels.channels;
     rows ??= Buffer.allocUnsafe(width * (y1 - y0) * channels);
     if (pixels.data.buffer !== rows.buffer) rows.set(await toWidth(pixels, width), at);
-    if (resizes) scratch ??= new Uint8Array(band * (x1 - x0) * channels);
   }
   return sharp(rows!, { raw: { width, height: y1 - y0, channels } }).resize(width, req.height, RESIZE);
 }

@@ -27,13 +27,16 @@ const catalog = () => new LocalCatalog(dir);
 const open = async (budget: WorkBudget) => Cog.open(await catalog().open("big", undefined), { budget });
 
 describe("a render of a window larger than the work budget", () => {
-  // Windows just over the 16 Mpx where bands start: unscaled (bands read straight into the
-  // output rows), reduced, and one whose first and last bands are partial (rows 300..4500).
+  // Windows just over the 16 Mpx where bands start. Exact bands (heights in a ratio of small
+  // integers: 4:3, 42:29, the second from row 300) give the whole-window resize's very pixels;
+  // rows reduced across first (unscaled, read straight into the output rows; 4200:2999, whose
+  // period is the whole window) differ from it within ±1 almost everywhere.
   it.each([
-    { region: { x: 0, y: 0, w: 4200, h: 4200 }, width: 4200, height: 4200 },
-    { region: { x: 0, y: 0, w: 5000, h: 4000 }, width: 4000, height: 3000 },
-    { region: { x: 100, y: 300, w: 4500, h: 4200 }, width: 3600, height: 2900 },
-  ])("reads $region.w×$region.h in bands to $width×$height, matching a whole-window resize within ±1 almost everywhere", async ({ region, ...size }) => {
+    { region: { x: 0, y: 0, w: 5000, h: 4000 }, width: 4000, height: 3000, exact: true },
+    { region: { x: 100, y: 300, w: 4500, h: 4200 }, width: 3600, height: 2900, exact: true },
+    { region: { x: 0, y: 0, w: 4200, h: 4200 }, width: 4200, height: 4200, exact: false },
+    { region: { x: 0, y: 0, w: 4200, h: 4200 }, width: 3000, height: 2999, exact: false },
+  ])("reads $region.w×$region.h in bands to $width×$height (exact: $exact)", async ({ region, exact, ...size }) => {
     // The reference: the window read whole and resized in one libvips pass.
     const roomy = await open(new WorkBudget(2048 * MIB));
     const window = await roomy.readWindow(0, region);
@@ -55,12 +58,13 @@ describe("a render of a window larger than the work budget", () => {
       sum += d;
       if (d > 1) beyondOne++;
     }
-    // The passes' order differs (bands are reduced across first): rounding and clipping of
-    // the kernel's overshoot at the pattern's hard edges differ in a few samples only.
+    if (exact) expect(sum).toBe(0);
+    // Reduced across first, the passes' order differs: rounding and clipping of the kernel's
+    // overshoot at the pattern's hard edges differ in a few samples only.
     expect(sum / actual.length).toBeLessThan(0.05);
     expect(beyondOne / actual.length).toBeLessThan(1e-4);
-    // Each band reserved its own read: twelve 512² blocks (decoded and stored) and the band.
-    expect(budget.peakBytes).toBeLessThan(40 * MIB);
+    // Each band reserved its own read: a row of 512² blocks or two (decoded and stored) and the band.
+    expect(budget.peakBytes).toBeLessThan(64 * MIB);
     await Promise.all([roomy.close(), cog.close()]);
   });
 });
