@@ -49,7 +49,7 @@ export const rendersInStrips = ([x0, y0, x1, y1]: readonly number[]) => (x1 - x0
 /** Rows of context a band reads beyond its own on each side: more than lanczos3 reaches below 2×. */
 const HALO_MIN_ROWS = 16;
 /** Longest period (window rows whose output is whole rows) that exact bands step by. */
-const MAX_PERIOD_ROWS = 512;
+const MAX_PERIOD_ROWS = 64;
 
 /**
  * How a window reduced to `outWidth`×`outHeight` steps in exact bands, or undefined when it
