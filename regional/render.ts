@@ -93,10 +93,12 @@ function bandReader(cog: Cog, level: number, [x0, , x1]: LevelWindow, maxRows: n
   // Fresh pages cost more to fault in than the copy itself: bands after the first (which tells
   // the channel count) reuse one buffer.
   let scratch: Uint8Array | undefined;
+  let channels: number | undefined;
   return async (top, bottom, into) => {
-    const pixels = compactWindow(await cog.readLevelWindow(level, [x0, top, x1, bottom], signal, work, into ?? scratch));
+    const target = into ?? (channels ? (scratch ??= new Uint8Array(maxRows * (x1 - x0) * channels)) : undefined);
+    const pixels = compactWindow(await cog.readLevelWindow(level, [x0, top, x1, bottom], signal, work, target));
     signal?.throwIfAborted();
-    if (!into) scratch ??= new Uint8Array(maxRows * (x1 - x0) * pixels.channels);
+    channels = pixels.channels;
     return pixels;
   };
 }
