@@ -2,7 +2,8 @@
 //
 // The local stack (infra/local/stack.ts) with two decoders and a fixed MEMORY_LIMIT, on a
 // 6000 px JPEG COG generated here with GDAL (full-image decodes take seconds and hundreds of
-// MB) and an 11000 px one whose full image can never fit the budget. For each mode (advanced,
+// MB) and an 11000 px one too large to render whole, whose max is the area a decoder's work
+// budget renders (info.json's maxArea: 6720², about the whole 512 MiB). For each mode (advanced,
 // then basic), ROUNDS times: a viewer workload alone (distinct tiles, all cache misses), then
 // the same workload on a fresh copy of the image while crawlers flood full-size pct: requests
 // and the 11000 px image's /full/max/ at many times the full partition's capacity. Figures are
@@ -29,7 +30,7 @@ const VIEWER_SECONDS = 10;
 const ROUNDS = 3;
 const CRAWLERS = 24; // full_max is 1: 24 times the full partition, 6 times all permits
 const BIG = 6000;
-const HUGE = 11000; // full/max: (2 × 121M + 121M + 121M) px × 3 = 1.45 GB > full_mem 1.2 GB
+const HUGE = 11000; // full/max: 6720², read from the full level in bands, ~512 MiB by the estimate
 
 interface Phase {
   latencies: number[];

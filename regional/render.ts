@@ -1,10 +1,14 @@
 // Renders a resolved IIIF request from an opened COG, in the order the Image API defines:
 // region (read at the best stored level) → size → mirror → rotation → quality → format.
+// A large window is read and resized a band at a time (see `inBands`), so its memory follows
+// the output, not the source; shared/cost.ts decides which and counts it.
 
 import sharp, { type Sharp } from "sharp";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
-import type { Cog } from "./cog/cog";
-import { chooseLevel } from "../shared/levels";
+import type { Cog, LevelWindow } from "./cog/cog";
+import { compactWindow, type Pixels } from "./cog/pixels";
+import { chooseLevel, windowAtLevel } from "../shared/levels";
+import { bandRows, exactBands, rendersInStrips, type BandStep } from "../shared/cost";
 import { encoderFor, type Encoder } from "./encode/formats";
 import type { Reservation } from "./work-budget";
 
@@ -42,12 +46,7 @@ export async function render(
   work?: Reservation,
 ): Promise<RenderedImage> {
   const encoder = encoderFor(req.format);
-  const level = chooseLevel(cog.levels, req.region, req.width, req.height);
-  const pixels = await cog.readWindow(level, req.region, signal, work);
-  signal?.throwIfAborted();
-  let img = sharp(pixels.data, {
-    raw: { width: pixels.width, height: pixels.height, channels: pixels.channels },
-  }).resize(req.width, req.height, { fit: "fill", kernel: "lanczos3" });
+  let img = await sized(cog, req, signal, work);
   if (req.mirror || req.degrees !== 0) img = await orient(img, req, encoder);
   img = quality(img, req);
   // Formats without alpha are composited on white rather than showing premultiplied black.
@@ -56,6 +55,112 @@ export async function render(
   signal?.throwIfAborted();
   return { body, contentType: encoder.contentType };
 }
+
+const RESIZE = { fit: "fill", kernel: "lanczos3" } as const;
+
+/** The region at the level read, resized to the output size: read whole, or in bands when large. */
+async function sized(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal, work?: Reservation): Promise<Sharp> {
+  const level = chooseLevel(cog.levels, req.region, req.width, req.height);
+  const window = windowAtLevel(cog.levels[0], cog.levels[level], req.region);
+  if (rendersInStrips(window)) return inBands(cog, level, window, req, signal, work);
+  const pixels = await cog.readWindow(level, req.region, signal, work);
+  signal?.throwIfAborted();
+  return sharp(pixels.data, { raw: rawOf(pixels) }).resize(req.width, req.height, RESIZE);
+}
+
+/**
+ * A large window, a band at a time, so that memory follows the output, not the window: in exact
+ * bands when the height ratio allows (see exactBands), else as rows reduced across first.
+ */
+function inBands(
+  cog: Cog,
+  level: number,
+  window: LevelWindow,
+  req: ResolvedImageRequest,
+  signal?: AbortSignal,
+  work?: Reservation,
+): Promise<Sharp> {
+  const band = bandRows(cog.levels[level].tileHeight);
+  const step = exactBands(window[2] - window[0], window[3] - window[1], req.width, req.height, band);
+  const read = bandReader(cog, level, window, step ? step.rows + 2 * step.halo : band, signal, work);
+  return step ? inExactBands(read, window, req, step) : inReducedRows(read, band, window, req);
+}
+
+/** Reads window rows [top, bottom) of a level: into `into`, else into one band's buffer reused. */
+type BandRead = (top: number, bottom: number, into?: Uint8Array) => Promise<Pixels>;
+
+function bandReader(cog: Cog, level: number, [x0, , x1]: LevelWindow, maxRows: number, signal?: AbortSignal, work?: Reservation): BandRead {
+  // Fresh pages cost more to fault in than the copy itself: bands after the first (which tells
+  // the channel count) reuse one buffer.
+  let scratch: Uint8Array | undefined;
+  let channels: number | undefined;
+  return async (top, bottom, into) => {
+    const target = into ?? (channels ? (scratch ??= new Uint8Array(maxRows * (x1 - x0) * channels)) : undefined);
+    const pixels = compactWindow(await cog.readLevelWindow(level, [x0, top, x1, bottom], signal, work, target));
+    signal?.throwIfAborted();
+    channels = pixels.channels;
+    return pixels;
+  };
+}
+
+/**
+ * Each band, with `halo` rows of context on each side, resized in both directions; its own rows
+ * of the result are exactly those of one resize of the whole window (the band starts on a period
+ * boundary of the height ratio, and the halo covers the kernel), copied into the output.
+ * Peak: the output, plus one band with its halo and its resized rows.
+ */
+async function inExactBands(read: BandRead, [, y0, , y1]: LevelWindow, req: ResolvedImageRequest, step: BandStep): Promise<Sharp> {
+  const { width, height } = req;
+  const outRows = (rows: number) => (rows * step.outPeriod) / step.period; // whole rows: rows are whole periods
+  let out: Buffer | undefined;
+  let channels: Pixels["channels"] = 3;
+  for (let top = y0, row = 0; top < y1; top += step.rows, row += step.outRows) {
+    const from = Math.max(y0, top - step.halo);
+    const to = Math.min(y1, top + step.rows + step.halo);
+    const pixels = await read(from, to);
+    channels = pixels.channels;
+    out ??= Buffer.allocUnsafe(width * height * channels);
+    const made = await sharp(pixels.data, { raw: rawOf(pixels) }).resize(width, outRows(to - from), RESIZE).raw().toBuffer();
+    const skip = outRows(top - from) * width * channels;
+    const keep = Math.min(step.outRows, height - row) * width * channels;
+    out.set(made.subarray(skip, skip + keep), row * width * channels);
+  }
+  return sharp(out!, { raw: { width, height, channels } });
+}
+
+/**
+ * Bands of whole block rows, each reduced to the output width into one buffer of every band's
+ * rows, which libvips then reduces to the output height while it encodes. Rows are independent
+ * under a horizontal resize, so bands meet without seams; the result differs from one 2-D
+ * resize of the whole window only where the two orders of the passes round and clip differently
+ * (within ±1 almost everywhere). Peak: one band, plus output width × window height.
+ */
+async function inReducedRows(read: BandRead, band: number, [x0, y0, x1, y1]: LevelWindow, req: ResolvedImageRequest): Promise<Sharp> {
+  const width = req.width;
+  const resizes = x1 - x0 !== width;
+  let rows: Buffer | undefined;
+  let channels: Pixels["channels"] = 3;
+  for (let top = y0; top < y1; top = nextBand(top, band, y1)) {
+    const at = (top - y0) * width * channels; // 0 for the first band, whatever the channels
+    // Unresized, a band is read straight into its place in the rows.
+    const pixels = await read(top, nextBand(top, band, y1), resizes ? undefined : rows?.subarray(at));
+    channels = pixels.channels;
+    rows ??= Buffer.allocUnsafe(width * (y1 - y0) * channels);
+    if (pixels.data.buffer !== rows.buffer) rows.set(await toWidth(pixels, width), at);
+  }
+  return sharp(rows!, { raw: { width, height: y1 - y0, channels } }).resize(width, req.height, RESIZE);
+}
+
+/** The band boundary after `top`: bands start at multiples of `band` rows of the level. */
+const nextBand = (top: number, band: number, end: number) => Math.min(end, (Math.floor(top / band) + 1) * band);
+
+/** A band's rows resized to `width` (as they are when already that wide). */
+async function toWidth(pixels: Pixels, width: number): Promise<Uint8Array> {
+  if (pixels.width === width) return pixels.data;
+  return sharp(pixels.data, { raw: rawOf(pixels) }).resize(width, pixels.height, RESIZE).raw().toBuffer();
+}
+
+const rawOf = ({ width, height, channels }: Pixels) => ({ width, height, channels });
 
 /**
  * Mirror, then rotate clockwise. A second pipeline, because sharp orders its own operations

@@ -286,7 +286,9 @@ export function createDecoderServer(options: DecoderOptions): Server {
     // Syntax first: a malformed request costs no I/O.
     const parsed = parseImageRequest(parts, 3);
     return withCog(id, version, signal, async (cog) => {
-      const resolved = resolveImageRequest(parsed, { width: cog.width, height: cog.height });
+      // `max` resolves within what this decoder can render; explicit sizes are the edge's to
+      // hold to the declared limits (400) and the work budget's to refuse (413).
+      const resolved = resolveImageRequest(parsed, parsed.size.kind === "max" ? cog.limits : cog);
       checkSupported(resolved);
       const what = `${id} ${parts.region}/${parts.size}`;
       const cost = renderCost(cog, resolved);
@@ -296,8 +298,8 @@ export function createDecoderServer(options: DecoderOptions): Server {
       const stopped = runtime.decodes.start(grant?.partition ?? classify(cost, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES));
       try {
         const out = await renderImage(cog, resolved, signal, work);
-        // The encoded answer keeps a reservation of its own size until its last byte is written.
-        const held = budget.takeGranted(out.body.length);
+        // The encoded answer (its estimate's encode stage) stays reserved until its last byte is written.
+        const held = work.carve(out.body.length);
         return {
           status: 200,
           headers: {

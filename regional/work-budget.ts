@@ -50,6 +50,17 @@ export class Reservation {
     return new Reservation(this.budget, this.lease);
   }
 
+  /**
+   * Moves `bytes` (at most all it holds) out of this reservation into one of their own: what
+   * outlives the work that made it (an encoded answer being written) keeps its share of the
+   * work's estimate, and the budget's total never grows.
+   */
+  carve(bytes: number): Reservation {
+    const moved = Math.min(bytes, this.lease.bytes);
+    this.lease.bytes -= moved;
+    return new Reservation(this.budget, { bytes: moved, owners: 1 });
+  }
+
   release(): void {
     if (this.released) return;
     this.released = true;

@@ -8,14 +8,7 @@ import { estimateRequest } from "../shared/cost";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
 
-const RGB = 2;
-const BLACK_IS_ZERO = 1;
-
 export function renderCost(cog: Cog, req: ResolvedImageRequest): number {
   const full = cog.levels[0];
-  const photometric = full.image.getFileDirectory().getValue("PhotometricInterpretation");
-  // RGB and grey are read as stored (colour + alpha); every other model is converted to RGB.
-  const stored = photometric === RGB || photometric === BLACK_IS_ZERO;
-  const channels = stored ? Math.min(full.image.getSamplesPerPixel(), 4) : 3;
-  return estimateRequest({ levels: cog.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight }, req, channels);
+  return estimateRequest({ levels: cog.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight }, req, cog.channels);
 }

@@ -4,7 +4,7 @@
 // channels, and the DO counts the requests whose two verdicts differ.
 
 import { HttpError } from "./errors";
-import { rotatedCanvas, type Rect, type ResolvedImageRequest } from "./iiif/resolve";
+import { resolveSize, rotatedCanvas, type Rect, type ResolvedImageRequest } from "./iiif/resolve";
 import { chooseLevel, windowAtLevel, type LevelSize } from "./levels";
 
 export type Partition = "tile" | "full";
@@ -32,38 +32,148 @@ export interface DecodeShape {
   degrees: number;
 }
 
+/** What the estimate needs of a source: its pyramid and its full level's tiling. */
+export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight">;
+
+/** Windows of more pixels than this (at the level read) are rendered in bands of block rows. */
+export const STRIP_MIN_PIXELS = 4096 * 4096;
+/** A band is the fewest whole block rows that cover at least this many rows of the level. */
+const BAND_MIN_ROWS = 512;
+
+/** Rows of the level one band of a strip render reads: whole block rows of `tileHeight`. */
+export const bandRows = (tileHeight: number) => Math.ceil(BAND_MIN_ROWS / tileHeight) * tileHeight;
+
+/** Whether the window [x0, y0, x1, y1) of the level read is rendered in bands (else whole). */
+export const rendersInStrips = ([x0, y0, x1, y1]: readonly number[]) => (x1 - x0) * (y1 - y0) > STRIP_MIN_PIXELS;
+
+/** Rows of context a band reads beyond its own on each side: more than lanczos3 reaches below 2×. */
+const HALO_MIN_ROWS = 16;
+/** Longest period (window rows whose output is whole rows) that exact bands step by. */
+const MAX_PERIOD_ROWS = 64;
+
+/**
+ * How a window reduced to `outWidth`×`outHeight` steps in exact bands, or undefined when it
+ * cannot, or when reducing rows across first (bands of `band` rows) holds less. Every `period`
+ * window rows make exactly `outPeriod` output rows (the height ratio in lowest terms), so a band
+ * that starts on a period boundary, with `halo` rows of context on each side, resizes to exactly
+ * the rows the whole window would give there. Only for a vertical reduction below 2× (a stored
+ * level is always chosen within it when the pyramid halves), where libvips reduces without an
+ * integer pre-shrink that would need aligning too.
+ */
+export function exactBands(windowWidth: number, windowHeight: number, outWidth: number, outHeight: number, band: number): BandStep | undefined {
+  if (outHeight >= windowHeight || 2 * outHeight <= windowHeight) return undefined;
+  const g = gcd(windowHeight, outHeight);
+  const period = windowHeight / g;
+  if (period > MAX_PERIOD_ROWS) return undefined;
+  const periods = Math.ceil(BAND_MIN_ROWS / period);
+  const step = {
+    rows: periods * period,
+    outRows: (periods * outHeight) / g,
+    halo: Math.ceil(HALO_MIN_ROWS / period) * period,
+    outPeriod: outHeight / g,
+    period,
+  };
+  const cheaper = bandPixels(windowWidth, outWidth, windowHeight, band, step) <= bandPixels(windowWidth, outWidth, windowHeight, band);
+  return cheaper ? step : undefined;
+}
+
+export interface BandStep {
+  /** Window rows a band covers, and the output rows they make. */
+  rows: number;
+  outRows: number;
+  /** Window rows read beyond the band on each side (whole periods), cropped from its output. */
+  halo: number;
+  period: number;
+  outPeriod: number;
+}
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+
 /**
  * Peak bytes of decode → scale → rotate → encode, each stage's buffer counted as if all were
  * alive at once (the decoder holds each input until the next stage is done):
- * - decode: the window at the level the decoder will read, widened to whole stored tiles,
- *   twice: geotiff.js holds the decoded samples and the interleaved copy it returns at once
- *   (measured: a 6000 px JPEG COG read whole peaks near this total, not half of it);
+ * - decode, a window read whole: the window at the level the decoder will read, widened to
+ *   whole stored tiles, twice: the decoded blocks and the window copied out of them;
+ * - decode, a large window read in bands (rendersInStrips): see bandPixels;
  * - scale: the output size;
  * - rotate: the rotated output's bounding box (nothing when there is no rotation);
  * - encode: at most the raw size of what it encodes.
  */
-export function estimatePeakBytes(s: DecodeShape): number {
+export function estimatePeakBytes(s: DecodeShape, bands: BandChoice = "cheaper"): number {
   const level = s.levels[chooseLevel(s.levels, s.region, s.width, s.height)];
-  const [x0, y0, x1, y1] = windowAtLevel(s.levels[0], level, s.region);
+  const window = windowAtLevel(s.levels[0], level, s.region);
+  const [x0, y0, x1, y1] = window;
   const decodeW = alignedSpan(x0, x1, s.tileWidth, level.width);
-  const decodeH = alignedSpan(y0, y1, s.tileHeight, level.height);
   const canvas = rotatedCanvas(s.width, s.height, s.degrees);
-  const decode = 2 * decodeW * decodeH;
+  const band = bandRows(s.tileHeight);
+  const step = bands === "cheaper" ? exactBands(x1 - x0, y1 - y0, s.width, s.height, band) : undefined;
+  const decode = rendersInStrips(window)
+    ? bandPixels(decodeW, s.width, y1 - y0, band, step)
+    : 2 * decodeW * alignedSpan(y0, y1, s.tileHeight, level.height);
   const scale = s.width * s.height;
   const rotate = s.degrees === 0 ? 0 : canvas.width * canvas.height;
   const encode = s.degrees === 0 ? scale : rotate;
   return (decode + scale + rotate + encode) * s.channels;
 }
 
+/** Which banded method an estimate counts: the one the decoder takes, or always rows reduced across first. */
+export type BandChoice = "cheaper" | "rows";
+
+/**
+ * Pixels a banded read holds at its peak besides the output: in exact bands, one band with its
+ * halo (decoded, copied) and its resized rows, which the output takes; else one band (decoded,
+ * copied, reduced to the output width) and every band's reduced rows.
+ */
+function bandPixels(readWidth: number, outWidth: number, windowHeight: number, band: number, exact?: BandStep): number {
+  if (!exact) return 2 * readWidth * band + outWidth * band + outWidth * windowHeight;
+  const read = exact.rows + 2 * exact.halo;
+  return 2 * readWidth * read + outWidth * ((read * exact.outPeriod) / exact.period);
+}
+
 /** The estimate for a resolved IIIF request on a source of this pyramid. */
 export function estimateRequest(
-  source: Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight">,
+  source: SourceShape,
   req: ResolvedImageRequest,
   channels: number,
 ): number {
   const { levels, tileWidth, tileHeight } = source;
   const { region, width, height, degrees } = req;
   return estimatePeakBytes({ levels, tileWidth, tileHeight, channels, region, width, height, degrees });
+}
+
+/**
+ * The largest output area (a maxArea) at which the whole image, unrotated, is estimated to
+ * render within `ceilingBytes`; undefined when it renders at full size. `max` resolves within it,
+ * so the largest size a server delivers never needs more memory than one decoder grants.
+ */
+export function maxRenderArea(source: SourceShape, channels: number, ceilingBytes: number): number | undefined {
+  const [{ width, height }] = source.levels;
+  const region = { x: 0, y: 0, w: width, h: height };
+  // Counted as rows reduced across first, whichever banded method a size allows: that cost
+  // grows with the area, so the limit does not hang on the divisors of a size; the cheaper
+  // method is counted too, since it may cost a little more with the window widened to blocks.
+  const fits = (maxArea: number) => {
+    const size = resolveSize({ kind: "max", upscale: false }, region, { width, height, maxArea });
+    const shape = { ...source, channels, region, ...size, degrees: 0 };
+    return Math.max(estimatePeakBytes(shape, "rows"), estimatePeakBytes(shape)) <= ceilingBytes;
+  };
+  if (fits(width * height)) return undefined;
+  // Among the areas read from one level the estimate grows with the area, and a smaller area
+  // may read a smaller level, which costs less: so each level's span of areas is searched on
+  // its own, the largest level first.
+  const areas = [...source.levels.map((l) => l.width * l.height), 0];
+  for (let i = 0; i < source.levels.length; i++) {
+    let lo = Math.max(1, areas[i + 1]);
+    let hi = areas[i];
+    if (!fits(lo)) continue;
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (fits(mid)) lo = mid;
+      else hi = mid;
+    }
+    return lo;
+  }
+  return 1;
 }
 
 /** Width of [lo, hi) once widened to whole tiles of `tile` px, clamped to the level. */

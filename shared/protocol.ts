@@ -16,6 +16,8 @@ export interface SourceInfo {
   levels: { width: number; height: number }[];
   /** Size in bytes of the source object. */
   bytes: number;
+  /** The largest output area the decoder can render of it; absent when it renders whole. */
+  maxArea?: number;
 }
 
 /** Every /file path starts so: transfers, not decodes, to the admission DO. */

@@ -4,7 +4,7 @@
 import type { IRequest } from "itty-router";
 import { badRequest, errorResponse, HttpError } from "../../shared/errors";
 import { parseImageRequest, type ApiVersion } from "../../shared/iiif/image-request";
-import { PROFILE_URI } from "../../shared/iiif/info";
+import { PROFILE_URI, servedLimits } from "../../shared/iiif/info";
 import { canonicalParts, pixelParts, resolveImageRequest } from "../../shared/iiif/resolve";
 import { ASSUMED_CHANNELS, classify, estimateRequest } from "../../shared/cost";
 import { DECODER, VERSION_HEADER } from "../../shared/protocol";
@@ -44,11 +44,11 @@ export const imageHandler =
       version,
     );
     const info = await sourceInfo(id, env, config, ctx, req.signal);
-    const limits = { width: info.width, height: info.height, ...config.limits };
+    const limits = { width: info.width, height: info.height, ...servedLimits(config.limits, info) };
     const resolved = resolveImageRequest(parsed, limits);
     // The 3.0 form with the size spelled out names the pixels whatever the API version and the
     // size limits: 2.1 and 3.0 requests for the same image share one cache entry, one ETag and
-    // one decoder path, and the decoder (which does not know the limits) renders that size.
+    // one decoder path, and the decoder (which does not know the operator's limits) renders that size.
     const pixels = pixelParts(resolved, limits);
     const headers = {
       "cache-control": imageCacheControl(config),

@@ -1,7 +1,7 @@
 // GET /iiif/{2,3}/{id}/info.json and the base URI redirect.
 import type { IRequest } from "itty-router";
 import type { ApiVersion } from "../../shared/iiif/image-request";
-import { CONTEXT, infoJson, PROFILE_URI } from "../../shared/iiif/info";
+import { CONTEXT, infoJson, PROFILE_URI, servedLimits } from "../../shared/iiif/info";
 import { edgeConfig, type Env } from "../env";
 import { infoCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
 import { sourceInfo } from "../source-info";
@@ -22,9 +22,10 @@ export const infoHandler =
       link: `<${PROFILE_URI[version]}>;rel="profile"`,
       vary: "Accept",
     };
-    const etag = await strongEtag(base, info.version, JSON.stringify(config.limits), headers["content-type"]);
+    const limits = servedLimits(config.limits, info);
+    const etag = await strongEtag(base, info.version, JSON.stringify(limits), headers["content-type"]);
     if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
-    return new Response(JSON.stringify(infoJson(version, info, base, config.limits)), {
+    return new Response(JSON.stringify(infoJson(version, info, base, limits)), {
       headers: { ...headers, etag },
     });
   };

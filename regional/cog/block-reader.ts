@@ -92,8 +92,8 @@ export class BlockReader {
     return this.source.read(offset, count, signal);
   }
 
-  /** Pixels of window [x0, y0, x1, y1) of this level. */
-  async read(window: [number, number, number, number], signal: AbortSignal, work: Reservation): Promise<PixelView> {
+  /** Pixels of window [x0, y0, x1, y1) of this level, copied into `into` when given. */
+  async read(window: [number, number, number, number], signal: AbortSignal, work: Reservation, into?: Uint8Array): Promise<PixelView> {
     const [x0, y0, x1, y1] = window;
     const { tileWidth: tw, tileHeight: th, channels } = this.layout;
     const bx0 = Math.floor(x0 / tw);
@@ -109,11 +109,11 @@ export class BlockReader {
     const width = x1 - x0;
     const height = y1 - y0;
     // A window inside one block needs no copy: hand over the block and where the window lies.
-    if (blocks.length === 1 && blocks[0].channels === channels) {
+    if (!into && blocks.length === 1 && blocks[0].channels === channels) {
       const { data, width: bw, height: bh } = blocks[0];
       return { data, width: bw, height: bh, channels, crop: { left: x0 - bx0 * tw, top: y0 - by0 * th, width, height } };
     }
-    const out = new Uint8Array(width * height * channels);
+    const out = into ? into.subarray(0, width * height * channels) : new Uint8Array(width * height * channels);
     indices.forEach((index, i) => copyInto(out, window, blocks[i], (index % this.tilesAcross) * tw, Math.floor(index / this.tilesAcross) * th, channels));
     return { data: out, width, height, channels, crop: { left: 0, top: 0, width, height } };
   }

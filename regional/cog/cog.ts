@@ -18,7 +18,11 @@ import { GeoTiffSource } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "../../shared/levels";
 import { compactWindow, type PixelView, type Pixels } from "./pixels";
 import { checkTiffStructure, malformed } from "./tiff-guard";
-import type { Rect } from "../../shared/iiif/resolve";
+import type { ImageLimits, Rect } from "../../shared/iiif/resolve";
+import { maxRenderArea } from "../../shared/cost";
+
+/** [x0, y0, x1, y1) in one level's pixels. */
+export type LevelWindow = [number, number, number, number];
 
 /** Tile reads always carry a signal: that is how GeoTiffSource tells them from header reads. */
 const NEVER_ABORTED = new AbortController().signal;
@@ -58,6 +62,8 @@ export interface CogLevel extends LevelSize {
 }
 
 export class Cog {
+  private resolvedLimits: ImageLimits | undefined;
+
   private constructor(
     readonly source: Source,
     private readonly tiff: GeoTIFF,
@@ -133,6 +139,29 @@ export class Cog {
     return this.levels[0].height;
   }
 
+  /** Channels a render has: RGB and grey as stored (colour + alpha); other models become RGB. */
+  get channels(): number {
+    const full = this.levels[0].image;
+    const photometric = full.getFileDirectory().getValue("PhotometricInterpretation");
+    const stored = photometric === PHOTOMETRIC.rgb || photometric === PHOTOMETRIC.blackIsZero;
+    return stored ? Math.min(full.getSamplesPerPixel(), 4) : 3;
+  }
+
+  /**
+   * What requests are resolved against: the size, and the largest output area this decoder's
+   * work budget can render (see maxRenderArea), declared in info.json as maxArea.
+   */
+  get limits(): ImageLimits {
+    return (this.resolvedLimits ??= this.renderLimits());
+  }
+
+  private renderLimits(): ImageLimits {
+    const full = this.levels[0];
+    const shape = { levels: this.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight };
+    const maxArea = maxRenderArea(shape, this.channels, this.budget.limitBytes);
+    return { width: full.width, height: full.height, ...(maxArea !== undefined && { maxArea }) };
+  }
+
   info(id: string): SourceInfo {
     const full = this.levels[0];
     return {
@@ -144,13 +173,14 @@ export class Cog {
       tileHeight: full.tileHeight,
       levels: this.levels.map(({ width, height }) => ({ width, height })),
       bytes: this.source.size,
+      maxArea: this.limits.maxArea,
     };
   }
 
-  /** Work memory (bytes) reading `region` from level `index` takes: its blocks, stored and decoded, and the window. */
-  windowCost(index: number, region: Rect): number {
+  /** Work memory (bytes) reading `window` of level `index` takes: its blocks, stored and decoded, and the window. */
+  windowCost(index: number, window: LevelWindow): number {
     const level = this.levels[index];
-    const [x0, y0, x1, y1] = windowAtLevel(this.levels[0], level, region);
+    const [x0, y0, x1, y1] = window;
     const blocks = (Math.ceil(x1 / level.tileWidth) - Math.floor(x0 / level.tileWidth)) * (Math.ceil(y1 / level.tileHeight) - Math.floor(y0 / level.tileHeight));
     const blockBytes = level.blocks?.blockBytes ?? level.tileWidth * level.tileHeight * 4;
     return blocks * 2 * blockBytes + (x1 - x0) * (y1 - y0) * 4;
@@ -166,21 +196,29 @@ export class Cog {
   }
 
   /** As readWindow, but a window inside one cached block comes as that block plus a crop, uncopied. */
-  async readWindowView(index: number, region: Rect, signal: AbortSignal = NEVER_ABORTED, work?: Reservation): Promise<PixelView> {
-    const own = work ? undefined : this.budget.tryReserve(this.windowCost(index, region), `reading ${this.source.label}`);
+  readWindowView(index: number, region: Rect, signal: AbortSignal = NEVER_ABORTED, work?: Reservation): Promise<PixelView> {
+    return this.readLevelWindow(index, windowAtLevel(this.levels[0], this.levels[index], region), signal, work);
+  }
+
+  /**
+   * As readWindowView, for `window` given in the level's own pixels (a band of a strip render).
+   * With `into` (room for the window), the blocks are copied there rather than into new memory.
+   */
+  async readLevelWindow(index: number, window: LevelWindow, signal: AbortSignal = NEVER_ABORTED, work?: Reservation, into?: Uint8Array): Promise<PixelView> {
+    const own = work ? undefined : this.budget.tryReserve(this.windowCost(index, window), `reading ${this.source.label}`);
     const level = this.levels[index];
-    const window = windowAtLevel(this.levels[0], level, region);
     const width = window[2] - window[0];
     const height = window[3] - window[1];
     try {
-      if (level.blocks) return await level.blocks.read(window, signal, (work ?? own)!);
+      if (level.blocks) return await level.blocks.read(window, signal, (work ?? own)!, into);
       // Tile reads abort on the signal; shared header reads (tile tables) finish for the
       // next request, but this caller stops waiting for them at once.
       const { data, channels } = await untilAborted(readInterleaved(level.image, window, signal), signal);
       if (data.length !== width * height * channels) {
         throw new HttpError("bad_gateway", `${this.source.label}: decoded block has the wrong size`);
       }
-      return { data, width, height, channels, crop: { left: 0, top: 0, width, height } };
+      into?.set(data);
+      return { data: into ? into.subarray(0, data.length) : data, width, height, channels, crop: { left: 0, top: 0, width, height } };
     } catch (e) {
       if (signal.aborted) throw signal.reason ?? e;
       throw asHttpError(e, this.source);

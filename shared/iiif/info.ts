@@ -10,6 +10,15 @@ export interface SizeLimits {
   maxArea?: number;
 }
 
+/**
+ * The limits a source is served under: the operator's, with maxArea never above what the
+ * decoder can render of it (SourceInfo.maxArea, derived from the decoder's memory).
+ */
+export function servedLimits(operator: SizeLimits, info: SourceInfo): SizeLimits {
+  const areas = [operator.maxArea, info.maxArea].filter((a) => a !== undefined);
+  return { ...operator, maxArea: areas.length > 0 ? Math.min(...areas) : undefined };
+}
+
 /** Formats beyond level 2's jpg and png. jp2 and others are refused with 501. */
 export const EXTRA_FORMATS = ["webp", "tif", "gif", "pdf"] as const;
 export const EXTRA_QUALITIES_3 = ["bitonal"] as const;

@@ -76,9 +76,12 @@ describe("the DO's deadline replaces the decoder's default", () => {
 describe("the DO's memory grant replaces the decoder's work budget", () => {
   const stack = withStack({ TESSERA_WORK_BUDGET_MB: "1" });
 
-  it("decodes a full the DO admitted under full_mem that a 1 MiB work budget alone would refuse", async () => {
-    // full/max of the 1000 px pattern: about 12 MB by the estimate; full_mem is 300 MB.
-    const res = await fetch(`${stack().url}/iiif/3/test-pattern/full/max/0/default.jpg`);
+  // max is the largest unrotated size the 1 MiB budget renders (the 250² overview, ~0.75 MB by
+  // the estimate); turned 45°, its canvas and the encoder's input double: ~1.3 MB.
+  const ROTATED_MAX = "full/max/45/default.jpg";
+
+  it("decodes a request the DO admitted that a 1 MiB work budget alone would refuse", async () => {
+    const res = await fetch(`${stack().url}/iiif/3/test-pattern/${ROTATED_MAX}`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("image/jpeg");
     expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(1000);
@@ -86,7 +89,7 @@ describe("the DO's memory grant replaces the decoder's work budget", () => {
 
   it("keeps the decoder's own budget for a request without the DO's grant", async () => {
     const info = (await (await direct(stack(), DECODER.info("test-pattern"))).json()) as SourceInfo;
-    const res = await direct(stack(), DECODER.image("test-pattern", "full/max/0/default.jpg", info.version));
+    const res = await direct(stack(), DECODER.image("test-pattern", ROTATED_MAX, info.version));
     expect(res.status).toBe(413);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { parseImageRequest } from "../../shared/iiif/image-request";
 import { canonicalParts, resolveImageRequest, type ImageLimits } from "../../shared/iiif/resolve";
 import { HttpError } from "../../shared/errors";
+import { servedLimits } from "../../shared/iiif/info";
 
 const img = { width: 1000, height: 800 };
 const parse = (path: string, version: 2 | 3 = 3) => {
@@ -109,5 +110,20 @@ describe("IIIF 2.1 grammar", () => {
     expect(canonical("full/,400/0/default.jpg", 2)).toBe("full/500,/0/default.jpg");
     expect(canonical("full/2000,/0/default.jpg", 2)).toBe("full/2000,/0/default.jpg");
     expect(canonical("full/100,100/0/default.jpg", 2)).toBe("full/100,100/0/default.jpg");
+  });
+});
+
+describe("the limits a source is served under", () => {
+  const info = { id: "a", version: "v", width: 20000, height: 20000, tileWidth: 512, tileHeight: 512, levels: [], bytes: 1 };
+
+  it("are the operator's when the decoder renders the image whole", () => {
+    expect(servedLimits({ maxWidth: 4000 }, info)).toEqual({ maxWidth: 4000, maxArea: undefined });
+  });
+
+  it("take the decoder's maxArea when the operator sets none or a larger one, and the operator's when smaller", () => {
+    const rendered = { ...info, maxArea: 48_000_000 };
+    expect(servedLimits({}, rendered)).toEqual({ maxArea: 48_000_000 });
+    expect(servedLimits({ maxWidth: 9000, maxArea: 60_000_000 }, rendered)).toEqual({ maxWidth: 9000, maxArea: 48_000_000 });
+    expect(servedLimits({ maxArea: 1_000_000 }, rendered)).toEqual({ maxArea: 1_000_000 });
   });
 });

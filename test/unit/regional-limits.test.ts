@@ -56,7 +56,7 @@ async function withDecoder(options: Parameters<typeof startDecoder>[2], test: (d
 describe("request limiter", () => {
   it("refuses the request over the limit at once with 503 + Retry-After, and frees permits", async () => {
     await withDecoder({ limiter: new RequestLimiter(1) }, async (d, catalog) => {
-      const url = await imageUrl(d, "0,0,256,256/max/0/default.jpg");
+      const url = await imageUrl(d, "0,0,256,256/256,256/0/default.jpg");
       const held = await start(d, url);
       await catalog.readsStarted(1);
       expect(await metricValue(d, "tessera_decoder_requests_in_flight")).toBe(1);
@@ -79,7 +79,7 @@ describe("request limiter", () => {
     await withDecoder({ limiter: new RequestLimiter(1), prefetchRing: 8 }, async (d, catalog) => {
       catalog.pass();
       // Opening the source starts the prefetch; with one permit, the request still succeeds.
-      const res = await signedGet(d, await imageUrl(d, "0,0,256,256/max/0/default.jpg"));
+      const res = await signedGet(d, await imageUrl(d, "0,0,256,256/256,256/0/default.jpg"));
       expect(res.status).toBe(200);
     });
   });
@@ -115,11 +115,11 @@ describe("work budget", () => {
   it("a request that finds the allowance taken waits for exclusive admission and retries once", async () => {
     const budget = new WorkBudget(Math.floor(1.5 * ONE_TILE_COST));
     await withDecoder({ budget }, async (d, catalog) => {
-      const first = await start(d, await imageUrl(d, "0,0,256,256/max/0/default.jpg"));
+      const first = await start(d, await imageUrl(d, "0,0,256,256/256,256/0/default.jpg"));
       await catalog.readsStarted(1);
       expect(budget.usedBytes).toBe(ONE_TILE_COST);
 
-      const second = await start(d, await imageUrl(d, "256,0,256,256/max/0/default.jpg"));
+      const second = await start(d, await imageUrl(d, "256,0,256,256/256,256/0/default.jpg"));
       await expect.poll(() => metricValue(d, "tessera_decoder_work_budget_waiting")).toBe(1);
       expect(await metricValue(d, "tessera_decoder_work_budget_retries_total")).toBe(1);
       // While a retry waits, even a request that would fit is refused (it cannot jump the line).
@@ -153,7 +153,7 @@ describe("work budget", () => {
       await expect.poll(() => metricValue(d, "tessera_decoder_work_budget_waiting")).toBe(1);
 
       const started = performance.now();
-      const tile = await signedGet(d, await imageUrl(d, "0,0,256,256/max/0/default.jpg"), undefined, { [TIMEOUT_HEADER]: "3000" });
+      const tile = await signedGet(d, await imageUrl(d, "0,0,256,256/256,256/0/default.jpg"), undefined, { [TIMEOUT_HEADER]: "3000" });
       expect(tile.status).toBe(200);
       expect(performance.now() - started).toBeLessThan(1500);
       expect(await metricValue(d, "tessera_decoder_work_budget_waiting")).toBe(1); // the full still waits
@@ -166,9 +166,9 @@ describe("work budget", () => {
   it("the retry waits under the request's original deadline (408 when it expires)", async () => {
     const budget = new WorkBudget(ONE_TILE_COST);
     await withDecoder({ budget }, async (d, catalog) => {
-      const first = await start(d, await imageUrl(d, "0,0,256,256/max/0/default.jpg"));
+      const first = await start(d, await imageUrl(d, "0,0,256,256/256,256/0/default.jpg"));
       await catalog.readsStarted(1);
-      const res = await signedGet(d, await imageUrl(d, "256,0,256,256/max/0/default.jpg"), undefined, { [TIMEOUT_HEADER]: "150" });
+      const res = await signedGet(d, await imageUrl(d, "256,0,256,256/256,256/0/default.jpg"), undefined, { [TIMEOUT_HEADER]: "150" });
       expect(res.status).toBe(408);
       expect(((await res.json()) as { error: string }).error).toBe("deadline");
       expect(budget.waiting).toBe(0);
@@ -179,7 +179,8 @@ describe("work budget", () => {
 
   it("a request that alone exceeds the budget fails with 413 before any read", async () => {
     await withDecoder({ budget: new WorkBudget(4 * MIB) }, async (d, catalog) => {
-      const res = await signedGet(d, await imageUrl(d, "full/max/0/default.jpg"));
+      // max is the largest unrotated size the budget holds; rotated, its canvas is larger.
+      const res = await signedGet(d, await imageUrl(d, "full/max/45/default.jpg"));
       expect(res.status).toBe(413);
       expect(((await res.json()) as { message: string }).message).toMatch(/more than the whole 4\.0 MiB work budget/);
       expect(catalog.tileReads).toHaveLength(0);
@@ -189,7 +190,7 @@ describe("work budget", () => {
   it("a request over the DO's grant is refused before any read, with the bytes it needs", async () => {
     const budget = new WorkBudget(MIB);
     await withDecoder({ budget }, async (d, catalog) => {
-      const url = await imageUrl(d, "0,0,256,256/max/0/default.jpg");
+      const url = await imageUrl(d, "0,0,256,256/256,256/0/default.jpg");
       const over = await signedGet(d, url, undefined, { [GRANT_HEADER]: String(ONE_TILE_COST - 1) });
       expect(over.status).toBe(503);
       expect(over.headers.get(NEEDED_HEADER)).toBe(String(ONE_TILE_COST));
@@ -223,7 +224,7 @@ describe("work budget", () => {
   it("a shared block fetch keeps its reservation after the request that started it is cancelled", async () => {
     const budget = new WorkBudget(64 * MIB);
     await withDecoder({ budget }, async (d, catalog) => {
-      const url = await imageUrl(d, "0,0,256,256/max/0/default.jpg");
+      const url = await imageUrl(d, "0,0,256,256/256,256/0/default.jpg");
       const a = await start(d, url);
       await catalog.readsStarted(1);
       const b = await start(d, url); // joins a's fetch of the same block
@@ -267,7 +268,7 @@ describe("header prefetch", () => {
 describe("deadlines and cancellation", () => {
   it("a request past its deadline answers 408 and its reads are aborted", async () => {
     await withDecoder({ requestTimeoutMs: 200 }, async (d, catalog) => {
-      const res = await signedGet(d, await imageUrl(d, "0,0,256,256/max/0/default.jpg"));
+      const res = await signedGet(d, await imageUrl(d, "0,0,256,256/256,256/0/default.jpg"));
       expect(res.status).toBe(408);
       expect(await res.json()).toEqual({ error: "deadline", message: "request deadline of 200 ms exceeded" });
       expect(String(catalog.aborted[0])).toContain("deadline of 200 ms");
@@ -277,7 +278,7 @@ describe("deadlines and cancellation", () => {
 
   it("takes a per-request deadline from the edge, and rejects a malformed one", async () => {
     await withDecoder({}, async (d) => {
-      const url = await imageUrl(d, "0,0,256,256/max/0/default.jpg");
+      const url = await imageUrl(d, "0,0,256,256/256,256/0/default.jpg");
       const res = await signedGet(d, url, undefined, { [TIMEOUT_HEADER]: "100" });
       expect(res.status).toBe(408);
       expect(((await res.json()) as { message: string }).message).toBe("request deadline of 100 ms exceeded");
