@@ -37,11 +37,19 @@ export interface Report {
   info: CogInfo | null;
 }
 
+/** A problem before its fix is written: `action` says what to do, the file's gdal_translate line follows. */
+interface Finding {
+  code: string;
+  message: string;
+  action: string;
+}
+
 /** The block size the fix lines ask for, and the side an image without tiles may have without overviews. */
 const BLOCK_SIZE = 512;
 /** TIFF tiles are multiples of 16 pixels on each side. */
 const TILE_MULTIPLE = 16;
 
+/** Checks `file`; a bad or missing file is a report with its problems, not an exception. */
 export async function checkCog(file: string): Promise<Report> {
   const source = await openLocalFile(file, path.basename(file));
   if (!source) {
@@ -59,7 +67,7 @@ async function checkSource(file: string, source: Source): Promise<Report> {
   try {
     parsed = await parseTiff(source, { prefetchRing: 0 });
   } catch (e) {
-    const problem = (await startsLikeTiff(source)) ? { code: "malformed", message: messageOf(e) } : { code: "not_tiff", message: `${file} is not a TIFF file` };
+    const problem = (await startsLikeTiff(source)) ? { code: codeOf(e), message: messageOf(e) } : { code: "not_tiff", message: `${file} is not a TIFF file` };
     return { file, valid: false, problems: [{ ...problem, fix: `convert it from the original with GDAL: ${translateLine(file)}` }], info: null };
   }
   const pyramid = pyramidProblems(parsed.levels);
@@ -72,13 +80,6 @@ async function checkSource(file: string, source: Source): Promise<Report> {
   const unique = new Map(found.map(({ code, message, action }) => [message, { code, message, fix: `${action}: ${line}` }]));
   const problems = [...unique.values()];
   return { file, valid: problems.length === 0, problems, info: infoOf(parsed.levels) };
-}
-
-/** A problem before its fix is written: `action` says what to do, the file's gdal_translate line follows. */
-interface Finding {
-  code: string;
-  message: string;
-  action: string;
 }
 
 /** Problems of one level's storage: tiling, samples, predictor and codec. */
@@ -165,8 +166,7 @@ async function decoderRefusal(source: Source): Promise<Finding[]> {
     await cog.readWindow(cog.levels.length - 1, { x: 0, y: 0, w: 1, h: 1 });
     return [];
   } catch (e) {
-    const code = e instanceof HttpError && e.kind === "unsupported" ? "unsupported" : "malformed";
-    return [{ code, message: messageOf(e), action: "rewrite it with GDAL" }];
+    return [{ code: codeOf(e), message: messageOf(e), action: "rewrite it with GDAL" }];
   }
 }
 
@@ -217,5 +217,8 @@ const halves = (above: number, size: number) => size === Math.floor(above / 2) |
 const compressionOf = (image: GeoTIFFImage) => (image.getFileDirectory().getValue("Compression") as number | undefined) ?? COMPRESSION.none;
 
 const compressionName = (code: number) => Object.entries(COMPRESSION).find(([, value]) => value === code)?.[0] ?? `compression ${code}`;
+
+/** The decoder's refusals are 501 (a feature it lacks) or 502 (a file it cannot trust). */
+const codeOf = (e: unknown) => (e instanceof HttpError && e.kind === "unsupported" ? "unsupported" : "malformed");
 
 const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));

@@ -15,6 +15,7 @@ function tessera(output: Output): Command {
   const program = new Command("tessera")
     .description("Check and publish Cloud-Optimized GeoTIFFs for a Tessera IIIF server.")
     .option("--json", "print results as JSON on stdout, for programs")
+    .configureHelp({ showGlobalOptions: true })
     // Commander would call process.exit itself; main() turns its errors into exit codes.
     .exitOverride()
     .showHelpAfterError("(tessera --help lists the commands; tessera help <command> explains one)")
@@ -27,7 +28,7 @@ function tessera(output: Output): Command {
 }
 
 /** Runs the command line `argv` (node, script, arguments…) and returns its exit code. */
-export async function main(argv: string[], output = new Output()): Promise<number> {
+async function main(argv: string[], output = new Output()): Promise<number> {
   try {
     await tessera(output).parseAsync(argv);
     return EXIT.done;

@@ -37,11 +37,6 @@ export class Output {
     this.stderr.write(`tessera: ${message}\n`);
     if (this.json && !this.resultWritten) this.stdout.write(`${JSON.stringify({ error: kind, message })}\n`);
   }
-
-  /** A progress reporter on stderr for `total` bytes of work named `label`. */
-  progress(label: string, total: number): Progress {
-    return progressReporter(label, total, this.stderr);
-  }
 }
 
 export interface Progress {
