@@ -9,7 +9,7 @@ import { Output } from "./output";
 import { Refusal } from "./refusal";
 import { ENVIRONMENT_HELP } from "./store-config";
 
-const EXIT = { done: 0, refused: 1, usage: 2 } as const;
+const EXIT = { done: 0, refused: 1, failed: 1, usage: 2 } as const;
 
 function tessera(output: Output): Command {
   const program = new Command("tessera")
@@ -28,7 +28,8 @@ function tessera(output: Output): Command {
 }
 
 /** Runs the command line `argv` (node, script, arguments…) and returns its exit code. */
-async function main(argv: string[], output = new Output()): Promise<number> {
+async function main(argv: string[]): Promise<number> {
+  const output = new Output();
   try {
     await tessera(output).parseAsync(argv);
     return EXIT.done;
@@ -49,8 +50,8 @@ function stopped(e: unknown, output: Output): number {
     output.error("refused", e.message);
     return EXIT.refused;
   }
-  output.error("failed", e instanceof Error ? (e.stack ?? e.message) : String(e));
-  return EXIT.refused;
+  output.error("failed", e instanceof Error ? e.message : String(e));
+  return EXIT.failed;
 }
 
 process.exitCode = await main(process.argv);

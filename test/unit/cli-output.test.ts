@@ -26,8 +26,9 @@ describe("progress", () => {
     progress.update(500);
     progress.stop();
     expect(err.text).toContain("upload a.tif [");
-    expect(err.text).toContain("50%");
-    expect(err.text).not.toContain("\n".repeat(2));
+    expect(err.text).toContain("50% 500/1000 bytes");
+    // Redrawn in place: one line, ended when the bar stops.
+    expect(err.text.trimEnd()).not.toContain("\n");
   });
 });
 
