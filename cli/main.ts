@@ -4,7 +4,11 @@
 
 import { Command, CommanderError } from "commander";
 import { ConfigError } from "../shared/config";
+import { addInvalidateCommand } from "./commands/invalidate";
+import { addPinCommands } from "./commands/pin";
+import { addPublishCommand } from "./commands/publish";
 import { addValidateCommand } from "./commands/validate";
+import { addVersionsCommand } from "./commands/versions";
 import { Output } from "./output";
 import { Refusal } from "./refusal";
 import { ENVIRONMENT_HELP } from "./store-config";
@@ -24,6 +28,10 @@ function tessera(output: Output): Command {
       output.json = command.optsWithGlobals().json === true;
     });
   addValidateCommand(program, output);
+  addPublishCommand(program, output);
+  addVersionsCommand(program, output);
+  addPinCommands(program, output);
+  addInvalidateCommand(program, output);
   return program;
 }
 

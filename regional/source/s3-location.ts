@@ -35,6 +35,9 @@ export function s3ClientFor(location: S3Location, requestHandler?: S3ClientConfi
     region: location.region,
     // RGW and MinIO serve buckets by path, not by virtual host.
     forcePathStyle: location.endpoint !== undefined,
+    // Checksums only where an operation requires them: RGW (and older MinIO) answer the SDK's
+    // default aws-chunked uploads with trailing checksums with 411.
+    requestChecksumCalculation: "WHEN_REQUIRED",
     requestHandler,
   });
 }
