@@ -27,6 +27,7 @@ export default defineConfig({
                 DECODER_TTL: "3",
                 BODY_READ_TIMEOUT: "1",
                 MAX_FILE_TRANSFERS: "1",
+                ADMIN_TOKEN: "admin-test-token",
                 // A hung (frozen) decoder's permit comes back 1 s after its deadline, not 10.
                 LEASE_GRACE: "1",
               },

@@ -8,6 +8,7 @@ export interface Env extends AdmissionVars {
   ADMISSION: DurableObjectNamespace<AdmissionDO>;
   DECODER_SECRET: string;
   METRICS_TOKEN?: string;
+  ADMIN_TOKEN?: string;
   IMAGE_MAX_AGE: string;
   INFO_MAX_AGE: string;
   STALE_WHILE_REVALIDATE: string;
@@ -24,6 +25,8 @@ export interface EdgeConfig {
   decoderSecret: string;
   /** The bearer token GET /metrics requires; undefined: open. */
   metricsToken?: string;
+  /** The bearer token of the /admin routes; undefined: they refuse everyone. */
+  adminToken?: string;
   imageMaxAge: number;
   infoMaxAge: number;
   admission: AdmissionConfig;
@@ -44,6 +47,7 @@ export function edgeConfig(env: Env): EdgeConfig {
   return {
     decoderSecret: env.DECODER_SECRET,
     metricsToken: env.METRICS_TOKEN || undefined,
+    adminToken: env.ADMIN_TOKEN || undefined,
     imageMaxAge: intVar(env, "IMAGE_MAX_AGE", { min: 0 }),
     infoMaxAge: intVar(env, "INFO_MAX_AGE", { min: 0 }),
     admission: admissionConfig(env),

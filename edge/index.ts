@@ -2,12 +2,13 @@
 import { cors, Router, type IRequest } from "itty-router";
 import { ConfigError } from "../shared/config";
 import { errorResponse, HttpError, notFound } from "../shared/errors";
-import { constantTimeEqual } from "../shared/protocol";
-import { HEARTBEAT_PATH, sha256Hex } from "../shared/registration";
+import { HEARTBEAT_PATH } from "../shared/registration";
 import { callAdmission } from "./admission-client";
 import { AdmissionDO, METRICS_PATH } from "./admission/admission-do";
 import { heartbeatHandler } from "./admission/heartbeat-route";
+import { bearerMatches, unauthorized } from "./auth";
 import { edgeConfig, type Env } from "./env";
+import { invalidateHandler } from "./handlers/admin";
 import { fileHandler } from "./handlers/file";
 import { followVersion } from "./handlers/follow-version";
 import { imageHandler, misshapenImageHandler } from "./handlers/image";
@@ -41,6 +42,7 @@ router
   .get("/iiif/2/:id/*", misshapenImageHandler)
   .get("/metrics", metricsHandler)
   .post(HEARTBEAT_PATH, heartbeatHandler)
+  .post("/admin/sources/:id/invalidate", invalidateHandler)
   .all("*", () => {
     throw notFound("no such route");
   });
@@ -48,19 +50,9 @@ router
 async function metricsHandler(req: IRequest, env: Env): Promise<Response> {
   const config = edgeConfig(env); // a bad variable is named here, not lost inside the DO
   if (config.metricsToken && !(await bearerMatches(req, config.metricsToken))) {
-    // Answered here, not thrown: failure() would let a shared cache keep a 401 as a client error.
-    return errorResponse(new HttpError("unauthorized", "GET /metrics needs Authorization: Bearer <METRICS_TOKEN>"), {
-      "cache-control": "no-store",
-      "www-authenticate": 'Bearer realm="metrics"',
-    });
+    return unauthorized("GET /metrics needs Authorization: Bearer <METRICS_TOKEN>", "metrics");
   }
   return callAdmission(env, new Request(`https://admission${METRICS_PATH}`));
-}
-
-/** Whether the request carries `Authorization: Bearer <token>`; digests keep it constant-time. */
-async function bearerMatches(req: Request, token: string): Promise<boolean> {
-  const presented = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1] ?? "";
-  return constantTimeEqual(await sha256Hex(presented), await sha256Hex(token));
 }
 
 /** Every failure becomes an answer from the one error table; client errors may be cached. */

@@ -50,6 +50,16 @@ export class CogCache {
     }
   }
 
+  /**
+   * Drops every snapshot of `id` (a publisher's invalidation), so the next request opens the
+   * source as it is now; requests already holding one finish on it. Returns how many.
+   */
+  invalidate(id: string): number {
+    const mine = [...this.entries.values()].filter((e) => e.key.startsWith(cogKey(id, "")));
+    for (const entry of mine) this.retire(entry);
+    return mine.length;
+  }
+
   /** Drops a snapshot (e.g. after a store failure) so the next request opens it afresh. */
   evict(id: string, version: string): void {
     const entry = this.entries.get(cogKey(id, version));

@@ -3,7 +3,6 @@
 
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
-import { S3Client } from "@aws-sdk/client-s3";
 import { badConfig, intVar } from "../shared/config";
 import { DEFAULT_SHARED_WORK_TIMEOUT_MS } from "./abort";
 import { DEFAULT_BLOCK_CACHE_BYTES } from "./cog/block-cache";
@@ -12,6 +11,7 @@ import { DEFAULT_REQUEST_TIMEOUT_MS } from "./server";
 import { LocalCatalog } from "./source/local";
 import { DEFAULT_WORK_BUDGET_BYTES } from "./work-budget";
 import { S3SourceCatalog } from "./source/s3";
+import { readS3Location, s3ClientFor } from "./source/s3-location";
 import type { SourceCatalog } from "./source/source";
 
 const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -61,28 +61,17 @@ function catalogFrom(env: NodeJS.ProcessEnv, storeTimeoutMs: number): SourceCata
   const kind = env.TESSERA_SOURCE || "local";
   if (kind === "local") return new LocalCatalog(env.TESSERA_DATA_DIR || `${REPO_ROOT}samples`);
   if (kind === "s3") {
-    const bucket = env.TESSERA_S3_BUCKET;
-    if (!bucket) throw badConfig("TESSERA_S3_BUCKET", "is required when TESSERA_SOURCE=s3");
-    const endpoint = env.TESSERA_S3_ENDPOINT || undefined;
-    if (endpoint !== undefined && !URL.canParse(endpoint)) {
-      throw badConfig("TESSERA_S3_ENDPOINT", `"${endpoint}" is not a URL`);
-    }
-    const client = new S3Client({
-      endpoint,
-      region: env.TESSERA_S3_REGION || "us-east-1",
-      // RGW and MinIO serve buckets by path, not by virtual host.
-      forcePathStyle: endpoint !== undefined,
-      // The SDK waits forever by default. A store that does not answer within the shared-work
-      // bound, or whose socket idles that long mid-body, is stalled (504), whether or not a
-      // request's own deadline is watching the call.
-      requestHandler: {
-        connectionTimeout: Math.min(S3_CONNECTION_TIMEOUT_MS, storeTimeoutMs),
-        requestTimeout: storeTimeoutMs,
-        throwOnRequestTimeout: true,
-        socketTimeout: storeTimeoutMs,
-      },
+    const location = readS3Location(env, "when TESSERA_SOURCE=s3");
+    // The SDK waits forever by default. A store that does not answer within the shared-work
+    // bound, or whose socket idles that long mid-body, is stalled (504), whether or not a
+    // request's own deadline is watching the call.
+    const client = s3ClientFor(location, {
+      connectionTimeout: Math.min(S3_CONNECTION_TIMEOUT_MS, storeTimeoutMs),
+      requestTimeout: storeTimeoutMs,
+      throwOnRequestTimeout: true,
+      socketTimeout: storeTimeoutMs,
     });
-    return new S3SourceCatalog({ client, bucket, prefix: env.TESSERA_S3_PREFIX ?? "" });
+    return new S3SourceCatalog({ client, bucket: location.bucket, prefix: location.prefix });
   }
   throw badConfig("TESSERA_SOURCE", `"${kind}" must be local or s3`);
 }

@@ -43,6 +43,7 @@ export function runtimeMetrics(
   limiter: RequestLimiter,
   transfers: RequestLimiter,
   cache: DecodedBlockCache,
+  openSources: () => number,
 ): RuntimeMetrics {
   const registry = new Registry();
   const gauge = (name: string, help: string, read: () => number) =>
@@ -55,6 +56,7 @@ export function runtimeMetrics(
   gauge("tessera_decoder_requests_in_flight_limit", "The request limiter's size.", () => limiter.max);
   gauge("tessera_decoder_file_transfers", "/file transfers streaming now (beside the limiter's requests).", () => transfers.inFlight);
   gauge("tessera_decoder_file_transfers_limit", "The cap on /file transfers at once.", () => transfers.max);
+  gauge("tessera_decoder_open_sources", "Opened source snapshots kept (their headers parsed).", openSources);
   gauge("tessera_decoder_block_cache_bytes", "Decoded bytes resident in the block cache.", () => cache.bytes);
   gauge("tessera_decoder_block_cache_limit_bytes", "The block cache's byte cap.", () => cache.maxBytes);
   const decodes = new RunningDecodes();

@@ -115,7 +115,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
   const transfers = new RequestLimiter(options.maxFileTransfers ?? DEFAULT_MAX_FILE_TRANSFERS, "file transfers");
   const blockCache = options.blockCache ?? new DecodedBlockCache();
   const defaultTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  const runtime = runtimeMetrics(budget, limiter, transfers, blockCache);
+  const runtime = runtimeMetrics(budget, limiter, transfers, blockCache, () => cogs.size);
   const metricsRegistry = Registry.merge([registry, runtime.registry]);
   const cogs = new CogCache(options.catalog, options.cogCacheSize, {
     cache: blockCache,
@@ -197,6 +197,10 @@ export function createDecoderServer(options: DecoderOptions): Server {
     if (parts[0] === "cancel" && parts.length === 2) {
       requireMethod(req, "POST");
       return cancel(parts[1]);
+    }
+    if (parts[0] === "invalidate" && parts.length === 2) {
+      requireMethod(req, "POST");
+      return json(200, { id: parts[1], dropped: cogs.invalidate(parts[1]) });
     }
     requireMethod(req, "GET");
     const version = url.searchParams.get("version") ?? undefined;

@@ -40,3 +40,12 @@ export function numberVar<T extends object>(
   }
   return Number(text);
 }
+
+/** An http(s) URL variable, as written; undefined when unset or empty. */
+export function urlVar<T extends object>(vars: T, name: keyof T & string): string | undefined {
+  const raw: unknown = vars[name];
+  if (raw === undefined || raw === "") return undefined;
+  const protocol = URL.parse(String(raw))?.protocol;
+  if (protocol !== "http:" && protocol !== "https:") throw badConfig(name, `must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  return String(raw);
+}

@@ -31,6 +31,8 @@ export const DECODER = {
     `/v1/image/${encodeURIComponent(id)}/${canonical}?version=${encodeURIComponent(version)}`,
   /** The source's stored bytes, unchanged. */
   file: (id: string, version: string) => `${DECODER_FILE_PREFIX}${encodeURIComponent(id)}?version=${encodeURIComponent(version)}`,
+  /** POST: forget every opened snapshot of the source; the next request opens the current one. */
+  invalidate: (id: string) => `/v1/invalidate/${encodeURIComponent(id)}`,
   /** POST: stop the I/O of the request with this REQUEST_ID_HEADER; its answer still ends it. */
   cancel: (requestId: string) => `/v1/cancel/${encodeURIComponent(requestId)}`,
 };

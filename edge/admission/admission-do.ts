@@ -19,6 +19,8 @@ import { AdmissionModel, type Grant } from "./model";
 /** DO-internal paths the edge uses for the metrics page and decoder heartbeats. */
 export const METRICS_PATH = "/__admission/metrics";
 export const HEARTBEAT_DO_PATH = "/__admission/heartbeat";
+/** The edge's admin route hands a source's invalidation here: `${INVALIDATE_DO_PATH}{id}`. */
+export const INVALIDATE_DO_PATH = "/__admission/invalidate/";
 
 
 export interface Lease {
@@ -86,6 +88,9 @@ export class AdmissionDO extends DurableObject<Env> {
         this.decoders.heartbeat(parseHeartbeat(await request.text()), Date.now());
         this.resize();
         return new Response(null, { status: 204 });
+      }
+      if (url.pathname.startsWith(INVALIDATE_DO_PATH)) {
+        return await this.invalidate(decodeURIComponent(url.pathname.slice(INVALIDATE_DO_PATH.length)), request.signal);
       }
       if (url.pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfer(url.pathname + url.search, request.signal);
       const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
@@ -375,6 +380,42 @@ export class AdmissionDO extends DurableObject<Env> {
     } catch (err) {
       finish();
       throw err;
+    }
+  }
+
+  /**
+   * Tells every live decoder to forget its opened snapshots of `id`. Admitted like any costly
+   * dynamic route, in the full partition (no memory: it decodes nothing). Answers how many
+   * decoders confirmed and how many snapshots they dropped; 502 when none of several confirmed.
+   */
+  private async invalidate(id: string, client: AbortSignal): Promise<Response> {
+    const lease = await this.lease("full", 0, client);
+    try {
+      const path = DECODER.invalidate(id);
+      const live = this.decoders.live(Date.now());
+      const dropped = await Promise.all(
+        live.map(async (decoder): Promise<number | undefined> => {
+          try {
+            const signature = await signRequest(this.config.decoderSecret, "POST", path);
+            const res = await fetch(decoder.url + path, { method: "POST", headers: { [SIGNATURE_HEADER]: signature }, signal: lease.signal });
+            if (res.ok) return ((await res.json()) as { dropped: number }).dropped;
+            logDecoderFailure(decoder.url, `invalidate answered ${res.status}: ${await res.text()}`);
+          } catch (err) {
+            logDecoderFailure(decoder.url, `invalidate failed: ${String(err)}`);
+          }
+          return undefined;
+        }),
+      );
+      const confirmed = dropped.filter((n) => n !== undefined);
+      if (live.length > 0 && confirmed.length === 0) throw new HttpError("bad_gateway", "no decoder confirmed the invalidation");
+      return Response.json({
+        id,
+        decoders: live.length,
+        invalidated: confirmed.length,
+        dropped: confirmed.reduce((sum, n) => sum + n, 0),
+      });
+    } finally {
+      lease.release();
     }
   }
 

@@ -1,5 +1,6 @@
 // `npm start`: the whole stack on this machine, on the embedded default (local files),
 // or on a local versioned S3 (Ceph RGW) with TESSERA_SOURCE=s3. Ctrl-C stops everything.
+import { randomBytes } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import { startStack, ROOT } from "./stack";
 import { startViewerServer } from "./viewer-server";
@@ -33,7 +34,10 @@ async function s3DecoderEnv(): Promise<Record<string, string>> {
 
 async function main() {
   const decoderEnv = source === "s3" ? await s3DecoderEnv() : {};
+  // The publisher's admin token: yours if set, else a fresh one for this run.
+  const adminToken = process.env.TESSERA_ADMIN_TOKEN || randomBytes(16).toString("hex");
   const stack = await startStack({
+    vars: { ADMIN_TOKEN: adminToken },
     port,
     decoderPort: Number(process.env.TESSERA_DECODER_PORT ?? 9100),
     decoders: Number(process.env.TESSERA_DECODERS ?? 1),
@@ -52,6 +56,8 @@ Tessera is running (${source} sources).
   a whole image:   ${stack.url}/iiif/3/test-pattern/full/max/0/default.jpg
   info.json:       ${stack.url}/iiif/3/test-pattern/info.json
   metrics:         ${stack.url}/metrics
+  admin token:     TESSERA_EDGE_URL=${stack.url} TESSERA_ADMIN_TOKEN=${adminToken}
+                   (curl -X POST -H "Authorization: Bearer $TESSERA_ADMIN_TOKEN" $TESSERA_EDGE_URL/admin/sources/test-pattern/invalidate)
 Ctrl-C stops it.`);
 }
 

@@ -26,6 +26,8 @@ export type LevelWindow = [number, number, number, number];
 
 /** Tile reads always carry a signal: that is how GeoTiffSource tells them from header reads. */
 const NEVER_ABORTED = new AbortController().signal;
+/** Header blocks kept per snapshot unless CogOptions.prefetchRing says otherwise. */
+const DEFAULT_PREFETCH_RING = 8;
 
 /** Largest image side served (GDAL's largest real mosaics are a few hundred thousand px). */
 export const MAX_DIMENSION = 1 << 21;
@@ -77,39 +79,14 @@ export class Cog {
    * tiling before any pixel is fetched. Throws HttpError for what we cannot serve.
    */
   static async open(source: Source, options: CogOptions = {}, signal?: AbortSignal): Promise<Cog> {
-    await registerCodecs();
-    const ring = options.prefetchRing ?? 8;
-    const adapter = new GeoTiffSource(source, {
-      maxBlocks: Math.max(1, ring),
-      sharedReadTimeoutMs: options.sharedWorkTimeoutMs,
-    });
-    let tiff: GeoTIFF;
-    let images: GeoTIFFImage[];
-    try {
-      const ifds = await checkTiffStructure((o, n) => adapter.read(o, n), source.size, source.label);
-      // geotiff.js's types name its own BaseSource class; ours has the same shape.
-      tiff = await GeoTIFF.fromSource(adapter as unknown as Parameters<typeof GeoTIFF.fromSource>[0], {}, signal);
-      images = await Promise.all(Array.from({ length: ifds }, (_, i) => tiff.getImage(i)));
-    } catch (e) {
-      throw asHttpError(e, source);
-    }
-    const levels = images
-      .filter((img) => ((img.getFileDirectory().getValue("NewSubfileType") ?? 0) & SUBFILE_MASK) === 0)
-      .map((image) => ({
-        width: image.getWidth(),
-        height: image.getHeight(),
-        tileWidth: image.getTileWidth(),
-        tileHeight: image.getTileHeight(),
-        image,
-      }) as CogLevel)
-      .sort((a, b) => b.width - a.width || b.height - a.height);
-    if (levels.length === 0) throw malformed(source.label, "no image");
+    const { tiff, images, levels } = await parseTiff(source, options, signal);
     // The first image IFD is the full resolution; an "overview" larger than it would become
     // the image everybody is served.
     const full = images.find((image) => levels.some((l) => l.image === image))!;
     for (const level of levels) {
       checkGeometry(level, source.label);
-      checkSamples(level.image);
+      const [refused] = unsupportedSamples(level.image);
+      if (refused) throw refused.error;
       if (level.image !== full && (level.width > full.getWidth() || level.height > full.getHeight())) {
         throw malformed(source.label, `overview ${images.indexOf(level.image)} (${level.width}x${level.height}) is larger than the full-resolution image (${full.getWidth()}x${full.getHeight()})`);
       }
@@ -127,7 +104,7 @@ export class Cog {
       throw asHttpError(e, source);
     }
     const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global());
-    if (ring > 0) cog.prefetchTables();
+    if ((options.prefetchRing ?? DEFAULT_PREFETCH_RING) > 0) cog.prefetchTables();
     return cog;
   }
 
@@ -281,6 +258,49 @@ function hasAlpha(image: GeoTIFFImage): boolean {
   return ALPHA_EXTRA_SAMPLES.has(first);
 }
 
+/** A TIFF whose structure passed tiff-guard, as geotiff.js parsed it. */
+export interface ParsedTiff {
+  tiff: GeoTIFF;
+  /** Every IFD in file order, transparency masks included. */
+  images: GeoTIFFImage[];
+  /** The image levels: full resolution first, then overviews in decreasing size. */
+  levels: CogLevel[];
+}
+
+/**
+ * Validates the TIFF structure, then parses every IFD and lists the image levels; checks
+ * nothing else (Cog.open does), so a validator can report every other problem at once.
+ */
+export async function parseTiff(source: Source, options: CogOptions = {}, signal?: AbortSignal): Promise<ParsedTiff> {
+  await registerCodecs();
+  const adapter = new GeoTiffSource(source, {
+    maxBlocks: Math.max(1, options.prefetchRing ?? DEFAULT_PREFETCH_RING),
+    sharedReadTimeoutMs: options.sharedWorkTimeoutMs,
+  });
+  let tiff: GeoTIFF;
+  let images: GeoTIFFImage[];
+  try {
+    const ifds = await checkTiffStructure((o, n) => adapter.read(o, n), source.size, source.label);
+    // geotiff.js's types name its own BaseSource class; ours has the same shape.
+    tiff = await GeoTIFF.fromSource(adapter as unknown as Parameters<typeof GeoTIFF.fromSource>[0], {}, signal);
+    images = await Promise.all(Array.from({ length: ifds }, (_, i) => tiff.getImage(i)));
+  } catch (e) {
+    throw asHttpError(e, source);
+  }
+  const levels = images
+    .filter((img) => ((img.getFileDirectory().getValue("NewSubfileType") ?? 0) & SUBFILE_MASK) === 0)
+    .map((image) => ({
+      width: image.getWidth(),
+      height: image.getHeight(),
+      tileWidth: image.getTileWidth(),
+      tileHeight: image.getTileHeight(),
+      image,
+    }) as CogLevel)
+    .sort((a, b) => b.width - a.width || b.height - a.height);
+  if (levels.length === 0) throw malformed(source.label, "no image");
+  return { tiff, images, levels };
+}
+
 /** Dimensions and tiling the arithmetic below can trust (no overflow, no absurd allocations). */
 function checkGeometry(level: CogLevel, label: string): void {
   const { width, height, tileWidth, tileHeight } = level;
@@ -332,27 +352,36 @@ async function checkRasterRanges(source: Source, level: CogLevel): Promise<void>
   for (let i = 0; i < offsets.length; i++) checkStoredRange(source, noun, i, Number(offsets[i]), Number(counts[i]), decoded);
 }
 
-/** Rejects what the 8-bit pipeline cannot serve, naming the reason (501). */
-function checkSamples(image: GeoTIFFImage): void {
+/** A property of an image the 8-bit pipeline cannot serve, and the 501 the decoder answers with. */
+export interface UnsupportedSamples {
+  property: "bit_depth" | "sample_format" | "photometric" | "samples_per_pixel";
+  error: HttpError;
+}
+
+/** Every reason the 8-bit pipeline cannot serve `image` (none when it can), in the order the decoder checks them. */
+export function unsupportedSamples(image: GeoTIFFImage): UnsupportedSamples[] {
   const dir = image.getFileDirectory();
   const bits = Array.from((dir.getValue("BitsPerSample") as ArrayLike<number> | undefined) ?? [1]);
   const formats = Array.from((dir.getValue("SampleFormat") as ArrayLike<number> | undefined) ?? [1]);
+  const found: UnsupportedSamples[] = [];
   if (!bits.every((b) => b === 8)) {
-    throw unsupported(`sources with ${[...new Set(bits)].join("/")}-bit samples are not supported (8-bit only)`);
+    found.push({ property: "bit_depth", error: unsupported(`sources with ${[...new Set(bits)].join("/")}-bit samples are not supported (8-bit only)`) });
   }
   if (!formats.every((f) => f === 1)) {
-    throw unsupported("sources with signed or floating-point samples are not supported (unsigned 8-bit only)");
+    found.push({ property: "sample_format", error: unsupported("sources with signed or floating-point samples are not supported (unsigned 8-bit only)") });
   }
   const photometric = dir.getValue("PhotometricInterpretation");
   if (!Object.values(PHOTOMETRIC).includes(photometric as number)) {
-    throw unsupported(`TIFF photometric interpretation ${photometric} is not supported`);
+    found.push({ property: "photometric", error: unsupported(`TIFF photometric interpretation ${photometric} is not supported`) });
+    return found;
   }
   // Extra samples beyond colour and alpha are ignored: reads select samples explicitly.
   const colour = photometric === PHOTOMETRIC.blackIsZero || photometric === PHOTOMETRIC.whiteIsZero ? 1 : 3;
   const needed = photometric === PHOTOMETRIC.palette ? 1 : photometric === PHOTOMETRIC.cmyk ? 4 : colour;
   if (image.getSamplesPerPixel() < needed) {
-    throw unsupported(`${image.getSamplesPerPixel()} samples per pixel is too few for photometric ${photometric}`);
+    found.push({ property: "samples_per_pixel", error: unsupported(`${image.getSamplesPerPixel()} samples per pixel is too few for photometric ${photometric}`) });
   }
+  return found;
 }
 
 /** Failures of parsing or decoding: HttpErrors pass through, anything else is a 502. */

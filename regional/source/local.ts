@@ -27,29 +27,14 @@ export class LocalCatalog implements SourceCatalog {
 
   async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
     if (!isValidSourceId(id)) throw notFound(`unknown source "${id}"`);
-    throwIfAborted(signal);
-    const file = path.join(this.dir, `${id}.tif`);
-    let handle: FileHandle;
-    try {
-      handle = await open(file, "r");
-    } catch (e) {
-      if (isMissing(e)) throw notFound(`unknown source "${id}"`);
-      throw e;
+    const source = await openLocalFile(path.join(this.dir, `${id}.tif`), `local:${id}`, signal);
+    if (!source) throw notFound(`unknown source "${id}"`);
+    // A local directory keeps only the current version of each file.
+    if (version !== undefined && version !== source.version) {
+      await source.close();
+      throw versionGone(`source "${id}" version no longer available`);
     }
-    try {
-      const st = await handle.stat();
-      if (!st.isFile()) throw notFound(`unknown source "${id}"`);
-      const current = localVersion(st);
-      // A local directory keeps only the current version of each file.
-      if (version !== undefined && version !== current) {
-        throw versionGone(`source "${id}" version no longer available`);
-      }
-      throwIfAborted(signal);
-      return new LocalSource(handle, id, current, st.size, st.mtimeMs);
-    } catch (e) {
-      await handle.close();
-      throw e;
-    }
+    return source;
   }
 
   /** The current version of `id` without opening it (undefined when unknown). */
@@ -64,24 +49,46 @@ export class LocalCatalog implements SourceCatalog {
   }
 }
 
+/**
+ * The file at `file` as a Source pinned to its current version, errors labelled `label`;
+ * undefined when there is no such file (or it is a directory).
+ */
+export async function openLocalFile(file: string, label: string, signal?: AbortSignal): Promise<Source | undefined> {
+  throwIfAborted(signal);
+  let handle: FileHandle;
+  try {
+    handle = await open(file, "r");
+  } catch (e) {
+    if (isMissing(e)) return undefined;
+    throw e;
+  }
+  try {
+    const st = await handle.stat();
+    throwIfAborted(signal);
+    if (st.isFile()) return new LocalSource(handle, label, localVersion(st), st.size, st.mtimeMs);
+  } catch (e) {
+    await handle.close();
+    throw e;
+  }
+  await handle.close();
+  return undefined;
+}
+
 function isMissing(e: unknown): boolean {
   const code = (e as NodeJS.ErrnoException)?.code;
   return code === "ENOENT" || code === "ENOTDIR" || code === "EISDIR";
 }
 
 class LocalSource implements Source {
-  readonly label: string;
   private closed = false;
 
   constructor(
     private readonly handle: FileHandle,
-    id: string,
+    readonly label: string,
     readonly version: string,
     readonly size: number,
     private readonly mtimeMs: number,
-  ) {
-    this.label = `local:${id}`;
-  }
+  ) {}
 
   async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
     throwIfAborted(signal);

@@ -1,12 +1,15 @@
-// S3 sources: open() pins the object's current VersionId (or, in an unversioned bucket and for
-// the "null" version, its strong ETag), and every read is a ranged GET of exactly that
-// snapshot, so a tile can never mix bytes of two versions.
+// S3 sources: open() pins the version the source's catalog entry pins (or, without a pin, the
+// object's current one) by its VersionId (or, in an unversioned bucket and for the "null"
+// version, its strong ETag), and every read is a ranged GET of exactly that snapshot, so a tile
+// can never mix bytes of two versions. The entry's snapshot policy decides whether an object
+// without such a validator may be served at all.
 import {
   GetObjectCommand,
   HeadObjectCommand,
   type GetObjectCommandInput,
   type S3Client,
 } from "@aws-sdk/client-s3";
+import { catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry } from "../../shared/catalog.js";
 import { HttpError, notFound, versionGone } from "../../shared/errors.js";
 import type { Source, SourceCatalog } from "./source.js";
 
@@ -54,9 +57,11 @@ export class S3SourceCatalog implements SourceCatalog {
     this.description = `s3://${cfg.bucket}/${cfg.prefix}<id>.tif`;
   }
 
-  async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
+  async open(id: string, requested: string | undefined, signal?: AbortSignal): Promise<Source> {
     const { client, bucket, prefix } = this.cfg;
     if (id === "") throw notFound("empty source id");
+    const entry = await this.entry(id, signal);
+    const version = requested ?? entry.pin;
     const key = `${prefix}${id}.tif`;
     const label = `s3://${bucket}/${key}`;
     const byEtag = version !== undefined && isEtag(version);
@@ -97,10 +102,31 @@ export class S3SourceCatalog implements SourceCatalog {
     // version (written while versioning was off or suspended), which is overwritten in place.
     const versionId = head.VersionId;
     const overwritable = !versionId || versionId === NULL_VERSION;
-    if (overwritable && (!etag || etag.startsWith("W/"))) {
-      throw badGateway(`${label} has neither a VersionId nor a strong ETag; cannot pin it`);
+    const validated = !overwritable || (etag !== undefined && !etag.startsWith("W/"));
+    if (validated) return new S3Source(client, bucket, key, label, size, versionId, etag);
+    if (entry.policy === "AssumeImmutable") {
+      // Served as the publisher promised: unconditional reads, known by whatever identity it has.
+      return new S3Source(client, bucket, key, label, size, undefined, undefined, `${etag ?? "unvalidated"}:${size}`);
     }
-    return new S3Source(client, bucket, key, label, size, versionId, etag);
+    throw badGateway(
+      `${label} has neither a VersionId nor a strong ETag, and its policy RequireValidator refuses an object ` +
+        `every read cannot be checked against (set "policy": "AssumeImmutable" in its catalog entry only if it never changes)`,
+    );
+  }
+
+  /** The source's catalog entry; none stored means the latest version under RequireValidator. */
+  private async entry(id: string, signal?: AbortSignal): Promise<CatalogEntry> {
+    const { client, bucket, prefix } = this.cfg;
+    const key = catalogKey(prefix, id);
+    try {
+      const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal });
+      return parseCatalogEntry((await out.Body?.transformToString()) ?? "", `s3://${bucket}/${key}`);
+    } catch (e) {
+      rethrowIfAborted(signal, e);
+      if (e instanceof HttpError) throw e;
+      if (statusOf(e) === 404 || nameOf(e) === "NoSuchKey") return NO_ENTRY;
+      throw storeFailure("GetObject", `s3://${bucket}/${key}`, e);
+    }
   }
 }
 
@@ -115,10 +141,11 @@ class S3Source implements Source {
     readonly size: number,
     private readonly versionId: string | undefined,
     private readonly etag: string | undefined,
+    assumedVersion?: string,
   ) {
     // The "null" version is read by that name (it stays readable once a newer version exists)
     // but known by its ETag: an in-place overwrite must not share cache keys with the old bytes.
-    this.version = versionId && versionId !== NULL_VERSION ? versionId : etag!;
+    this.version = versionId && versionId !== NULL_VERSION ? versionId : (etag ?? assumedVersion!);
   }
 
   async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {

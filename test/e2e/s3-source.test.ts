@@ -195,3 +195,34 @@ describe("S3 source on a bucket with versioning suspended", () => {
     await Promise.all([old.close(), now.close()]);
   });
 });
+
+describe("catalog entries in the bucket", () => {
+  const entry = (id: string, value: unknown) =>
+    client.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}${id}.tessera.json`, Body: JSON.stringify(value) }));
+
+  it("a pin chooses the version a plain open serves; re-pointing it (a rollback) copies no bytes", async () => {
+    const a = (await put("pinned", V1)).VersionId!;
+    const b = (await put("pinned", V2)).VersionId!;
+    expect((await catalog.open("pinned", undefined)).version).toBe(b); // no entry: the latest
+    await entry("pinned", { pin: a, pins: [{ version: a, at: "2026-11-30T00:00:00Z" }] });
+    const opened = await catalog.open("pinned", undefined);
+    expect(opened.version).toBe(a);
+    expect(opened.size).toBe(V1.length);
+    expect(Buffer.from(await opened.read(0, 64))).toEqual(V1.subarray(0, 64));
+    // A request for another version still gets that version: the pin is only the default.
+    expect((await catalog.open("pinned", b)).version).toBe(b);
+  });
+
+  it("a pinned version that was deleted is a clean version_gone 404, and a malformed entry a 502 naming it", async () => {
+    const gone = (await put("dropped", V1)).VersionId!;
+    await put("dropped", V2);
+    await client.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}dropped.tif`, VersionId: gone }));
+    await entry("dropped", { pin: gone });
+    const err = await expectHttpError(catalog.open("dropped", undefined), 404);
+    expect(err.kind).toBe("version_gone");
+    await entry("dropped", { pin: "", policy: "Whatever" });
+    await expectHttpError(catalog.open("dropped", undefined), 502, /dropped\.tessera\.json has a pin that is not a version/);
+    await entry("dropped", { policy: "Whatever" });
+    await expectHttpError(catalog.open("dropped", undefined), 502, /policy "Whatever", not RequireValidator or AssumeImmutable/);
+  });
+});

@@ -5,7 +5,7 @@
 // and one that works, over a picture whose upscaled, rotated render keeps libvips busy a while
 // and a large file of noise.
 import { execFileSync } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -43,6 +43,7 @@ export default async function setup(project: TestProject) {
   await sharp({ create: { width: 3000, height: 3000, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 60 } } })
     .tiff({ tile: true, tileWidth: 256, tileHeight: 256, compression: "deflate" })
     .toFile(path.join(dir, "noise.tif"));
+  await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "published.tif"));
   const working = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
   project.provide("workingDecoderUrl", working.url);
   return async () => {

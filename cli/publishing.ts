@@ -1,0 +1,43 @@
+// What the publishing commands share: the store from the environment, the edge's admin route,
+// and the store's refusals (unknown id or version) as the command's.
+import { HttpError } from "../shared/errors";
+import { s3ClientFor } from "../regional/source/s3-location";
+import { Refusal } from "./refusal";
+import { SourceStore } from "./source-store";
+import { readEdgeConfig, readStoreConfig } from "./store-config";
+
+export function openStore(): SourceStore {
+  const location = readStoreConfig();
+  return new SourceStore(s3ClientFor(location), location.bucket, location.prefix);
+}
+
+/** The edge's answer to an invalidation: live decoders, those that confirmed, snapshots dropped. */
+export interface Invalidated {
+  id: string;
+  decoders: number;
+  invalidated: number;
+  dropped: number;
+}
+
+/** Makes the edge serve `id`'s current (pinned) version now: POST /admin/sources/{id}/invalidate. */
+export async function invalidateAtEdge(id: string): Promise<Invalidated> {
+  const edge = readEdgeConfig();
+  const res = await fetch(`${edge.url.replace(/\/$/, "")}/admin/sources/${encodeURIComponent(id)}/invalidate`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${edge.adminToken}` },
+  });
+  const body = (await res.json().catch(() => ({}))) as Partial<Invalidated> & { message?: string };
+  if (res.status === 401) throw new Refusal(`the edge refused TESSERA_ADMIN_TOKEN: ${body.message ?? "401"}`);
+  if (!res.ok) throw new Error(`the edge answered ${res.status} to the invalidation: ${body.message ?? ""}`);
+  return body as Invalidated;
+}
+
+/** Runs a store operation; its "unknown id or version" answers are the command's refusals. */
+export async function refusing<T>(operation: Promise<T>): Promise<T> {
+  try {
+    return await operation;
+  } catch (e) {
+    if (e instanceof HttpError && e.status >= 400 && e.status < 500) throw new Refusal(e.message);
+    throw e;
+  }
+}

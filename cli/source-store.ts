@@ -1,0 +1,154 @@
+// The publisher's side of the bucket: a source's versions and its catalog entry (the pin and
+// the snapshot policy, one small JSON document beside the source). Uploads go to the key the
+// decoder reads, `{prefix}{id}.tif`, as a new version; large files in parts, and a failed upload
+// aborts its parts so none are left behind.
+import { stat } from "node:fs/promises";
+import { createReadStream } from "node:fs";
+import {
+  AbortMultipartUploadCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectVersionsCommand,
+  PutObjectCommand,
+  type S3Client,
+} from "@aws-sdk/client-s3";
+import { Upload } from "@aws-sdk/lib-storage";
+import { catalogKey, NO_ENTRY, parseCatalogEntry, rolledBack, withPin, type CatalogEntry } from "../shared/catalog";
+import { HttpError, notFound, versionGone } from "../shared/errors";
+
+/** Parts of this size (S3's minimum is 5 MiB); files up to one part are a single PUT. */
+export const PART_BYTES = 8 * 1024 * 1024;
+
+export interface StoredVersion {
+  version: string;
+  lastModified: string;
+  size: number;
+  latest: boolean;
+  pinned: boolean;
+}
+
+/** How far the store's clock may be behind ours when telling this upload's parts from others'. */
+const CLOCK_SKEW_MS = 60_000;
+
+/** `loaded` of `total` bytes sent so far. */
+export type Progress = (loaded: number, total: number) => void;
+
+export class SourceStore {
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+    private readonly prefix: string,
+  ) {}
+
+  private sourceKey = (id: string) => `${this.prefix}${id}.tif`;
+
+  /**
+   * Uploads `file` as a new version of `id`; resolves to its VersionId. `signal` (Ctrl-C)
+   * aborts it, and with it the multipart upload.
+   */
+  async upload(id: string, file: string, progress?: Progress, signal?: AbortSignal): Promise<string> {
+    const total = (await stat(file)).size;
+    const abortController = new AbortController();
+    signal?.addEventListener("abort", () => abortController.abort(), { once: true });
+    const upload = new Upload({
+      abortController,
+      client: this.client,
+      params: { Bucket: this.bucket, Key: this.sourceKey(id), Body: createReadStream(file), ContentType: "image/tiff" },
+      partSize: PART_BYTES,
+      queueSize: 2,
+      leavePartsOnError: false, // a failure aborts the multipart upload: no orphaned parts
+    });
+    upload.on("httpUploadProgress", (p) => progress?.(p.loaded ?? 0, total));
+    const started = new Date(Date.now() - CLOCK_SKEW_MS);
+    const done = await upload.done().catch(async (err: unknown) => {
+      // done() rejects on an abort before the library has aborted its multipart upload.
+      await this.abortUploadsSince(this.sourceKey(id), started);
+      throw err;
+    });
+    if (!done.VersionId) {
+      throw new HttpError("bad_request", `bucket ${this.bucket} gave no VersionId: enable versioning on it`);
+    }
+    return done.VersionId;
+  }
+
+  /** Aborts the multipart uploads of `key` begun since `since` (this upload's): no parts are left. */
+  private async abortUploadsSince(key: string, since: Date): Promise<void> {
+    const { Uploads = [] } = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: key }));
+    const ours = Uploads.filter((u) => u.Key === key && u.UploadId && (u.Initiated ?? since) >= since);
+    await Promise.all(
+      ours.map((u) => this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: u.UploadId }))),
+    );
+  }
+
+  /** Every version of `id`, newest first, and which one is pinned. */
+  async versions(id: string): Promise<StoredVersion[]> {
+    const key = this.sourceKey(id);
+    const entry = await this.entry(id);
+    const out: StoredVersion[] = [];
+    let keyMarker: string | undefined;
+    let versionMarker: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectVersionsCommand({ Bucket: this.bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }),
+      );
+      for (const v of page.Versions ?? []) {
+        if (v.Key !== key || !v.VersionId) continue;
+        out.push({
+          version: v.VersionId,
+          lastModified: v.LastModified?.toISOString() ?? "",
+          size: v.Size ?? 0,
+          latest: v.IsLatest ?? false,
+          pinned: v.VersionId === entry.pin,
+        });
+      }
+      keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
+      versionMarker = page.IsTruncated ? page.NextVersionIdMarker : undefined;
+    } while (keyMarker);
+    if (out.length === 0) throw notFound(`unknown source "${id}"`);
+    return out.sort((a, b) => b.lastModified.localeCompare(a.lastModified));
+  }
+
+  /** The source's catalog entry (the default one when none is stored). */
+  async entry(id: string): Promise<CatalogEntry> {
+    const key = catalogKey(this.prefix, id);
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      return parseCatalogEntry((await out.Body?.transformToString()) ?? "", `s3://${this.bucket}/${key}`);
+    } catch (e) {
+      if ((e as { name?: string }).name === "NoSuchKey") return NO_ENTRY;
+      throw e;
+    }
+  }
+
+  /** Pins `version` of `id` (it must exist); returns the new entry. */
+  async pin(id: string, version: string): Promise<CatalogEntry> {
+    await this.requireVersion(id, version);
+    return this.save(id, withPin(await this.entry(id), version, new Date().toISOString()));
+  }
+
+  /** Pins the version pinned before the current one; returns the new entry. */
+  async rollback(id: string): Promise<CatalogEntry> {
+    const entry = rolledBack(await this.entry(id), new Date().toISOString());
+    await this.requireVersion(id, entry.pin!);
+    return this.save(id, entry);
+  }
+
+  private async requireVersion(id: string, version: string): Promise<void> {
+    try {
+      await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.sourceKey(id), VersionId: version }));
+    } catch (e) {
+      const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      if (status === 404 || status === 400 || status === 405) throw versionGone(`source "${id}" has no version "${version}"`);
+      throw e;
+    }
+  }
+
+  private async save(id: string, entry: CatalogEntry): Promise<CatalogEntry> {
+    const body = JSON.stringify(entry, null, 2) + "\n";
+    await this.client.send(
+      new PutObjectCommand({ Bucket: this.bucket, Key: catalogKey(this.prefix, id), Body: body, ContentType: "application/json" }),
+    );
+    return entry;
+  }
+}

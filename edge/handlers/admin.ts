@@ -1,0 +1,30 @@
+// POST /admin/sources/{id}/invalidate: a publisher's "serve the current version now". Every
+// decoder forgets its opened snapshots of the source and this edge location forgets its
+// metadata, so the next request learns the current version (other locations within
+// INFO_MAX_AGE). Needs `Authorization: Bearer <ADMIN_TOKEN>`; without ADMIN_TOKEN set the route
+// refuses everyone. A body, if any, is read under BODY_READ_TIMEOUT and ignored.
+import type { IRequest } from "itty-router";
+import { callAdmission } from "../admission-client";
+import { INVALIDATE_DO_PATH } from "../admission/admission-do";
+import { readBodyWithin } from "../request-body";
+import { bearerMatches, unauthorized } from "../auth";
+import { edgeConfig, type Env } from "../env";
+import { forgetSourceInfo } from "../source-info";
+import { errorFromResponse } from "../../shared/errors";
+import { sourceId } from "./params";
+
+export async function invalidateHandler(req: IRequest, env: Env): Promise<Response> {
+  const config = edgeConfig(env);
+  if (!config.adminToken || !(await bearerMatches(req, config.adminToken))) {
+    return unauthorized("POST /admin/… needs Authorization: Bearer <ADMIN_TOKEN>", "admin");
+  }
+  await readBodyWithin(req, config.admission.bodyReadTimeoutMs);
+  const id = sourceId(req.params.id);
+  await forgetSourceInfo(id);
+  const res = await callAdmission(
+    env,
+    new Request(`https://admission${INVALIDATE_DO_PATH}${encodeURIComponent(id)}`, { method: "POST", signal: req.signal }),
+  );
+  if (!res.ok) throw await errorFromResponse(res);
+  return new Response(res.body, { headers: { "content-type": "application/json", "cache-control": "no-store" } });
+}

@@ -1,0 +1,138 @@
+// A publisher's session with the tessera command against the real stack: a versioned bucket
+// (local Ceph RGW), an S3 decoder and the edge. Publish A, publish B under the same id, roll back:
+// after each step the plain id's tiles show that version's picture at once, though the edge
+// would trust its cached version for a minute (INFO_MAX_AGE 60 s).
+import { execFile, execFileSync } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { S3Client } from "@aws-sdk/client-s3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureVersionedBucket, makeS3Client, startLocalS3, type LocalS3 } from "../../infra/local/s3";
+import { ROOT, startStack, type Stack } from "../../infra/local/stack";
+import { meanAbsDiff, reference } from "../support/pixels";
+
+const SAMPLE = path.join(ROOT, "samples/test-pattern.tif");
+const BUCKET = `published-${Date.now().toString(36)}`;
+const TOKEN = "publisher-test-token";
+const JPEG_TOLERANCE = 6;
+const REGION = { x: 300, y: 200, w: 256, h: 256 };
+
+let s3: LocalS3 | undefined;
+let client: S3Client;
+let stack: Stack;
+let dir: string;
+let inverted: string;
+
+beforeAll(async () => {
+  s3 = await startLocalS3();
+  client = makeS3Client(s3);
+  await ensureVersionedBucket(client, BUCKET);
+  dir = await mkdtemp(path.join(tmpdir(), "tessera-publish-"));
+  inverted = path.join(dir, "inverted.tif");
+  execFileSync("gdal_translate", [
+    "-q", "-of", "COG", "-scale", "0", "255", "255", "0", "-co", "COMPRESS=JPEG", "-co", "BLOCKSIZE=256", SAMPLE, inverted,
+  ]);
+  stack = await startStack({
+    decoderEnv: {
+      TESSERA_SOURCE: "s3",
+      TESSERA_S3_ENDPOINT: s3.endpoint,
+      TESSERA_S3_BUCKET: BUCKET,
+      AWS_ACCESS_KEY_ID: s3.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    },
+    vars: { ADMIN_TOKEN: TOKEN, INFO_MAX_AGE: "60" },
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+  client?.destroy();
+  await s3?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** `tessera …args` as a publisher runs it, with the store's and the edge's environment. */
+function tessera(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = {
+    ...process.env,
+    TESSERA_S3_ENDPOINT: s3!.endpoint,
+    TESSERA_S3_BUCKET: BUCKET,
+    AWS_ACCESS_KEY_ID: s3!.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: s3!.secretAccessKey,
+    TESSERA_EDGE_URL: stack.url,
+    TESSERA_ADMIN_TOKEN: TOKEN,
+  };
+  return new Promise((resolve) =>
+    execFile(process.execPath, [path.join(ROOT, "bin/tessera.js"), ...args], { cwd: ROOT, env }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
+    ),
+  );
+}
+
+/** The version and picture ("A" the pattern, "B" its negative) the plain id's tile shows now. */
+async function tileNow(): Promise<{ version: string | null; picture: "A" | "B" | "neither" }> {
+  const res = await fetch(`${stack.url}/iiif/3/city/${REGION.x},${REGION.y},${REGION.w},${REGION.h}/max/0/default.jpg`);
+  expect(res.status).toBe(200);
+  const body = new Uint8Array(await res.arrayBuffer());
+  const version = res.headers.get("x-tessera-version");
+  if ((await meanAbsDiff(body, reference(REGION))) < JPEG_TOLERANCE) return { version, picture: "A" };
+  if ((await meanAbsDiff(body, reference(REGION).negate({ alpha: false }))) < JPEG_TOLERANCE) return { version, picture: "B" };
+  return { version, picture: "neither" };
+}
+
+describe("a publisher's session", () => {
+  it("publish A, publish B, roll back: the plain id serves each at once; versions shows both and the pin", async () => {
+    const a = await tessera("publish", SAMPLE, "--id", "city", "--json");
+    expect(a.code, a.stderr).toBe(0);
+    const published = JSON.parse(a.stdout) as { id: string; version: string; edge: { invalidated: number } };
+    expect(published).toMatchObject({ id: "city", edge: { decoders: 1, invalidated: 1 } });
+    expect(await tileNow()).toEqual({ version: published.version, picture: "A" });
+
+    const b = await tessera("publish", inverted, "--id", "city", "--json");
+    expect(b.code, b.stderr).toBe(0);
+    const second = JSON.parse(b.stdout) as { version: string };
+    expect(await tileNow()).toEqual({ version: second.version, picture: "B" });
+
+    const listed = await tessera("versions", "city", "--json");
+    expect(listed.code).toBe(0);
+    const { versions } = JSON.parse(listed.stdout) as { versions: { version: string; pinned: boolean; latest: boolean }[] };
+    expect(versions.map((v) => [v.version, v.pinned, v.latest])).toEqual([
+      [second.version, true, true],
+      [published.version, false, false],
+    ]);
+    const human = await tessera("versions", "city");
+    expect(human.stdout.split("\n")[0]).toMatch(new RegExp(`^\\* ${second.version} `));
+
+    const back = await tessera("rollback", "city", "--json");
+    expect(back.code, back.stderr).toBe(0);
+    expect(JSON.parse(back.stdout)).toMatchObject({ id: "city", version: published.version });
+    expect(await tileNow()).toEqual({ version: published.version, picture: "A" });
+
+    const pinned = await tessera("pin", "city", second.version);
+    expect(pinned.code, pinned.stderr).toBe(0);
+    expect(await tileNow()).toEqual({ version: second.version, picture: "B" });
+  });
+
+  it("refuses (exit 1) an unknown version, an unknown id, and a file that is not a COG, before uploading it", async () => {
+    const unknownVersion = await tessera("pin", "city", "no-such-version");
+    expect(unknownVersion.code).toBe(1);
+    expect(unknownVersion.stderr).toContain('has no version "no-such-version"');
+    expect((await tessera("versions", "nowhere")).code).toBe(1);
+    const notCog = path.join(dir, "notes.tif");
+    await writeFile(notCog, "not a tiff");
+    const refused = await tessera("publish", notCog, "--id", "notes");
+    expect(refused.code).toBe(1);
+    expect((await tessera("versions", "notes")).code).toBe(1); // nothing was uploaded
+  });
+
+  it("a wrong admin token is refused by the edge (exit 1)", async () => {
+    const res = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(process.execPath, [path.join(ROOT, "bin/tessera.js"), "invalidate", "city"], {
+        cwd: ROOT,
+        env: { ...process.env, TESSERA_EDGE_URL: stack.url, TESSERA_ADMIN_TOKEN: "wrong" },
+      }, (error, _stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stderr })),
+    );
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain("refused TESSERA_ADMIN_TOKEN");
+  });
+});

@@ -1,0 +1,67 @@
+// The snapshot policy against a store whose objects carry no usable validator (no VersionId, a
+// weak ETag): a fake S3 endpoint, since a real RGW always gives a VersionId or a strong ETag.
+// RequireValidator (the default) refuses such a source at open, naming the policy;
+// AssumeImmutable, opted into in the source's catalog entry, serves it.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeS3Client } from "../../infra/local/s3";
+import { S3SourceCatalog } from "../../regional/source/s3";
+import { catalogKey, parseCatalogEntry, rolledBack, withPin } from "../../shared/catalog";
+import { HttpError } from "../../shared/errors";
+
+const BODY = Buffer.from("0123456789abcdef");
+let entry: string | undefined;
+let server: Server;
+let catalog: S3SourceCatalog;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    if (req.url?.includes(".tessera.json")) {
+      if (entry === undefined) res.writeHead(404, { "content-type": "application/xml" }).end("<Error><Code>NoSuchKey</Code></Error>");
+      else res.writeHead(200, { "content-length": String(entry.length) }).end(entry);
+      return;
+    }
+    const headers = { etag: 'W/"weak"', "last-modified": new Date(0).toUTCString() };
+    if (req.method === "HEAD") return void res.writeHead(200, { ...headers, "content-length": String(BODY.length) }).end();
+    res.writeHead(206, { ...headers, "content-range": `bytes 0-3/${BODY.length}`, "content-length": "4" }).end(BODY.subarray(0, 4));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const client = makeS3Client({ endpoint, accessKeyId: "k", secretAccessKey: "s" });
+  catalog = new S3SourceCatalog({ client, bucket: "b", prefix: "" });
+});
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+describe("snapshot policies", () => {
+  it("RequireValidator (no entry) refuses an object without a VersionId or strong ETag, naming the policy", async () => {
+    entry = undefined;
+    const err = (await catalog.open("x", undefined).catch((e) => e)) as HttpError;
+    expect(err).toBeInstanceOf(HttpError);
+    expect(err.message).toContain("RequireValidator");
+    expect(err.message).toContain("AssumeImmutable");
+  });
+
+  it("AssumeImmutable, opted into in the catalog entry, serves it", async () => {
+    entry = JSON.stringify({ policy: "AssumeImmutable" });
+    const source = await catalog.open("x", undefined);
+    expect(source.version).toBe(`W/"weak":${BODY.length}`);
+    expect(Buffer.from(await source.read(0, 4))).toEqual(BODY.subarray(0, 4));
+  });
+});
+
+describe("catalog entries", () => {
+  it("live beside the source, and record every pin so a rollback returns to the one before", () => {
+    expect(catalogKey("cogs/", "map")).toBe("cogs/map.tessera.json");
+    let e = parseCatalogEntry("{}", "t");
+    expect(e).toEqual({ policy: "RequireValidator", pins: [] });
+    e = withPin(withPin(e, "A", "t1"), "B", "t2");
+    expect(e.pin).toBe("B");
+    e = rolledBack(e, "t3");
+    expect([e.pin, e.pins.length]).toEqual(["A", 3]);
+    expect(rolledBack(e, "t4").pin).toBe("B");
+    expect(() => rolledBack(withPin(parseCatalogEntry("{}", "t"), "A", "t1"), "t2")).toThrow(/no earlier pin/);
+    expect(() => parseCatalogEntry("[]", "t")).toThrow(/not an object/);
+    expect(() => parseCatalogEntry('{"pins":[{"version":1}]}', "t")).toThrow(/pins/);
+  });
+});

@@ -1,0 +1,50 @@
+// POST /admin/sources/{id}/invalidate through the Worker and the admission DO, in front of a
+// real decoder that works (test/support/workers-global-setup.ts; ADMIN_TOKEN is set here).
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { infoKey } from "../../edge/source-info";
+import { get, heartbeat, metric } from "./helpers";
+
+const invalidate = (id: string, token?: string, body?: string) =>
+  get(`/admin/sources/${id}/invalidate`, {
+    method: "POST",
+    body,
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  });
+
+describe("POST /admin/sources/{id}/invalidate", () => {
+  it("refuses a missing, wrong or partial token with 401, uncached, before anything else", async () => {
+    for (const token of [undefined, "wrong", "admin-test", `${env.ADMIN_TOKEN}0`]) {
+      const res = await invalidate("published", token);
+      expect(res.status, String(token)).toBe(401);
+      expect(res.headers.get("www-authenticate")).toBe('Bearer realm="admin"');
+      expect(res.headers.get("cache-control")).toBe("no-store");
+    }
+    expect(await metric("released_total")).toBe(0); // never admitted
+  });
+
+  it("makes every decoder drop the source's snapshots and the edge its metadata, admitted as a full", async () => {
+    expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);
+    const info = await get("/iiif/3/published/info.json");
+    expect(info.status).toBe(200);
+    await info.arrayBuffer();
+    expect(await caches.default.match(infoKey("published"))).toBeDefined();
+    const released = await metric("released_total");
+
+    const res = await invalidate("published", env.ADMIN_TOKEN);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(await res.json()).toEqual({ id: "published", decoders: 1, invalidated: 1, dropped: 1 });
+    expect(await caches.default.match(infoKey("published"))).toBeUndefined();
+    expect(await metric("released_total")).toBe(released + 1);
+    // Nothing left to drop the second time.
+    expect(await (await invalidate("published", env.ADMIN_TOKEN)).json()).toMatchObject({ dropped: 0 });
+    // The next request opens the source afresh.
+    expect((await get("/iiif/3/published/info.json")).status).toBe(200);
+  });
+
+  it("answers 400 for a bad id and 413 for a body far larger than an admin call", async () => {
+    expect((await invalidate("%E0%A4%A", env.ADMIN_TOKEN)).status).toBe(400);
+    expect((await invalidate("published", env.ADMIN_TOKEN, "x".repeat(64 * 1024))).status).toBe(413);
+  });
+});
