@@ -18,7 +18,7 @@ const info = squareSource("cached", [1000, 500]);
 
 describe("edge worker in workerd", () => {
   it("answers malformed IIIF requests with 400, a message naming the fault and CORS, before any admission", async () => {
-    await caches.default.put(infoKey("cached"), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
+    await caches.default.put(infoKey({ id: "cached" }), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
     const shape = "{region}/{size}/{rotation}/{quality}.{format}";
     for (const [path, message] of [
       ["/iiif/3/x/a,b,c,d/max/0/default.jpg", "region"],
@@ -101,7 +101,7 @@ describe("edge worker in workerd", () => {
 
   it("serves info.json and a cached tile while the decoder hangs (cache hits never admit)", async () => {
     // Warm the edge cache the way a previous miss would have (fake: no Cloudflare network here).
-    await caches.default.put(infoKey("cached"), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
+    await caches.default.put(infoKey({ id: "cached" }), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
     const tile = new Uint8Array([0xff, 0xd8, 0xff, 0xd9]);
     await caches.default.put(
       imageCacheKey(BASE, "cached", "0,0,256,256/256,256/0/default.jpg", "v1"),
@@ -146,7 +146,7 @@ describe("edge worker in workerd", () => {
 describe("the public address in ids and links", () => {
   const forged = { "x-forwarded-host": "evil.example", "x-forwarded-proto": "http" };
   const warm = async () => {
-    await caches.default.put(infoKey("cached"), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
+    await caches.default.put(infoKey({ id: "cached" }), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
     await caches.default.put(
       imageCacheKey(BASE, "cached", "0,0,256,256/max/0/default.jpg", "v1"),
       new Response(new Uint8Array([0xff, 0xd8, 0xff, 0xd9]), { headers: { "content-type": "image/jpeg", "cache-control": "max-age=60" } }),
