@@ -26,9 +26,14 @@ export function notModified(etag: string, headers: Record<string, string>): Resp
 export const SNAPSHOT_MAX_AGE = 31536000;
 export const SNAPSHOT_CACHE_CONTROL = `public, max-age=${SNAPSHOT_MAX_AGE}, immutable`;
 
-/** An image or /file of `source`. A snapshot's never changes. */
+/**
+ * An image or /file of `source`. A snapshot's never changes. A plain id's follows the source:
+ * in "revalidate" mode it is kept no longer than the edge trusts a version (INFO_MAX_AGE, no
+ * stale serving) and then revalidated by its strong ETag, which costs no decode.
+ */
 export function bytesCacheControl(c: EdgeConfig, source: SourceRef): string {
   if (source.version !== undefined) return SNAPSHOT_CACHE_CONTROL;
+  if (c.plainIdMode === "revalidate") return `public, max-age=${Math.min(c.imageMaxAge, c.infoMaxAge)}`;
   return imageCacheControl(c);
 }
 

@@ -14,7 +14,10 @@ export const infoHandler =
   async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> => {
     const config = edgeConfig(env);
     const info = await sourceInfo(source, env, config, ctx, req.signal);
-    const base = serviceId(req, config, version, source);
+    // The id viewers build image URLs from, and a citation of the exact version: a snapshot's
+    // own, and in "snapshot" mode a plain id's too (the current version's snapshot).
+    const cited = source.version !== undefined || config.plainIdMode === "snapshot";
+    const base = serviceId(req, config, version, cited ? { id: source.id, version: info.version } : source);
     // JSON-LD only when asked for (Image API §5.1); either way the body is the same.
     const ldJson = (req.headers.get("accept") ?? "").includes("application/ld+json");
     const headers = {

@@ -48,8 +48,10 @@ describe("IIIF through edge, admission and decoder from a versioned S3 COG", () 
     expect(res.status).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     const info = await res.json();
+    const version = res.headers.get("x-tessera-version")!;
     expect(info).toMatchObject({
-      id: `${stack.url}/iiif/3/test-pattern`,
+      // PLAIN_ID_MODE "snapshot": the id is the current version's snapshot.
+      id: `${stack.url}/iiif/3/test-pattern@${encodeURIComponent(version)}`,
       type: "ImageService3",
       width: 1000,
       height: 1000,
@@ -67,6 +69,7 @@ describe("IIIF through edge, admission and decoder from a versioned S3 COG", () 
     const second = await publish("test-pattern-deflate.tif");
     const current = await get("/iiif/3/published/info.json");
     expect(current.headers.get("x-tessera-version")).toBe(second.version);
+    expect(((await current.json()) as { id: string }).id).toBe(`${stack.url}/iiif/3/${second.snapshot}`);
     for (const { body, snapshot } of [first, second]) {
       const file = await get(`/iiif/3/${snapshot}/file`);
       expect(file.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");

@@ -1,9 +1,10 @@
 // Snapshot URLs, {id}@{version}, through the Worker and the admission DO in front of a real
 // decoder that works (test/support/workers-global-setup.ts), over slow.tif, a 1000² JPEG COG
-// with one 500² overview: a snapshot's answers never change.
+// with one 500² overview: a snapshot's answers never change, and a plain id's follow the source
+// as PLAIN_ID_MODE says.
 import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../edge/env";
 import worker from "../../edge/index";
 import { forgetSourceInfo, infoKey } from "../../edge/source-info";
@@ -111,5 +112,47 @@ describe("snapshot URLs", () => {
       }
     }
     expect(await metric("released_total")).toBe(released);
+  });
+});
+
+describe("PLAIN_ID_MODE", () => {
+  it("snapshot (the default): a plain id's info.json names the current snapshot as its id, so viewers fetch only immutable URLs", async () => {
+    const { version, snapshot } = await current();
+    for (const v of [3, 2] as const) {
+      const res = await get(`/iiif/${v}/slow/info.json`);
+      expect(res.headers.get("cache-control")).toBe("public, max-age=60, stale-while-revalidate=3600");
+      expect(res.headers.get("x-tessera-version")).toBe(version);
+      const doc = (await res.json()) as Record<string, string>;
+      expect(doc[v === 3 ? "id" : "@id"]).toBe(`${BASE}/iiif/${v}/${snapshot}`);
+    }
+  });
+
+  it("revalidate: a plain id stays the id; its images are kept at most INFO_MAX_AGE and revalidate by ETag with a 304 that costs no decode", async () => {
+    await current();
+    const mode = { PLAIN_ID_MODE: "revalidate" };
+    const doc = (await (await withVars("/iiif/3/slow/info.json", mode)).json()) as { id: string };
+    expect(doc.id).toBe(`${BASE}/iiif/3/slow`);
+    const path = "/iiif/3/slow/0,0,512,512/max/0/default.jpg";
+    const first = await withVars(path, mode);
+    expect(first.status).toBe(200);
+    expect(first.headers.get("cache-control")).toBe("public, max-age=60");
+    await first.arrayBuffer();
+    const file = await withVars("/iiif/3/slow/file", mode);
+    expect(file.headers.get("cache-control")).toBe("public, max-age=60");
+    await file.arrayBuffer();
+
+    const released = await metric("released_total");
+    const again = await withVars(path, { ...mode, INFO_MAX_AGE: "30" }, { headers: { "if-none-match": first.headers.get("etag")! } });
+    expect(again.status).toBe(304);
+    expect(again.headers.get("cache-control")).toBe("public, max-age=30");
+    expect(await metric("released_total")).toBe(released);
+  });
+
+  it("fails loudly on another value, naming PLAIN_ID_MODE", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const res = await withVars("/iiif/3/slow/info.json", { PLAIN_ID_MODE: "pinned" });
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { message: string }).message).toMatch(/PLAIN_ID_MODE must be snapshot or revalidate/);
+    logged.mockRestore();
   });
 });
