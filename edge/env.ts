@@ -19,7 +19,11 @@ export interface Env extends AdmissionVars {
   MAX_FILE_TRANSFERS: string;
   PUBLIC_BASE_URL?: string;
   TRUST_FORWARDED_HEADERS?: string;
+  PLAIN_ID_MODE?: string;
 }
+
+/** How answers under a plain id keep viewers from mixing versions (docs/operators.md). */
+export type PlainIdMode = "snapshot" | "revalidate";
 
 export interface EdgeConfig {
   decoderSecret: string;
@@ -40,6 +44,12 @@ export interface EdgeConfig {
   publicBaseUrl?: string;
   /** Whether X-Forwarded-Host/-Proto name that address (only behind a proxy that sets them). */
   trustForwardedHeaders: boolean;
+  /**
+   * snapshot: a plain id's info.json names the current snapshot as its id, so viewers fetch
+   * only immutable snapshot URLs; revalidate: it names the plain id, whose images are kept at
+   * most INFO_MAX_AGE and then revalidated.
+   */
+  plainIdMode: PlainIdMode;
 }
 
 export function edgeConfig(env: Env): EdgeConfig {
@@ -61,7 +71,15 @@ export function edgeConfig(env: Env): EdgeConfig {
     maxFileTransfers: intVar(env, "MAX_FILE_TRANSFERS", { min: 1 }),
     publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
     trustForwardedHeaders: flag(env, "TRUST_FORWARDED_HEADERS"),
+    plainIdMode: plainIdMode(env.PLAIN_ID_MODE),
   };
+}
+
+/** "snapshot" or "revalidate"; unset or empty is "snapshot", the one that never mixes versions. */
+function plainIdMode(raw: string | undefined): PlainIdMode {
+  const text = (raw ?? "").trim() || "snapshot";
+  if (text === "snapshot" || text === "revalidate") return text;
+  throw badConfig("PLAIN_ID_MODE", `must be snapshot or revalidate, got ${JSON.stringify(raw)}`);
 }
 
 function publicBaseUrl(raw: string | undefined): string | undefined {

@@ -1,6 +1,7 @@
 // HTTP caching rules, kept apart from the handlers: strong ETags, conditional requests, and
 // the Cache-Control values. Cache API storage itself is in the handlers that own the keys.
 import type { EdgeConfig } from "./env";
+import type { SourceRef } from "./handlers/params";
 
 /** A strong ETag from the parts that determine a representation's bytes. */
 export async function strongEtag(...parts: string[]): Promise<string> {
@@ -19,6 +20,21 @@ export function matchesIfNoneMatch(request: Request, etag: string): boolean {
 
 export function notModified(etag: string, headers: Record<string, string>): Response {
   return new Response(null, { status: 304, headers: { etag, ...headers } });
+}
+
+/** A year, the longest max-age caches are asked to keep: what a snapshot URL names never changes. */
+export const SNAPSHOT_MAX_AGE = 31536000;
+export const SNAPSHOT_CACHE_CONTROL = `public, max-age=${SNAPSHOT_MAX_AGE}, immutable`;
+
+/**
+ * An image or /file of `source`. A snapshot's never changes. A plain id's follows the source:
+ * in "revalidate" mode it is kept no longer than the edge trusts a version (INFO_MAX_AGE, no
+ * stale serving) and then revalidated by its strong ETag, which costs no decode.
+ */
+export function bytesCacheControl(c: EdgeConfig, source: SourceRef): string {
+  if (source.version !== undefined) return SNAPSHOT_CACHE_CONTROL;
+  if (c.plainIdMode === "revalidate") return `public, max-age=${Math.min(c.imageMaxAge, c.infoMaxAge)}`;
+  return imageCacheControl(c);
 }
 
 export const imageCacheControl = (c: EdgeConfig) =>

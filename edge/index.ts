@@ -10,7 +10,7 @@ import { bearerMatches, unauthorized } from "./auth";
 import { edgeConfig, type Env } from "./env";
 import { invalidateHandler } from "./handlers/admin";
 import { fileHandler } from "./handlers/file";
-import { followVersion } from "./handlers/follow-version";
+import { followVersion, withSource } from "./handlers/follow-version";
 import { imageHandler, misshapenImageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
 import { errorCacheControl, isPermanentError } from "./http-cache";
@@ -30,13 +30,14 @@ const router = Router<IRequest, Args>({
   finally: [corsify],
 });
 
+// Every :id is a plain source id or a snapshot, {id}@{version} (handlers/params.ts).
 router
-  .get("/iiif/3/:id", baseUriHandler(3))
-  .get("/iiif/3/:id/info.json", infoHandler(3))
+  .get("/iiif/3/:id", withSource(baseUriHandler(3)))
+  .get("/iiif/3/:id/info.json", withSource(infoHandler(3)))
   .get("/iiif/3/:id/file", followVersion(fileHandler))
   .get("/iiif/3/:id/:region/:size/:rotation/:qf", followVersion(imageHandler(3)))
-  .get("/iiif/2/:id", baseUriHandler(2))
-  .get("/iiif/2/:id/info.json", infoHandler(2))
+  .get("/iiif/2/:id", withSource(baseUriHandler(2)))
+  .get("/iiif/2/:id/info.json", withSource(infoHandler(2)))
   .get("/iiif/2/:id/:region/:size/:rotation/:qf", followVersion(imageHandler(2)))
   .get("/iiif/3/:id/*", misshapenImageHandler)
   .get("/iiif/2/:id/*", misshapenImageHandler)

@@ -3,57 +3,69 @@
 // An unknown source is remembered too (for ERROR_MAX_AGE), so a crawler's typo costs nothing.
 // A small in-isolate map sits in front of the Cache API: a warm cache hit for a tile then
 // costs one Cache API lookup (the tile's), not two.
+// A snapshot's metadata never changes, so it is kept a year; when a read of its bytes finds the
+// version gone, the caller forgets it, and the next lookup remembers the 404 instead.
 import { HttpError, notFound } from "../shared/errors";
 import { DECODER, type SourceInfo } from "../shared/protocol";
 import { viaAdmission } from "./admission-client";
 import type { EdgeConfig, Env } from "./env";
+import type { SourceRef } from "./handlers/params";
+import { SNAPSHOT_MAX_AGE } from "./http-cache";
 
-export const infoKey = (id: string) => `https://tessera.internal/source-info/${encodeURIComponent(id)}`;
+export const infoKey = ({ id, version }: SourceRef) =>
+  `https://tessera.internal/source-info/${encodeURIComponent(id)}` +
+  (version === undefined ? "" : `?version=${encodeURIComponent(version)}`);
 
-/** Isolate-local copies, each trusted until its own expiry (INFO_MAX_AGE after it was fetched). */
+/**
+ * Isolate-local copies, each trusted until its shared entry's expiry and for INFO_MAX_AGE at most:
+ * the isolate that finds a snapshot's version gone forgets the shared entry, and the others then
+ * see that within INFO_MAX_AGE instead of a year.
+ */
 const local = new Map<string, { info: SourceInfo; expires: number }>();
 const LOCAL_ENTRIES = 1000;
 
 /** When the shared entry stops being trusted; stored with it so local copies never outlive it. */
 const EXPIRES_HEADER = "x-tessera-expires";
 
-function remember(info: SourceInfo, expires: number): void {
+function remember(key: string, info: SourceInfo, expires: number, config: EdgeConfig): void {
   if (local.size >= LOCAL_ENTRIES) local.delete(local.keys().next().value!); // oldest first
-  local.set(info.id, { info, expires });
+  local.set(key, { info, expires: Math.min(expires, Date.now() + config.infoMaxAge * 1000) });
 }
 
-/** Drops what this edge knows of `id`, so the next lookup asks a decoder. */
-export async function forgetSourceInfo(id: string): Promise<void> {
-  local.delete(id);
-  await caches.default.delete(infoKey(id));
+/** Drops what this edge knows of `source`, so the next lookup asks a decoder. */
+export async function forgetSourceInfo(source: SourceRef): Promise<void> {
+  local.delete(infoKey(source));
+  await caches.default.delete(infoKey(source));
 }
 
 export async function sourceInfo(
-  id: string,
+  source: SourceRef,
   env: Env,
   config: EdgeConfig,
   ctx: ExecutionContext,
   signal: AbortSignal,
 ): Promise<SourceInfo> {
-  const mine = local.get(id);
+  const key = infoKey(source);
+  const mine = local.get(key);
   if (mine && mine.expires > Date.now()) return mine.info;
   const cache = caches.default;
-  const hit = await cache.match(infoKey(id));
+  const hit = await cache.match(key);
   if (hit?.status === 404) throw notFound(await hit.text());
   if (hit) {
     const info = (await hit.json()) as SourceInfo;
-    remember(info, Number(hit.headers.get(EXPIRES_HEADER)));
+    remember(key, info, Number(hit.headers.get(EXPIRES_HEADER)), config);
     return info;
   }
   try {
-    const res = await viaAdmission(env, DECODER.info(id), signal);
+    const res = await viaAdmission(env, DECODER.info(source.id, source.version), signal);
     const info = (await res.json()) as SourceInfo;
-    const expires = Date.now() + config.infoMaxAge * 1000;
-    remember(info, expires);
+    const maxAge = source.version === undefined ? config.infoMaxAge : SNAPSHOT_MAX_AGE;
+    const expires = Date.now() + maxAge * 1000;
+    remember(key, info, expires, config);
     const stored = Response.json(info, {
-      headers: { "cache-control": `max-age=${config.infoMaxAge}`, [EXPIRES_HEADER]: String(expires) },
+      headers: { "cache-control": `max-age=${maxAge}`, [EXPIRES_HEADER]: String(expires) },
     });
-    ctx.waitUntil(cache.put(infoKey(id), stored));
+    ctx.waitUntil(cache.put(key, stored));
     return info;
   } catch (err) {
     if (err instanceof HttpError && err.status === 404) {
@@ -61,7 +73,9 @@ export async function sourceInfo(
         status: 404,
         headers: { "cache-control": `max-age=${config.errorMaxAge}` },
       });
-      ctx.waitUntil(cache.put(infoKey(id), stored));
+      ctx.waitUntil(cache.put(key, stored));
+      // The same 404 as from the cache: a snapshot whose version is gone is an unknown resource.
+      throw notFound(err.message);
     }
     throw err;
   }

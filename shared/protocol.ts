@@ -26,7 +26,9 @@ export const DECODER_FILE_PREFIX = "/v1/file/";
 /** Decoder routes. The image path carries the canonical IIIF 3.0 parts of a resolved request. */
 export const DECODER = {
   health: "/health",
-  info: (id: string) => `/v1/info/${encodeURIComponent(id)}`,
+  /** The current version's metadata, or that of `version`. */
+  info: (id: string, version?: string) =>
+    `/v1/info/${encodeURIComponent(id)}${version === undefined ? "" : `?version=${encodeURIComponent(version)}`}`,
   image: (id: string, canonical: string, version: string) =>
     `/v1/image/${encodeURIComponent(id)}/${canonical}?version=${encodeURIComponent(version)}`,
   /** The source's stored bytes, unchanged. */

@@ -10,8 +10,8 @@ import { readBodyWithin } from "../request-body";
 import { bearerMatches, unauthorized } from "../auth";
 import { edgeConfig, type Env } from "../env";
 import { forgetSourceInfo } from "../source-info";
-import { errorFromResponse } from "../../shared/errors";
-import { sourceId } from "./params";
+import { badRequest, errorFromResponse } from "../../shared/errors";
+import { sourceRef } from "./params";
 
 export async function invalidateHandler(req: IRequest, env: Env): Promise<Response> {
   const config = edgeConfig(env);
@@ -19,8 +19,10 @@ export async function invalidateHandler(req: IRequest, env: Env): Promise<Respon
     return unauthorized("POST /admin/… needs Authorization: Bearer <ADMIN_TOKEN>", "admin");
   }
   await readBodyWithin(req, config.admission.bodyReadTimeoutMs);
-  const id = sourceId(req.params.id);
-  await forgetSourceInfo(id);
+  const { id, version } = sourceRef(req.params.id);
+  // A snapshot never changes, so there is nothing to invalidate under one.
+  if (version !== undefined) throw badRequest("invalidate a source by its plain id, not a snapshot {id}@{version}");
+  await forgetSourceInfo({ id });
   const res = await callAdmission(
     env,
     new Request(`https://admission${INVALIDATE_DO_PATH}${encodeURIComponent(id)}`, { method: "POST", signal: req.signal }),

@@ -5,15 +5,15 @@ import type { IRequest } from "itty-router";
 import { DECODER } from "../../shared/protocol";
 import { viaAdmission } from "../admission-client";
 import { edgeConfig, type Env } from "../env";
-import { imageCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
+import { bytesCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
 import { sourceInfo } from "../source-info";
-import { sourceId } from "./params";
+import type { SourceRef } from "./params";
 
-export async function fileHandler(req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
+export async function fileHandler(source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
   const config = edgeConfig(env);
-  const id = sourceId(req.params.id);
-  const info = await sourceInfo(id, env, config, ctx, req.signal);
-  const headers = { "cache-control": imageCacheControl(config) };
+  const { id } = source;
+  const info = await sourceInfo(source, env, config, ctx, req.signal);
+  const headers = { "cache-control": bytesCacheControl(config, source) };
   const etag = await strongEtag("file", id, info.version);
   if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
   const res = await viaAdmission(env, DECODER.file(id, info.version), req.signal);

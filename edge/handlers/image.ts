@@ -11,6 +11,7 @@ import { DECODER, VERSION_HEADER } from "../../shared/protocol";
 import { viaAdmission, type Cost } from "../admission-client";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import {
+  bytesCacheControl,
   errorCacheControl,
   imageCacheControl,
   isPermanentError,
@@ -20,7 +21,8 @@ import {
 } from "../http-cache";
 import { sourceInfo } from "../source-info";
 import { segment } from "../../shared/path-segment";
-import { serviceId, sourceId } from "./params";
+import type { SourceHandler } from "./follow-version";
+import { serviceId, type SourceRef } from "./params";
 
 export const CACHE_STATUS_HEADER = "x-tessera-cache";
 
@@ -29,10 +31,10 @@ export const imageCacheKey = (origin: string, id: string, canonical: string, ver
   `${origin}/__tessera/image/${encodeURIComponent(id)}/${canonical}?version=${encodeURIComponent(version)}`;
 
 export const imageHandler =
-  (version: ApiVersion) =>
-  async (req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> => {
+  (version: ApiVersion): SourceHandler =>
+  async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> => {
     const config = edgeConfig(env);
-    const id = sourceId(req.params.id);
+    const { id } = source;
     const { region, size, rotation, qf } = req.params;
     const parsed = parseImageRequest(
       {
@@ -43,7 +45,7 @@ export const imageHandler =
       },
       version,
     );
-    const info = await sourceInfo(id, env, config, ctx, req.signal);
+    const info = await sourceInfo(source, env, config, ctx, req.signal);
     const limits = { width: info.width, height: info.height, ...servedLimits(config.limits, info) };
     const resolved = resolveImageRequest(parsed, limits);
     // The 3.0 form with the size spelled out names the pixels whatever the API version and the
@@ -51,8 +53,8 @@ export const imageHandler =
     // one decoder path, and the decoder (which does not know the operator's limits) renders that size.
     const pixels = pixelParts(resolved, limits);
     const headers = {
-      "cache-control": imageCacheControl(config),
-      link: `<${serviceId(req, config, version, id)}/${canonicalParts(resolved, limits, version)}>;rel="canonical", <${PROFILE_URI[version]}>;rel="profile"`,
+      "cache-control": bytesCacheControl(config, source),
+      link: `<${serviceId(req, config, version, source)}/${canonicalParts(resolved, limits, version)}>;rel="canonical", <${PROFILE_URI[version]}>;rel="profile"`,
     };
     const etag = await strongEtag(id, info.version, pixels);
     if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);

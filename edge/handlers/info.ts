@@ -2,25 +2,31 @@
 import type { IRequest } from "itty-router";
 import type { ApiVersion } from "../../shared/iiif/image-request";
 import { CONTEXT, infoJson, PROFILE_URI, servedLimits } from "../../shared/iiif/info";
+import { VERSION_HEADER } from "../../shared/protocol";
 import { edgeConfig, type Env } from "../env";
-import { infoCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
+import { infoCacheControl, matchesIfNoneMatch, notModified, SNAPSHOT_CACHE_CONTROL, strongEtag } from "../http-cache";
 import { sourceInfo } from "../source-info";
-import { serviceId, sourceId } from "./params";
+import type { SourceHandler } from "./follow-version";
+import { serviceId, type SourceRef } from "./params";
 
 export const infoHandler =
-  (version: ApiVersion) =>
-  async (req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> => {
+  (version: ApiVersion): SourceHandler =>
+  async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> => {
     const config = edgeConfig(env);
-    const id = sourceId(req.params.id);
-    const info = await sourceInfo(id, env, config, ctx, req.signal);
-    const base = serviceId(req, config, version, id);
+    const info = await sourceInfo(source, env, config, ctx, req.signal);
+    // The id viewers build image URLs from, and a citation of the exact version: a snapshot's
+    // own, and in "snapshot" mode a plain id's too (the current version's snapshot).
+    const cited = source.version !== undefined || config.plainIdMode === "snapshot";
+    const base = serviceId(req, config, version, cited ? { id: source.id, version: info.version } : source);
     // JSON-LD only when asked for (Image API §5.1); either way the body is the same.
     const ldJson = (req.headers.get("accept") ?? "").includes("application/ld+json");
     const headers = {
       "content-type": ldJson ? `application/ld+json;profile="${CONTEXT[version]}"` : "application/json",
-      "cache-control": infoCacheControl(config),
+      // A plain id's document changes with each publish; a snapshot's never does.
+      "cache-control": source.version === undefined ? infoCacheControl(config) : SNAPSHOT_CACHE_CONTROL,
       link: `<${PROFILE_URI[version]}>;rel="profile"`,
       vary: "Accept",
+      [VERSION_HEADER]: info.version,
     };
     const limits = servedLimits(config.limits, info);
     const etag = await strongEtag(base, info.version, JSON.stringify(limits), headers["content-type"]);
@@ -31,8 +37,10 @@ export const infoHandler =
   };
 
 /** The bare service URI answers 303 See Other to its info.json (Image API 3.0 §2.2). */
-export const baseUriHandler = (version: ApiVersion) => (req: IRequest, env: Env) =>
-  new Response(null, {
-    status: 303,
-    headers: { location: `${serviceId(req, edgeConfig(env), version, sourceId(req.params.id))}/info.json` },
-  });
+export const baseUriHandler =
+  (version: ApiVersion): SourceHandler =>
+  (source, req, env) =>
+    new Response(null, {
+      status: 303,
+      headers: { location: `${serviceId(req, edgeConfig(env), version, source)}/info.json` },
+    });

@@ -1,10 +1,32 @@
 // Path parameters and the public base URL, as the handlers need them.
 import type { ApiVersion } from "../../shared/iiif/image-request";
+import { badRequest } from "../../shared/errors";
 import { segment } from "../../shared/path-segment";
 import type { EdgeConfig } from "../env";
 
-/** The source identifier from its URL-encoded path segment. */
-export const sourceId = (raw: string | undefined) => segment(raw, "identifier");
+/**
+ * The source a URL names. A plain id follows the source's current version; a snapshot,
+ * `{id}@{version}`, names one version for good (ids never contain "@", so it splits them).
+ */
+export interface SourceRef {
+  id: string;
+  /** The snapshot's version, exactly as x-tessera-version shows it; undefined: the plain id. */
+  version?: string;
+}
+
+/** The source reference from its URL-encoded path segment. */
+export function sourceRef(raw: string | undefined): SourceRef {
+  const text = segment(raw, "identifier");
+  const [id, version, ...extra] = text.split("@");
+  if (!id || version === "" || extra.length > 0) {
+    throw badRequest(`identifier "${text}" must be {id} or a snapshot {id}@{version}, with one "@" and both parts`);
+  }
+  return { id, version };
+}
+
+/** The id as it appears in URLs: `{id}` or `{id}@{version}`. */
+const pathId = ({ id, version }: SourceRef) =>
+  version === undefined ? encodeURIComponent(id) : `${encodeURIComponent(id)}@${encodeURIComponent(version)}`;
 
 /**
  * The service's public base, `{base}/iiif/{version}/{id}`. It becomes the id of a public,
@@ -12,8 +34,8 @@ export const sourceId = (raw: string | undefined) => segment(raw, "identifier");
  * X-Forwarded-Proto/-Host only when the operator says a proxy sets them; a client's own
  * forwarded headers would otherwise put its URLs in what a shared cache hands every viewer.
  */
-export function serviceId(request: Request, config: EdgeConfig, version: ApiVersion, id: string): string {
-  return `${publicBase(request, config)}/iiif/${version}/${encodeURIComponent(id)}`;
+export function serviceId(request: Request, config: EdgeConfig, version: ApiVersion, source: SourceRef): string {
+  return `${publicBase(request, config)}/iiif/${version}/${pathId(source)}`;
 }
 
 function publicBase(request: Request, config: EdgeConfig): string {

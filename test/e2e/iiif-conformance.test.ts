@@ -185,6 +185,8 @@ describe.each([3, 2] as const)("Image API %i.x", (v) => {
       const res = await get(`${base}/info.json`);
       expect(res.headers.get("content-type")).toBe("application/json");
       expect(res.headers.get("vary")).toBe("Accept");
+      // PLAIN_ID_MODE "snapshot": the id is the current version's snapshot.
+      const snapshot = `${stack.url}${base}@${encodeURIComponent(res.headers.get("x-tessera-version")!)}`;
       const info = (await res.json()) as Record<string, unknown>;
       const common = {
         protocol: "http://iiif.io/api/image",
@@ -200,7 +202,7 @@ describe.each([3, 2] as const)("Image API %i.x", (v) => {
         expect(info).toMatchObject({
           ...common,
           "@context": "http://iiif.io/api/image/3/context.json",
-          id: `${stack.url}${base}`,
+          id: snapshot,
           type: "ImageService3",
           profile: "level2",
           maxWidth: 2000,
@@ -212,7 +214,7 @@ describe.each([3, 2] as const)("Image API %i.x", (v) => {
         expect(info).toMatchObject({
           ...common,
           "@context": "http://iiif.io/api/image/2/context.json",
-          "@id": `${stack.url}${base}`,
+          "@id": snapshot,
           profile: ["http://iiif.io/api/image/2/level2.json", { maxWidth: 2000, qualities: ["default", "color", "gray", "bitonal"] }],
         });
       }
@@ -244,7 +246,7 @@ describe.each([3, 2] as const)("Image API %i.x", (v) => {
       // (The scheme is not checked: Miniflare's local HTTP server itself builds request.url with
       // X-Forwarded-Proto's scheme; Cloudflare reports the scheme the client connected with.)
       const id = new URL(info[v === 3 ? "id" : "@id"]);
-      expect(id.host + id.pathname).toBe(new URL(stack.url).host + base);
+      expect(id.host + id.pathname).toMatch(new RegExp(`^${new URL(stack.url).host}${base}@`));
     });
   });
 });
@@ -294,10 +296,14 @@ describe("edge caching", () => {
     expect(unknown.headers.get("cache-control")).toBe("public, max-age=30");
   });
 
-  it("a new version of a source is served within INFO_MAX_AGE, never an old tile for it", async () => {
-    const path = `/iiif/3/changing/0,0,200,200/100,/0/default.png`;
+  it("a new version of a source is served within INFO_MAX_AGE, never an old tile for it; the old snapshot keeps what it answered, and what it must read again is 404", async () => {
+    const tile = "0,0,200,200/100,/0/default.png";
+    const path = `/iiif/3/changing/${tile}`;
     const before = await image(path);
     expect(await meanAbsDiff(before, reference({ x: 0, y: 0, w: 200, h: 200 }, 100, 100))).toBeLessThan(LOSSY);
+    const version = (await get("/iiif/3/changing/info.json")).headers.get("x-tessera-version")!;
+    const old = `/iiif/3/changing@${encodeURIComponent(version)}`;
+    expect(await image(`${old}/${tile}`)).toEqual(before);
     // Publish a different picture under the same id: the pattern turned upside down.
     await sharp(TEST_PATTERN_PNG)
       .rotate(180)
@@ -307,5 +313,15 @@ describe("edge caching", () => {
     const after = await image(path);
     const flipped = sharp(await sharp(TEST_PATTERN_PNG).rotate(180).png().toBuffer());
     expect(await meanAbsDiff(after, flipped.extract({ left: 0, top: 0, width: 200, height: 200 }).resize(100, 100))).toBeLessThan(LOSSY);
+    expect((await get("/iiif/3/changing/info.json")).headers.get("x-tessera-version")).not.toBe(version);
+    // A local directory keeps only the current version. The old snapshot's cached tile is still
+    // its own; a tile it must decode anew is never the new picture: the decoder's open copy of
+    // the file finds it changed (502) or the version is gone (404), and from then on the old
+    // snapshot is 404, its info.json too.
+    expect(await image(`${old}/${tile}`)).toEqual(before);
+    const anew = `${old}/full/50,/0/default.png`;
+    expect([404, 502]).toContain((await get(anew)).status);
+    expect((await get(anew)).status).toBe(404);
+    expect((await get(`${old}/info.json`)).status).toBe(404);
   });
 });

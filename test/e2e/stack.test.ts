@@ -2,7 +2,7 @@
 // the edge Worker and admission DO in workerd (Miniflare), driven over HTTP like a viewer.
 // (A client's disconnect is tested in test/workers: Miniflare's HTTP entry does not pass it on.)
 import { readFile } from "node:fs/promises";
-import { PutObjectCommand } from "@aws-sdk/client-s3";
+import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureVersionedBucket, makeS3Client, startLocalS3 } from "../../infra/local/s3";
 import { startStack, stopDecoder, type Stack } from "../../infra/local/stack";
@@ -12,6 +12,7 @@ import { meanAbsDiff, reference } from "../support/pixels";
 const JPEG_TOLERANCE = 6; // mean absolute difference per channel, 0..255
 const bucket = `e2e-${Date.now()}`;
 let stack: Stack;
+let client: S3Client;
 
 const decoderRequests = async () =>
   (await sumMetric(stack.decoders[0].url, 'tessera_decoder_requests_total{route="image"')) +
@@ -22,7 +23,7 @@ const bytes = async (res: Response) => new Uint8Array(await res.arrayBuffer());
 
 beforeAll(async () => {
   const s3 = await startLocalS3();
-  const client = makeS3Client(s3);
+  client = makeS3Client(s3);
   await ensureVersionedBucket(client, bucket);
   const body = await readFile(new URL("../../samples/test-pattern.tif", import.meta.url));
   await client.send(new PutObjectCommand({ Bucket: bucket, Key: "test-pattern.tif", Body: body }));
@@ -47,13 +48,36 @@ describe("IIIF through edge, admission and decoder from a versioned S3 COG", () 
     expect(res.status).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     const info = await res.json();
+    const version = res.headers.get("x-tessera-version")!;
     expect(info).toMatchObject({
-      id: `${stack.url}/iiif/3/test-pattern`,
+      // PLAIN_ID_MODE "snapshot": the id is the current version's snapshot.
+      id: `${stack.url}/iiif/3/test-pattern@${encodeURIComponent(version)}`,
       type: "ImageService3",
       width: 1000,
       height: 1000,
       tiles: [{ width: 256, height: 256, scaleFactors: [1, 2, 4] }],
     });
+  });
+
+  it("keeps serving a snapshot after a publish: the versioned bucket still has the version it names, and the plain id moves on", async () => {
+    const publish = async (sample: string) => {
+      const body = await readFile(new URL(`../../samples/${sample}`, import.meta.url));
+      const put = await client.send(new PutObjectCommand({ Bucket: bucket, Key: "published.tif", Body: body }));
+      return { body, snapshot: `published@${encodeURIComponent(put.VersionId!)}`, version: put.VersionId! };
+    };
+    const first = await publish("test-pattern.tif");
+    const second = await publish("test-pattern-deflate.tif");
+    const current = await get("/iiif/3/published/info.json");
+    expect(current.headers.get("x-tessera-version")).toBe(second.version);
+    expect(((await current.json()) as { id: string }).id).toBe(`${stack.url}/iiif/3/${second.snapshot}`);
+    for (const { body, snapshot } of [first, second]) {
+      const file = await get(`/iiif/3/${snapshot}/file`);
+      expect(file.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+      expect(await bytes(file)).toEqual(new Uint8Array(body));
+      const tile = await get(`/iiif/3/${snapshot}/0,0,256,256/max/0/default.jpg`);
+      expect(tile.status).toBe(200);
+      expect(await meanAbsDiff(await bytes(tile), reference({ x: 0, y: 0, w: 256, h: 256 }, 256, 256))).toBeLessThan(JPEG_TOLERANCE);
+    }
   });
 
   it("serves tiles whose pixels match the reference, at native and reduced resolution", async () => {

@@ -28,14 +28,14 @@ describe("POST /admin/sources/{id}/invalidate", () => {
     const info = await get("/iiif/3/published/info.json");
     expect(info.status).toBe(200);
     await info.arrayBuffer();
-    expect(await caches.default.match(infoKey("published"))).toBeDefined();
+    expect(await caches.default.match(infoKey({ id: "published" }))).toBeDefined();
     const released = await metric("released_total");
 
     const res = await invalidate("published", env.ADMIN_TOKEN);
     expect(res.status).toBe(200);
     expect(res.headers.get("cache-control")).toBe("no-store");
     expect(await res.json()).toEqual({ id: "published", decoders: 1, invalidated: 1, dropped: 1 });
-    expect(await caches.default.match(infoKey("published"))).toBeUndefined();
+    expect(await caches.default.match(infoKey({ id: "published" }))).toBeUndefined();
     expect(await metric("released_total")).toBe(released + 1);
     // Nothing left to drop the second time.
     expect(await (await invalidate("published", env.ADMIN_TOKEN)).json()).toMatchObject({ dropped: 0 });
@@ -45,6 +45,7 @@ describe("POST /admin/sources/{id}/invalidate", () => {
 
   it("answers 400 for a bad id and 413 for a body far larger than an admin call", async () => {
     expect((await invalidate("%E0%A4%A", env.ADMIN_TOKEN)).status).toBe(400);
+    expect((await invalidate("published@v1", env.ADMIN_TOKEN)).status).toBe(400);
     expect((await invalidate("published", env.ADMIN_TOKEN, "x".repeat(64 * 1024))).status).toBe(413);
   });
 });

@@ -19,7 +19,7 @@ const stub = () => env.ADMISSION.get(env.ADMISSION.idFromName("default"));
 const big = squareSource("big", [4000, 2000, 1000]);
 
 beforeAll(async () => {
-  await caches.default.put(infoKey("big"), Response.json(big, { headers: { "cache-control": "max-age=600" } }));
+  await caches.default.put(infoKey({ id: "big" }), Response.json(big, { headers: { "cache-control": "max-age=600" } }));
 });
 beforeEach(async () => {
   await settled();

@@ -18,7 +18,7 @@ const info = squareSource("cached", [1000, 500]);
 
 describe("edge worker in workerd", () => {
   it("answers malformed IIIF requests with 400, a message naming the fault and CORS, before any admission", async () => {
-    await caches.default.put(infoKey("cached"), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
+    await caches.default.put(infoKey({ id: "cached" }), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
     const shape = "{region}/{size}/{rotation}/{quality}.{format}";
     for (const [path, message] of [
       ["/iiif/3/x/a,b,c,d/max/0/default.jpg", "region"],
@@ -101,7 +101,7 @@ describe("edge worker in workerd", () => {
 
   it("serves info.json and a cached tile while the decoder hangs (cache hits never admit)", async () => {
     // Warm the edge cache the way a previous miss would have (fake: no Cloudflare network here).
-    await caches.default.put(infoKey("cached"), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
+    await caches.default.put(infoKey({ id: "cached" }), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
     const tile = new Uint8Array([0xff, 0xd8, 0xff, 0xd9]);
     await caches.default.put(
       imageCacheKey(BASE, "cached", "0,0,256,256/256,256/0/default.jpg", "v1"),
@@ -112,7 +112,7 @@ describe("edge worker in workerd", () => {
     const infoRes = await get("/iiif/3/cached/info.json");
     expect(infoRes.status).toBe(200);
     const doc = (await infoRes.json()) as { id: string; tiles: { scaleFactors: number[] }[] };
-    expect(doc.id).toBe(`${BASE}/iiif/3/cached`);
+    expect(doc.id).toBe(`${BASE}/iiif/3/cached@v1`); // PLAIN_ID_MODE "snapshot": the current version
     expect(doc.tiles[0].scaleFactors).toEqual([1, 2]);
 
     // Equivalent spellings of the same tile find the same entry.
@@ -146,7 +146,7 @@ describe("edge worker in workerd", () => {
 describe("the public address in ids and links", () => {
   const forged = { "x-forwarded-host": "evil.example", "x-forwarded-proto": "http" };
   const warm = async () => {
-    await caches.default.put(infoKey("cached"), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
+    await caches.default.put(infoKey({ id: "cached" }), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
     await caches.default.put(
       imageCacheKey(BASE, "cached", "0,0,256,256/max/0/default.jpg", "v1"),
       new Response(new Uint8Array([0xff, 0xd8, 0xff, 0xd9]), { headers: { "content-type": "image/jpeg", "cache-control": "max-age=60" } }),
@@ -157,7 +157,7 @@ describe("the public address in ids and links", () => {
   it("ignores a client's X-Forwarded-Host/-Proto: the public info.json every viewer gets keeps the real address", async () => {
     await warm();
     const attacked = await get("/iiif/3/cached/info.json", { headers: forged });
-    expect(await idOf(attacked)).toBe(`${BASE}/iiif/3/cached`);
+    expect(await idOf(attacked)).toBe(`${BASE}/iiif/3/cached@v1`);
     // What a shared cache stores from the attacker's request is what the next viewer is sent.
     const viewer = await get("/iiif/3/cached/info.json");
     expect(attacked.headers.get("etag")).toBe(viewer.headers.get("etag"));
@@ -173,8 +173,8 @@ describe("the public address in ids and links", () => {
     const call = (vars: Partial<Env>, headers: Record<string, string> = forged) =>
       worker.fetch(new Request(`${BASE}/iiif/3/cached/info.json`, { headers }), { ...env, ...vars }, createExecutionContext());
     const pinned = { PUBLIC_BASE_URL: "https://tiles.example.org/maps/", TRUST_FORWARDED_HEADERS: "true" };
-    expect(await idOf(await call(pinned))).toBe("https://tiles.example.org/maps/iiif/3/cached");
-    expect(await idOf(await call({ TRUST_FORWARDED_HEADERS: "true" }))).toBe("http://evil.example/iiif/3/cached");
+    expect(await idOf(await call(pinned))).toBe("https://tiles.example.org/maps/iiif/3/cached@v1");
+    expect(await idOf(await call({ TRUST_FORWARDED_HEADERS: "true" }))).toBe("http://evil.example/iiif/3/cached@v1");
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     for (const [vars, name] of [
       [{ TRUST_FORWARDED_HEADERS: "yes" }, /TRUST_FORWARDED_HEADERS must be true or false/],
