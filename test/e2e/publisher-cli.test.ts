@@ -81,7 +81,7 @@ async function tileNow(): Promise<{ version: string | null; picture: "A" | "B" |
 }
 
 describe("a publisher's session", () => {
-  it("publish A, publish B, roll back: the plain id serves each at once; versions shows both and the pin", async () => {
+  it("publish A, publish B, roll back, pin: the plain id serves each at once; versions shows both and the pin; without invalidation the old version until `invalidate`", async () => {
     const a = await tessera("publish", SAMPLE, "--id", "city", "--json");
     expect(a.code, a.stderr).toBe(0);
     const published = JSON.parse(a.stdout) as { id: string; version: string; edge: { invalidated: number } };
@@ -111,6 +111,15 @@ describe("a publisher's session", () => {
     const pinned = await tessera("pin", "city", second.version);
     expect(pinned.code, pinned.stderr).toBe(0);
     expect(await tileNow()).toEqual({ version: second.version, picture: "B" });
+
+    // Published without invalidating: the edge keeps serving the version it knows (for up to
+    // INFO_MAX_AGE) until `tessera invalidate`, then the new one at once.
+    const quiet = await tessera("publish", SAMPLE, "--id", "city", "--no-invalidate", "--json");
+    expect(quiet.code, quiet.stderr).toBe(0);
+    const third = JSON.parse(quiet.stdout) as { version: string };
+    expect(await tileNow()).toEqual({ version: second.version, picture: "B" });
+    expect((await tessera("invalidate", "city")).code).toBe(0);
+    expect(await tileNow()).toEqual({ version: third.version, picture: "A" });
   });
 
   it("refuses (exit 1) an unknown version, an unknown id, and a file that is not a COG, before uploading it", async () => {
