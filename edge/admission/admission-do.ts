@@ -191,7 +191,7 @@ export class AdmissionDO extends DurableObject<Env> {
   private resize(): void {
     const { nthreads, memoryLimit } = this.config.admission;
     const live = this.decoders.totals(Date.now());
-    this.model.resize(nthreads || live.capacity, memoryLimit || live.memoryBytes);
+    this.model.resize(nthreads || live.capacity, memoryLimit || live.memoryBytes, live.largestMemoryBytes);
   }
 
   /**

@@ -48,15 +48,20 @@ export class DecoderRegistry {
     return best;
   }
 
-  /** Capacity and memory of the live decoders, for NTHREADS=0 / MEMORY_LIMIT=0. */
-  totals(now: number): { capacity: number; memoryBytes: number } {
+  /**
+   * Capacity and memory of the live decoders, for NTHREADS=0 / MEMORY_LIMIT=0, and the memory of
+   * the largest: one request runs on one decoder, so no grant may exceed what it holds.
+   */
+  totals(now: number): { capacity: number; memoryBytes: number; largestMemoryBytes: number } {
     let capacity = 0;
     let memoryBytes = 0;
+    let largestMemoryBytes = 0;
     for (const d of this.live(now)) {
       capacity += d.capacity;
       memoryBytes += d.memoryBytes;
+      largestMemoryBytes = Math.max(largestMemoryBytes, d.memoryBytes);
     }
-    return { capacity, memoryBytes };
+    return { capacity, memoryBytes, largestMemoryBytes };
   }
 }
 

@@ -97,6 +97,8 @@ export class AdmissionModel {
   fullMax = 0;
   memoryLimit = 0;
   fullMem = 0;
+  /** The most one full may be granted: the full share of the largest decoder (none known: no cap). */
+  fullRequestMax = Infinity;
   reservedBytes = 0;
   /**
    * Held full-partition permits (full_in_use), waiting for a global one or not; in
@@ -117,12 +119,16 @@ export class AdmissionModel {
 
   constructor(readonly settings: ModelSettings) {}
 
-  /** Sets n and the memory envelope (fixed by config, or the live decoders' sums). */
-  resize(nthreads: number, memoryLimit: number): void {
+  /**
+   * Sets n and the memory envelope (fixed by config, or the live decoders' sums), and the memory
+   * of the largest live decoder, which bounds a single grant (0: unknown, no bound).
+   */
+  resize(nthreads: number, memoryLimit: number, largestDecoderBytes = 0): void {
     this.nthreads = nthreads;
     ({ tileMin: this.tileMin, fullMax: this.fullMax } = partitions(nthreads, this.settings.tilesThreadRatio));
     this.memoryLimit = memoryLimit;
     this.fullMem = fullMemory(memoryLimit, this.settings.tilesMemoryRatio);
+    this.fullRequestMax = largestDecoderBytes > 0 ? fullMemory(largestDecoderBytes, this.settings.tilesMemoryRatio) : Infinity;
     this.global.resize(nthreads);
     this.full.resize(this.fullMax);
   }
@@ -214,11 +220,13 @@ export class AdmissionModel {
   }
 
   /**
-   * 413 when one request alone exceeds full_mem (a full_mem of 0 fits nothing). In basic mode
-   * it is counted instead; returns whether it was.
+   * 413 when one request alone exceeds full_mem (a full_mem of 0 fits nothing), or the full
+   * share of the largest decoder, the most one request can run in. In basic mode it is counted
+   * instead; returns whether it was.
    */
   private checkFitsAtAll(estimateBytes: number, advanced: boolean): boolean {
-    if (estimateBytes <= this.fullMem && this.fullMem > 0) return false;
+    const fits = Math.min(this.fullMem, this.fullRequestMax);
+    if (estimateBytes <= fits && this.fullMem > 0) return false;
     if (!advanced) {
       this.counters.memoryShadowTooLarge++;
       return true;
@@ -226,7 +234,9 @@ export class AdmissionModel {
     this.counters.memoryTooLarge++;
     throw new HttpError(
       "too_large",
-      `this request needs an estimated ${estimateBytes} bytes to decode, more than the ${this.fullMem}-byte full-image budget`,
+      fits < this.fullMem
+        ? `this request needs an estimated ${estimateBytes} bytes to decode, more than the ${fits}-byte full-image share of the largest decoder`
+        : `this request needs an estimated ${estimateBytes} bytes to decode, more than the ${this.fullMem}-byte full-image budget`,
     );
   }
 

@@ -76,6 +76,20 @@ describe("admission DO", () => {
     expect(await metric("leases_expired_total")).toBe(expired + 1);
   });
 
+  it("refuses with 413 a full that fits the decoders' summed budget but not the largest decoder's share", async () => {
+    // (Before the next test, which registers the same silent decoder and waits for it to expire.)
+    // Two decoders of 80 MB: full_mem 120 MB, each one's full share 60 MB. A 45° full/pct:50
+    // reads the 2000 px overview and rotates it: (2 × 4M + 4M + 2 × 8M) px × 3 ≈ 84 MB.
+    expect((await heartbeat({ url: "http://127.0.0.1:9", capacity: 16 })).status).toBe(204);
+    expect(await metric("tessera_decode_memory_budget_bytes")).toBe(120_000_000);
+    const before = await metric("tessera_decode_memory_too_large_total");
+    const res = await get("/iiif/3/big/full/pct:50/45/default.jpg");
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { message: string }).message).toContain("60000000-byte full-image share of the largest decoder");
+    expect(await metric("tessera_decode_memory_too_large_total")).toBe(before + 1);
+    expect(await metric("permits_in_use")).toBe(0);
+  });
+
   it("drops a decoder that stops heartbeating from the sums (DECODER_TTL = 3 s)", async () => {
     expect((await heartbeat({ url: "http://127.0.0.1:9", capacity: 4 })).status).toBe(204);
     expect([await metric("permits_total"), await metric("decoders_live")]).toEqual([20, 2]);

@@ -224,7 +224,7 @@ describe("decoder routing", () => {
     expect(r.pick(10)!.url).toBe("http://a");
     r.heartbeat(report("http://a"), 900);
     expect(r.pick(1500)!.url).toBe("http://a"); // b's last heartbeat is too old
-    expect(r.totals(1500)).toEqual({ capacity: 2, memoryBytes: 1 });
+    expect(r.totals(1500)).toEqual({ capacity: 2, memoryBytes: 1, largestMemoryBytes: 1 });
   });
 
   it("sends tiles away from a decoder busy with a full while another has room", () => {
