@@ -102,6 +102,15 @@ export async function startLocalS3(env: NodeJS.ProcessEnv = process.env): Promis
 }
 
 /** An S3Client configured for RGW (and fine for AWS S3 too). */
+/** The environment of a decoder (or the tessera command) reading `bucket` on this store. */
+export const s3DecoderEnv = (cfg: LocalS3Config, bucket: string): Record<string, string> => ({
+  TESSERA_SOURCE: "s3",
+  TESSERA_S3_ENDPOINT: cfg.endpoint,
+  TESSERA_S3_BUCKET: bucket,
+  AWS_ACCESS_KEY_ID: cfg.accessKeyId,
+  AWS_SECRET_ACCESS_KEY: cfg.secretAccessKey,
+});
+
 export function makeS3Client(cfg: LocalS3Config): S3Client {
   return new S3Client({
     endpoint: cfg.endpoint,

@@ -10,7 +10,7 @@ const source = process.env.TESSERA_SOURCE ?? "local";
 const cleanups: (() => Promise<void>)[] = [];
 
 async function s3DecoderEnv(): Promise<Record<string, string>> {
-  const { startLocalS3, makeS3Client, ensureVersionedBucket } = await import("./s3");
+  const { startLocalS3, makeS3Client, ensureVersionedBucket, s3DecoderEnv } = await import("./s3");
   const { PutObjectCommand } = await import("@aws-sdk/client-s3");
   const { readFile } = await import("node:fs/promises");
   const s3 = await startLocalS3();
@@ -23,13 +23,7 @@ async function s3DecoderEnv(): Promise<Record<string, string>> {
     await client.send(new PutObjectCommand({ Bucket: bucket, Key: name, Body: await readFile(`${dir}/${name}`) }));
   }
   console.log(`local S3 at ${s3.endpoint}, bucket "${bucket}" holds the .tif files of ${dir}`);
-  return {
-    TESSERA_SOURCE: "s3",
-    TESSERA_S3_ENDPOINT: s3.endpoint,
-    TESSERA_S3_BUCKET: bucket,
-    AWS_ACCESS_KEY_ID: s3.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
-  };
+  return s3DecoderEnv(s3, bucket);
 }
 
 async function main() {

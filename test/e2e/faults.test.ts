@@ -11,7 +11,7 @@ import path from "node:path";
 import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { Sharp } from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureVersionedBucket, makeS3Client, startLocalS3 } from "../../infra/local/s3";
+import { ensureVersionedBucket, makeS3Client, s3DecoderEnv, startLocalS3 } from "../../infra/local/s3";
 import { startStack, type Stack } from "../../infra/local/stack";
 import { localVersion } from "../../regional/source/local";
 import { sumMetric, until } from "../support/metrics";
@@ -156,11 +156,7 @@ beforeAll(async () => {
   });
   store = await startStack({
     decoderEnv: {
-      TESSERA_SOURCE: "s3",
-      TESSERA_S3_ENDPOINT: local.endpoint,
-      TESSERA_S3_BUCKET: BUCKET,
-      AWS_ACCESS_KEY_ID: local.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: local.secretAccessKey,
+      ...s3DecoderEnv(local, BUCKET),
       // Every tile then reads the store: a frozen store is met by every request.
       TESSERA_BLOCK_CACHE_MB: "0",
     },

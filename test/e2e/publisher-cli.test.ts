@@ -2,66 +2,26 @@
 // (local Ceph RGW), an S3 decoder and the edge. Publish A, publish B under the same id, roll back:
 // after each step the plain id's tiles show that version's picture at once, though the edge
 // would trust its cached version for a minute (INFO_MAX_AGE 60 s).
-import { execFile, execFileSync } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { execFile } from "node:child_process";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import type { S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureVersionedBucket, makeS3Client, startLocalS3, type LocalS3 } from "../../infra/local/s3";
-import { ROOT, startStack, type Stack } from "../../infra/local/stack";
-import { meanAbsDiff, reference } from "../support/pixels";
+import { s3DecoderEnv } from "../../infra/local/s3";
+import { ROOT } from "../../infra/local/stack";
+import { PATTERN, pictureOf, startPublishingStack, type PublishingStack } from "../support/publishing-stack";
 
-const SAMPLE = path.join(ROOT, "samples/test-pattern.tif");
-const BUCKET = `published-${Date.now().toString(36)}`;
-const TOKEN = "publisher-test-token";
-const JPEG_TOLERANCE = 6;
 const REGION = { x: 300, y: 200, w: 256, h: 256 };
 
-let s3: LocalS3 | undefined;
-let client: S3Client;
-let stack: Stack;
-let dir: string;
-let inverted: string;
-
+let publishing: PublishingStack;
 beforeAll(async () => {
-  s3 = await startLocalS3();
-  client = makeS3Client(s3);
-  await ensureVersionedBucket(client, BUCKET);
-  dir = await mkdtemp(path.join(tmpdir(), "tessera-publish-"));
-  inverted = path.join(dir, "inverted.tif");
-  execFileSync("gdal_translate", [
-    "-q", "-of", "COG", "-scale", "0", "255", "255", "0", "-co", "COMPRESS=JPEG", "-co", "BLOCKSIZE=256", SAMPLE, inverted,
-  ]);
-  stack = await startStack({
-    decoderEnv: {
-      TESSERA_SOURCE: "s3",
-      TESSERA_S3_ENDPOINT: s3.endpoint,
-      TESSERA_S3_BUCKET: BUCKET,
-      AWS_ACCESS_KEY_ID: s3.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
-    },
-    vars: { ADMIN_TOKEN: TOKEN, INFO_MAX_AGE: "60" },
-  });
+  publishing = await startPublishingStack("published", 60);
 });
-afterAll(async () => {
-  await stack?.stop();
-  client?.destroy();
-  await s3?.stop();
-  await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => publishing?.stop());
 
 /** `tessera …args` as a publisher runs it, with the store's and the edge's environment. */
 function tessera(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = {
-    ...process.env,
-    TESSERA_S3_ENDPOINT: s3!.endpoint,
-    TESSERA_S3_BUCKET: BUCKET,
-    AWS_ACCESS_KEY_ID: s3!.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: s3!.secretAccessKey,
-    TESSERA_EDGE_URL: stack.url,
-    TESSERA_ADMIN_TOKEN: TOKEN,
-  };
+  const { s3, bucket, stack, token } = publishing;
+  const env = { ...process.env, ...s3DecoderEnv(s3, bucket), TESSERA_EDGE_URL: stack.url, TESSERA_ADMIN_TOKEN: token };
   return new Promise((resolve) =>
     execFile(process.execPath, [path.join(ROOT, "bin/tessera.js"), ...args], { cwd: ROOT, env }, (error, stdout, stderr) =>
       resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
@@ -71,24 +31,20 @@ function tessera(...args: string[]): Promise<{ code: number; stdout: string; std
 
 /** The version and picture ("A" the pattern, "B" its negative) the plain id's tile shows now. */
 async function tileNow(): Promise<{ version: string | null; picture: "A" | "B" | "neither" }> {
-  const res = await fetch(`${stack.url}/iiif/3/city/${REGION.x},${REGION.y},${REGION.w},${REGION.h}/max/0/default.jpg`);
+  const res = await fetch(`${publishing.stack.url}/iiif/3/city/${REGION.x},${REGION.y},${REGION.w},${REGION.h}/max/0/default.jpg`);
   expect(res.status).toBe(200);
-  const body = new Uint8Array(await res.arrayBuffer());
-  const version = res.headers.get("x-tessera-version");
-  if ((await meanAbsDiff(body, reference(REGION))) < JPEG_TOLERANCE) return { version, picture: "A" };
-  if ((await meanAbsDiff(body, reference(REGION).negate({ alpha: false }))) < JPEG_TOLERANCE) return { version, picture: "B" };
-  return { version, picture: "neither" };
+  return { version: res.headers.get("x-tessera-version"), picture: await pictureOf(new Uint8Array(await res.arrayBuffer()), REGION) };
 }
 
 describe("a publisher's session", () => {
   it("publish A, publish B, roll back, pin: the plain id serves each at once; versions shows both and the pin; without invalidation the old version until `invalidate`", async () => {
-    const a = await tessera("publish", SAMPLE, "--id", "city", "--json");
+    const a = await tessera("publish", PATTERN, "--id", "city", "--json");
     expect(a.code, a.stderr).toBe(0);
     const published = JSON.parse(a.stdout) as { id: string; version: string; edge: { invalidated: number } };
     expect(published).toMatchObject({ id: "city", edge: { decoders: 1, invalidated: 1 } });
     expect(await tileNow()).toEqual({ version: published.version, picture: "A" });
 
-    const b = await tessera("publish", inverted, "--id", "city", "--json");
+    const b = await tessera("publish", publishing.negative, "--id", "city", "--json");
     expect(b.code, b.stderr).toBe(0);
     const second = JSON.parse(b.stdout) as { version: string };
     expect(await tileNow()).toEqual({ version: second.version, picture: "B" });
@@ -114,7 +70,7 @@ describe("a publisher's session", () => {
 
     // Published without invalidating: the edge keeps serving the version it knows (for up to
     // INFO_MAX_AGE) until `tessera invalidate`, then the new one at once.
-    const quiet = await tessera("publish", SAMPLE, "--id", "city", "--no-invalidate", "--json");
+    const quiet = await tessera("publish", PATTERN, "--id", "city", "--no-invalidate", "--json");
     expect(quiet.code, quiet.stderr).toBe(0);
     const third = JSON.parse(quiet.stdout) as { version: string };
     expect(await tileNow()).toEqual({ version: second.version, picture: "B" });
@@ -127,7 +83,7 @@ describe("a publisher's session", () => {
     expect(unknownVersion.code).toBe(1);
     expect(unknownVersion.stderr).toContain('has no version "no-such-version"');
     expect((await tessera("versions", "nowhere")).code).toBe(1);
-    const notCog = path.join(dir, "notes.tif");
+    const notCog = path.join(publishing.dir, "notes.tif");
     await writeFile(notCog, "not a tiff");
     const refused = await tessera("publish", notCog, "--id", "notes");
     expect(refused.code).toBe(1);
@@ -138,7 +94,7 @@ describe("a publisher's session", () => {
     const res = await new Promise<{ code: number; stderr: string }>((resolve) =>
       execFile(process.execPath, [path.join(ROOT, "bin/tessera.js"), "invalidate", "city"], {
         cwd: ROOT,
-        env: { ...process.env, TESSERA_EDGE_URL: stack.url, TESSERA_ADMIN_TOKEN: "wrong" },
+        env: { ...process.env, TESSERA_EDGE_URL: publishing.stack.url, TESSERA_ADMIN_TOKEN: "wrong" },
       }, (error, _stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stderr })),
     );
     expect(res.code).toBe(1);

@@ -4,7 +4,7 @@
 import { readFile } from "node:fs/promises";
 import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureVersionedBucket, makeS3Client, startLocalS3 } from "../../infra/local/s3";
+import { ensureVersionedBucket, makeS3Client, s3DecoderEnv, startLocalS3 } from "../../infra/local/s3";
 import { startStack, stopDecoder, type Stack } from "../../infra/local/stack";
 import { sumMetric } from "../support/metrics";
 import { meanAbsDiff, reference } from "../support/pixels";
@@ -28,13 +28,7 @@ beforeAll(async () => {
   const body = await readFile(new URL("../../samples/test-pattern.tif", import.meta.url));
   await client.send(new PutObjectCommand({ Bucket: bucket, Key: "test-pattern.tif", Body: body }));
   stack = await startStack({
-    decoderEnv: {
-      TESSERA_SOURCE: "s3",
-      TESSERA_S3_ENDPOINT: s3.endpoint,
-      TESSERA_S3_BUCKET: bucket,
-      AWS_ACCESS_KEY_ID: s3.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
-    },
+    decoderEnv: s3DecoderEnv(s3, bucket),
     vars: { REQUEST_TIMEOUT: "3", QUEUE_TIMEOUT: "1", NTHREADS: "2" },
   });
 });
