@@ -13,6 +13,7 @@ import { fileHandler } from "./handlers/file";
 import { followVersion, withSource } from "./handlers/follow-version";
 import { imageHandler, misshapenImageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
+import { tileMatrixSetHandler, tileMatrixSetsHandler } from "./handlers/tile-matrix-sets";
 import { errorCacheControl, isPermanentError } from "./http-cache";
 
 export { AdmissionDO };
@@ -41,6 +42,8 @@ router
   .get("/iiif/2/:id/:region/:size/:rotation/:qf", followVersion(imageHandler(2)))
   .get("/iiif/3/:id/*", misshapenImageHandler)
   .get("/iiif/2/:id/*", misshapenImageHandler)
+  .get("/tileMatrixSets", tileMatrixSetsHandler)
+  .get("/tileMatrixSets/:id", tileMatrixSetHandler)
   .get("/metrics", metricsHandler)
   .post(HEARTBEAT_PATH, heartbeatHandler)
   .post("/admin/sources/:id/invalidate", invalidateHandler)

@@ -38,7 +38,8 @@ export function serviceId(request: Request, config: EdgeConfig, version: ApiVers
   return `${publicBase(request, config)}/iiif/${version}/${pathId(source)}`;
 }
 
-function publicBase(request: Request, config: EdgeConfig): string {
+/** The address clients use, without a trailing slash (see serviceId for where it comes from). */
+export function publicBase(request: Request, config: EdgeConfig): string {
   if (config.publicBaseUrl) return config.publicBaseUrl;
   const url = new URL(request.url);
   if (!config.trustForwardedHeaders) return url.origin;
