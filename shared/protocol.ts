@@ -3,6 +3,14 @@
 
 import { HttpError } from "./errors";
 
+/** Where a georeferenced source lies: its CRS and the full image's bounds in it. */
+export interface Georeference {
+  /** "EPSG:<code>", as the source's GeoKeys name it. */
+  crs: string;
+  /** [minX, minY, maxX, maxY] of the full image, in the CRS's units and axis order x, y. */
+  bbox: [number, number, number, number];
+}
+
 /** What the decoder knows about one opened (pinned) source; the edge builds info.json from it. */
 export interface SourceInfo {
   id: string;
@@ -18,6 +26,8 @@ export interface SourceInfo {
   bytes: number;
   /** The largest output area the decoder can render of it; absent when it renders whole. */
   maxArea?: number;
+  /** Absent for a source that is not georeferenced (or whose CRS no EPSG code names). */
+  georeference?: Georeference;
 }
 
 /** Every /file path starts so: transfers, not decodes, to the admission DO. */

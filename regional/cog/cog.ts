@@ -13,6 +13,7 @@ import { untilAborted } from "../../shared/abort";
 import { WorkBudget, type Reservation } from "../work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
 import { BlockReader, checkStoredRange } from "./block-reader";
+import { georeference } from "./georeference";
 import { blockBytes, blockParameters, COMPRESSION, registerCodecs } from "./codecs";
 import { GeoTiffSource } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "../../shared/levels";
@@ -151,6 +152,7 @@ export class Cog {
       levels: this.levels.map(({ width, height }) => ({ width, height })),
       bytes: this.source.size,
       maxArea: this.limits.maxArea,
+      georeference: georeference(full.image),
     };
   }
 
