@@ -6,7 +6,8 @@ import { badRequest } from "../../shared/errors";
 import { parseImageRequest, type ApiVersion } from "../../shared/iiif/image-request";
 import { PROFILE_URI, servedLimits } from "../../shared/iiif/info";
 import { canonicalParts, pixelParts, resolveImageRequest } from "../../shared/iiif/resolve";
-import { ASSUMED_CHANNELS, classify, estimateRequest } from "../../shared/cost";
+import { ASSUMED_CHANNELS, estimateRequest } from "../../shared/cost";
+import { coarseCost } from "../admission-client";
 import { edgeConfig, type Env } from "../env";
 import { bytesCacheControl } from "../http-cache";
 import { sourceInfo } from "../source-info";
@@ -42,10 +43,7 @@ export const imageHandler =
       link: `<${serviceId(req, config, version, source)}/${canonicalParts(resolved, limits, version)}>;rel="canonical", <${PROFILE_URI[version]}>;rel="profile"`,
     };
     // Coarse tile/full classification; the decoder tells the DO its precise estimate.
-    const cost = () => {
-      const estimateBytes = estimateRequest(info, resolved, ASSUMED_CHANNELS);
-      return { partition: classify(estimateBytes, config.admission.largeDecodeThresholdBytes), estimateBytes };
-    };
+    const cost = () => coarseCost(estimateRequest(info, resolved, ASSUMED_CHANNELS), config);
     return cachedDecode({ route: "image", id, canonical: pixels, version: info.version, headers, cost }, req, env, config, ctx);
   };
 

@@ -25,7 +25,7 @@ export function sourceRef(raw: string | undefined): SourceRef {
 }
 
 /** The id as it appears in URLs: `{id}` or `{id}@{version}`. */
-const pathId = ({ id, version }: SourceRef) =>
+export const pathId = ({ id, version }: SourceRef) =>
   version === undefined ? encodeURIComponent(id) : `${encodeURIComponent(id)}@${encodeURIComponent(version)}`;
 
 /**
