@@ -110,7 +110,10 @@ describe("a tile inside the source's bounds", () => {
 
 describe("a source that is not georeferenced", () => {
   it("answers every tile route 404 not_found, saying so", async () => {
-    for (const path of ["/tiles/plain/WebMercatorQuad/0/0/0.png"]) {
+    for (const path of [
+      "/tiles/plain/WebMercatorQuad/0/0/0.png",
+      "/tiles/plain/WorldCRS84Quad/tilejson.json",
+    ]) {
       const res = await get(path);
       expect(res.status, path).toBe(404);
       expect(res.headers.get("cache-control"), path).toBe("public, max-age=60");
