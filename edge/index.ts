@@ -15,6 +15,7 @@ import { imageHandler, misshapenImageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
 import { misshapenTileHandler, tileHandler } from "./handlers/tile";
 import { tileJsonHandler } from "./handlers/tilejson";
+import { wmtsHandler } from "./handlers/wmts";
 import { tileMatrixSetHandler, tileMatrixSetsHandler } from "./handlers/tile-matrix-sets";
 import { errorCacheControl, isPermanentError } from "./http-cache";
 
@@ -45,6 +46,7 @@ router
   .get("/iiif/3/:id/*", misshapenImageHandler)
   .get("/iiif/2/:id/*", misshapenImageHandler)
   .get("/tiles/:id/:tileMatrixSetId/tilejson.json", withSource(tileJsonHandler))
+  .get("/tiles/:id/:tileMatrixSetId/WMTSCapabilities.xml", withSource(wmtsHandler))
   .get("/tiles/:id/:tileMatrixSetId/:z/:x/:y", followVersion(tileHandler))
   .get("/tiles/:id/*", misshapenTileHandler)
   .get("/tileMatrixSets", tileMatrixSetsHandler)

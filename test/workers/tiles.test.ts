@@ -113,6 +113,7 @@ describe("a source that is not georeferenced", () => {
     for (const path of [
       "/tiles/plain/WebMercatorQuad/0/0/0.png",
       "/tiles/plain/WorldCRS84Quad/tilejson.json",
+      "/tiles/plain/WebMercatorQuad/WMTSCapabilities.xml",
     ]) {
       const res = await get(path);
       expect(res.status, path).toBe(404);
