@@ -2,12 +2,14 @@
 import type { IRequest } from "itty-router";
 import type { ApiVersion } from "../../shared/iiif/image-request";
 import { CONTEXT, infoJson, PROFILE_URI, servedLimits } from "../../shared/iiif/info";
+import { TILE_MATRIX_SETS } from "../../shared/maps/tile-matrix-sets";
 import { VERSION_HEADER } from "../../shared/protocol";
 import { edgeConfig, type Env } from "../env";
 import { documentCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
 import { sourceInfo } from "../source-info";
 import type { SourceHandler } from "./follow-version";
-import { citedSource, serviceId, type SourceRef } from "./params";
+import { citedSource, publicBase, serviceId, type SourceRef } from "./params";
+import { tileJsonUrl } from "./tilejson";
 
 export const infoHandler =
   (version: ApiVersion): SourceHandler =>
@@ -15,7 +17,8 @@ export const infoHandler =
     const config = edgeConfig(env);
     const info = await sourceInfo(source, env, config, ctx, req.signal);
     // The id viewers build image URLs from, and a citation of the exact version.
-    const base = serviceId(req, config, version, citedSource(source, info, config));
+    const cited = citedSource(source, info, config);
+    const base = serviceId(req, config, version, cited);
     // JSON-LD only when asked for (Image API §5.1); either way the body is the same.
     const ldJson = (req.headers.get("accept") ?? "").includes("application/ld+json");
     const headers = {
@@ -28,7 +31,10 @@ export const infoHandler =
     const limits = servedLimits(config.limits, info);
     const etag = await strongEtag(base, info.version, JSON.stringify(limits), headers["content-type"]);
     if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
-    return new Response(JSON.stringify(infoJson(version, info, base, limits)), {
+    // A map too: its TileJSON on every set it lies on, for the same version.
+    const tiled = [...TILE_MATRIX_SETS.keys()].filter((tms) => info.georeference?.tiling[tms]);
+    const tileJsons = tiled.map((tms) => ({ tileMatrixSet: tms, url: tileJsonUrl(publicBase(req, config), cited, tms) }));
+    return new Response(JSON.stringify(infoJson(version, info, base, limits, tileJsons)), {
       headers: { ...headers, etag },
     });
   };

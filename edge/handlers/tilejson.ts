@@ -8,8 +8,12 @@ import { edgeConfig, type Env } from "../env";
 import { documentAnswer, documentCacheControl } from "../http-cache";
 import type { SourceHandler } from "./follow-version";
 import { mapSource } from "./map-source";
-import { citedSource, publicBase, serviceId, type SourceRef } from "./params";
+import { citedSource, pathId, publicBase, serviceId, type SourceRef } from "./params";
 import { parseTileTemplate, tileUrlTemplate } from "./tile-template";
+
+/** Where the TileJSON of `source` on a set is. */
+export const tileJsonUrl = (base: string, source: SourceRef, tileMatrixSetId: string) =>
+  `${base}/tiles/${pathId(source)}/${tileMatrixSetId}/tilejson.json`;
 
 export const tileJsonHandler: SourceHandler = async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext) => {
   const config = edgeConfig(env);

@@ -105,3 +105,39 @@ describe("TileJSON", () => {
     }
   });
 });
+
+describe("the IIIF info.json of a georeferenced source", () => {
+  const profile = "https://github.com/mapbox/tilejson-spec/tree/master/3.0.0";
+
+  it("links its TileJSON on each set in seeAlso (3.0 as a Dataset, 2.1 likewise), naming the same version", async () => {
+    const info3 = (await (await get("/iiif/3/geo/info.json")).json()) as { seeAlso: unknown };
+    expect(info3.seeAlso).toEqual(
+      ["WebMercatorQuad", "WorldCRS84Quad"].map((tms) => ({
+        id: `${BASE}/tiles/geo@v1/${tms}/tilejson.json`,
+        type: "Dataset",
+        format: "application/json",
+        profile,
+        label: { en: [`TileJSON 3.0.0, ${tms}`] },
+      })),
+    );
+    const info2 = (await (await get("/iiif/2/geo/info.json")).json()) as { seeAlso: unknown };
+    expect(info2.seeAlso).toEqual(
+      ["WebMercatorQuad", "WorldCRS84Quad"].map((tms) => ({
+        "@id": `${BASE}/tiles/geo@v1/${tms}/tilejson.json`,
+        format: "application/json",
+        profile,
+        label: `TileJSON 3.0.0, ${tms}`,
+      })),
+    );
+    // And the TileJSON links back to that info.json.
+    const tileJsonUrl = (info3.seeAlso as { id: string }[])[0].id;
+    expect((await tileJson(tileJsonUrl.slice(BASE.length))).links[0].href).toBe(`${BASE}/iiif/3/geo@v1/info.json`);
+  });
+
+  it("has no seeAlso for an image-only source", async () => {
+    for (const v of [3, 2]) {
+      const doc = (await (await get(`/iiif/${v}/plain/info.json`)).json()) as Record<string, unknown>;
+      expect(doc, `IIIF ${v}`).not.toHaveProperty("seeAlso");
+    }
+  });
+});
