@@ -5,10 +5,26 @@ import { HttpError } from "./errors";
 
 /** Where a georeferenced source lies: its CRS and the full image's bounds in it. */
 export interface Georeference {
-  /** "EPSG:<code>", as the source's GeoKeys name it. */
+  /** "EPSG:<code>" as the source's GeoKeys name it, or the PROJ string of a user-defined CRS. */
   crs: string;
   /** [minX, minY, maxX, maxY] of the full image, in the CRS's units and axis order x, y. */
   bbox: [number, number, number, number];
+  /** The image's bounds in longitude and latitude (WGS 84): [west, south, east, north]. */
+  lonLatBounds: [number, number, number, number];
+  /** How the source lies on each tile matrix set it can be tiled in, by set id. */
+  tiling: Record<string, SourceTiling>;
+}
+
+/** A georeferenced source on one tile matrix set: what TileJSON, WMTS and cost estimates need. */
+export interface SourceTiling {
+  /** The image's bounds in the set's CRS, [minX, minY, maxX, maxY]. */
+  bounds: [number, number, number, number];
+  /** Zoom at which the smallest stored level fills tiles at its own resolution (TileJSON minzoom). */
+  minZoom: number;
+  /** Zoom whose cell size first matches the full resolution (TileJSON maxzoom). */
+  maxZoom: number;
+  /** Full-resolution pixel size in the set's CRS units (as gdalwarp would choose for it). */
+  resolution: number;
 }
 
 /** What the decoder knows about one opened (pinned) source; the edge builds info.json from it. */
@@ -41,6 +57,9 @@ export const DECODER = {
     `/v1/info/${encodeURIComponent(id)}${version === undefined ? "" : `?version=${encodeURIComponent(version)}`}`,
   image: (id: string, canonical: string, version: string) =>
     `/v1/image/${encodeURIComponent(id)}/${canonical}?version=${encodeURIComponent(version)}`,
+  /** A web-map tile; `canonical` is canonicalTile()'s `path` or `path?query`. */
+  tile: (id: string, canonical: string, version: string) =>
+    `/v1/tiles/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
   /** The source's stored bytes, unchanged. */
   file: (id: string, version: string) => `${DECODER_FILE_PREFIX}${encodeURIComponent(id)}?version=${encodeURIComponent(version)}`,
   /** POST: forget every opened snapshot of the source; the next request opens the current one. */
