@@ -186,3 +186,40 @@ describe("the MapLibre page on the UTM sample", () => {
     expect(pageErrors).toEqual([]);
   });
 });
+
+describe("the WMTS capabilities, read by GDAL's WMTS client as QGIS would add the layer", () => {
+  const capabilities = () => `WMTS:${stack.url}/tiles/utm-quadrants/WebMercatorQuad/WMTSCapabilities.xml`;
+
+  it("give the layer's extent in Web Mercator at the finest matrix's resolution", async () => {
+    const info = JSON.parse(execFileSync("gdalinfo", ["-json", capabilities()], { encoding: "utf8" }));
+    const tileJson = (await (await fetch(`${stack.url}/tiles/utm-quadrants/WebMercatorQuad/tilejson.json`)).json()) as { bounds: number[]; maxzoom: number };
+    expect(info.geoTransform[1]).toBeCloseTo(156543.03392804097 / 2 ** tileJson.maxzoom, 6);
+    const { upperLeft, lowerRight } = info.wgs84Extent.coordinates[0].reduce(
+      (acc: { upperLeft: number[]; lowerRight: number[] }, [lon, lat]: number[]) => ({
+        upperLeft: [Math.min(acc.upperLeft[0], lon), Math.max(acc.upperLeft[1], lat)],
+        lowerRight: [Math.max(acc.lowerRight[0], lon), Math.min(acc.lowerRight[1], lat)],
+      }),
+      { upperLeft: [180, -90], lowerRight: [-180, 90] },
+    );
+    // Within a pixel of the finest matrix (about 20 m, under 0.0003°) of TileJSON's bounds.
+    const [west, south, east, north] = tileJson.bounds;
+    for (const [got, want] of [
+      [upperLeft[0], west],
+      [upperLeft[1], north],
+      [lowerRight[0], east],
+      [lowerRight[1], south],
+    ]) {
+      expect(Math.abs(got - want)).toBeLessThan(0.0003);
+    }
+  });
+
+  it("lead GDAL to the tiles: each place's colour, read through the layer at its lon/lat", () => {
+    const inside = PLACES.filter((p) => p.colour !== BACKGROUND);
+    const where = lonLat(inside.map((p) => p.pixel));
+    const read = inside.map((place, i) => {
+      const values = execFileSync("gdallocationinfo", ["-valonly", "-wgs84", capabilities(), ...where[i].map(String)], { encoding: "utf8" });
+      return { name: place.name, colour: values.trim().split("\n").slice(0, 3).map(Number) };
+    });
+    expect(read).toEqual(inside.map((p) => ({ name: p.name, colour: p.colour })));
+  });
+});
