@@ -9,7 +9,8 @@ import { createRequire } from "node:module";
 import { dirname, extname, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const PAGES: Record<string, string> = { "/": "index.html", "/index.html": "index.html", "/map.html": "map.html" };
+/** The site's own files: its two pages, told the edge's address, and their stylesheet. */
+const SITE: Record<string, string> = { "/": "index.html", "/index.html": "index.html", "/map.html": "map.html", "/site.css": "site.css" };
 // The libraries' build folders, served under their names: OpenSeadragon's (the script, its
 // source map, the navigation button images) and MapLibre's (its modules, their worker and its
 // stylesheet), found through Node's resolution so that a hoisted or nested install works alike.
@@ -19,6 +20,7 @@ const LIBRARIES: Record<string, string> = {
   "maplibre-gl": dirname(resolve("maplibre-gl/package.json")) + `${sep}dist`,
 };
 const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
   ".js": "text/javascript; charset=utf-8",
   ".mjs": "text/javascript; charset=utf-8",
   ".css": "text/css; charset=utf-8",
@@ -34,19 +36,19 @@ export interface ViewerServer {
 /** Serves the viewer pages on 127.0.0.1:port (0 = any free port); edgeUrl is the pages' default edge. */
 export async function startViewerServer(opts: { port: number; edgeUrl: string }): Promise<ViewerServer> {
   // Each page reads its default edge from a meta tag, so the bare URL works whatever port the edge has.
-  const pages = new Map<string, string>();
-  for (const name of new Set(Object.values(PAGES))) {
-    const html = await readFile(fileURLToPath(new URL(`viewer/${name}`, import.meta.url)), "utf8");
-    pages.set(name, html.replace("%EDGE_URL%", escapeAttribute(opts.edgeUrl)));
+  const files = new Map<string, string>();
+  for (const name of new Set(Object.values(SITE))) {
+    const text = await readFile(fileURLToPath(new URL(`viewer/${name}`, import.meta.url)), "utf8");
+    files.set(name, text.replace("%EDGE_URL%", escapeAttribute(opts.edgeUrl)));
   }
   const server = createServer(async (req, res) => {
     const path = new URL(req.url ?? "/", "http://viewer").pathname;
     const [, library, ...rest] = path.split("/");
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.writeHead(405, { allow: "GET, HEAD" }).end();
-    } else if (Object.hasOwn(PAGES, path)) {
-      res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
-      res.end(req.method === "HEAD" ? undefined : pages.get(PAGES[path]));
+    } else if (Object.hasOwn(SITE, path)) {
+      res.writeHead(200, { "content-type": TYPES[extname(SITE[path])], "cache-control": "no-store" });
+      res.end(req.method === "HEAD" ? undefined : files.get(SITE[path]));
     } else if (Object.hasOwn(LIBRARIES, library) && rest.length > 0) {
       await serveLibraryFile(LIBRARIES[library], rest.join("/"), req.method, res);
     } else {

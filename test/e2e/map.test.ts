@@ -5,9 +5,10 @@
 // Earth, the page's own background around the data (the edge's transparent out-of-bounds tiles),
 // and no error in the page; and the same tiles loading in plain <img> tags, as Leaflet loads them.
 import { execFileSync } from "node:child_process";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium, patchMean, type Rgb } from "../support/browser";
 import { startStack, type Stack } from "../../infra/local/stack";
 import { startViewerServer, type ViewerServer } from "../../infra/local/viewer-server";
 
@@ -44,7 +45,6 @@ declare class Image {
   onload: () => void;
   onerror: () => void;
 }
-type Rgb = [number, number, number];
 
 let stack: Stack;
 let site: ViewerServer;
@@ -56,21 +56,8 @@ const pageErrors: string[] = [];
 beforeAll(async () => {
   stack = await startStack();
   site = await startViewerServer({ port: 0, edgeUrl: stack.url });
-  browser = await chromium.launch({
-    executablePath: process.env.TESSERA_CHROMIUM ?? "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      // WebGL in software (SwiftShader): MapLibre draws with WebGL, and the machine has no GPU.
-      "--use-angle=swiftshader",
-      "--enable-unsafe-swiftshader",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  // WebGL in software (SwiftShader): MapLibre draws with WebGL, and the machine has no GPU.
+  browser = await launchChromium(["--use-angle=swiftshader", "--enable-unsafe-swiftshader"]);
   page = await browser.newPage({ viewport: WINDOW, deviceScaleFactor: 1 });
   page.setDefaultTimeout(LOAD_TIMEOUT);
   page.on("console", (message) => {
@@ -99,18 +86,9 @@ function lonLat(pixels: [number, number][]): [number, number][] {
 /** Resolves once MapLibre has loaded every tile the view needs, and drawn them. */
 async function settled(): Promise<void> {
   await page.waitForFunction(() => window.map?.loaded() && window.map.areTilesLoaded() && !window.map.isMoving());
-  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  await page.evaluate(() => new Promise<void>((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve()))));
 }
 
-function patchMean(data: Buffer, width: number, channels: number, cx: number, cy: number): Rgb {
-  const sum = [0, 0, 0];
-  for (let y = cy - 2; y <= cy + 2; y++) {
-    for (let x = cx - 2; x <= cx + 2; x++) {
-      for (let c = 0; c < 3; c++) sum[c] += data[(y * width + x) * channels + c];
-    }
-  }
-  return sum.map((s) => Math.round(s / 25)) as Rgb;
-}
 
 /** Screenshots the map and compares the colour at every place with what it must be. */
 async function checkPlaces(): Promise<void> {
