@@ -290,6 +290,8 @@ export function createDecoderServer(options: DecoderOptions): Server {
     // Syntax first: a malformed request costs no I/O.
     const parsed = parseImageRequest(parts, 3);
     return withCog(id, version, signal, async (cog) => {
+      // Sources of other than 8-bit samples are map tiles only.
+      if (cog.imageRefusal) throw cog.imageRefusal;
       // `max` resolves within what this decoder can render; explicit sizes are the edge's to
       // hold to the declared limits (400) and the work budget's to refuse (413).
       const resolved = resolveImageRequest(parsed, parsed.size.kind === "max" ? cog.limits : cog);
