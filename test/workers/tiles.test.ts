@@ -122,3 +122,13 @@ describe("a source that is not georeferenced", () => {
     }
   });
 });
+
+describe("admission of a tile", () => {
+  it("refuses with 413, before any decoder work, a zoom-2 tile over a 20000² source without overviews: the edge's coarse cost is the whole image", async () => {
+    const { georeference } = georeferencedSource("huge");
+    await cacheSourceInfo({ ...squareSource("huge", [20000]), georeference });
+    const res = await get("/tiles/huge/WebMercatorQuad/2/2/1.png");
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { error: string }).error).toBe("too_large");
+  });
+});
