@@ -167,9 +167,12 @@ describe("the MapLibre page on the UTM sample", () => {
 
 describe("the WMTS capabilities, read by GDAL's WMTS client as QGIS would add the layer", () => {
   const capabilities = () => `WMTS:${stack.url}/tiles/utm-quadrants/WebMercatorQuad/WMTSCapabilities.xml`;
+  // GDAL would otherwise keep the tiles it reads in ./gdalwmscache, and read them from there next run.
+  const gdal = (command: string, args: string[]) =>
+    execFileSync(command, args, { encoding: "utf8", env: { ...process.env, GDAL_ENABLE_WMS_CACHE: "NO" } });
 
   it("give the layer's extent in Web Mercator at the finest matrix's resolution", async () => {
-    const info = JSON.parse(execFileSync("gdalinfo", ["-json", capabilities()], { encoding: "utf8" }));
+    const info = JSON.parse(gdal("gdalinfo", ["-json", capabilities()]));
     const tileJson = (await (await fetch(`${stack.url}/tiles/utm-quadrants/WebMercatorQuad/tilejson.json`)).json()) as { bounds: number[]; maxzoom: number };
     expect(info.geoTransform[1]).toBeCloseTo(156543.03392804097 / 2 ** tileJson.maxzoom, 6);
     const { upperLeft, lowerRight } = info.wgs84Extent.coordinates[0].reduce(
@@ -195,7 +198,7 @@ describe("the WMTS capabilities, read by GDAL's WMTS client as QGIS would add th
     const inside = PLACES.filter((p) => p.colour !== BACKGROUND);
     const where = lonLat(inside.map((p) => p.pixel));
     const read = inside.map((place, i) => {
-      const values = execFileSync("gdallocationinfo", ["-valonly", "-wgs84", capabilities(), ...where[i].map(String)], { encoding: "utf8" });
+      const values = gdal("gdallocationinfo", ["-valonly", "-wgs84", capabilities(), ...where[i].map(String)]);
       return { name: place.name, colour: values.trim().split("\n").slice(0, 3).map(Number) };
     });
     expect(read).toEqual(inside.map((p) => ({ name: p.name, colour: p.colour })));
