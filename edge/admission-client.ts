@@ -1,7 +1,7 @@
 // The edge's only way to a decoder: through the admission Durable Object.
-import { PARTITION_HEADER, ESTIMATE_HEADER, type Partition } from "../shared/cost";
+import { classify, PARTITION_HEADER, ESTIMATE_HEADER, type Partition } from "../shared/cost";
 import { errorFromResponse, HttpError } from "../shared/errors";
-import type { Env } from "./env";
+import type { EdgeConfig, Env } from "./env";
 
 const admissionStub = (env: Env) => env.ADMISSION.get(env.ADMISSION.idFromName("default"));
 
@@ -24,6 +24,12 @@ export interface Cost {
   partition: Partition;
   estimateBytes: number;
 }
+
+/** The edge's verdict on a decode of this estimated peak: "full" from the operator's threshold. */
+export const coarseCost = (estimateBytes: number, config: EdgeConfig): Cost => ({
+  partition: classify(estimateBytes, config.admission.largeDecodeThresholdBytes),
+  estimateBytes,
+});
 
 const METADATA: Cost = { partition: "tile", estimateBytes: 0 };
 

@@ -37,6 +37,17 @@ export function bytesCacheControl(c: EdgeConfig, source: SourceRef): string {
   return imageCacheControl(c);
 }
 
+/** A document about `source` (info.json, TileJSON, WMTS): a plain id's changes with each publish, a snapshot's never. */
+export const documentCacheControl = (c: EdgeConfig, source: SourceRef) =>
+  source.version === undefined ? infoCacheControl(c) : SNAPSHOT_CACHE_CONTROL;
+
+/** A document sent whole: its ETag is its digest, and a client that holds it gets 304. */
+export async function documentAnswer(request: Request, body: string, headers: Record<string, string>): Promise<Response> {
+  const etag = await strongEtag(headers["content-type"] ?? "", body);
+  if (matchesIfNoneMatch(request, etag)) return notModified(etag, headers);
+  return new Response(body, { headers: { ...headers, etag } });
+}
+
 export const imageCacheControl = (c: EdgeConfig) =>
   `public, max-age=${c.imageMaxAge}, stale-while-revalidate=${c.staleWhileRevalidate}`;
 export const infoCacheControl = (c: EdgeConfig) =>

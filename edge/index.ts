@@ -13,6 +13,9 @@ import { fileHandler } from "./handlers/file";
 import { followVersion, withSource } from "./handlers/follow-version";
 import { imageHandler, misshapenImageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
+import { misshapenTileHandler, tileHandler } from "./handlers/tile";
+import { tileJsonHandler } from "./handlers/tilejson";
+import { wmtsHandler } from "./handlers/wmts";
 import { tileMatrixSetHandler, tileMatrixSetsHandler } from "./handlers/tile-matrix-sets";
 import { errorCacheControl, isPermanentError } from "./http-cache";
 
@@ -42,6 +45,10 @@ router
   .get("/iiif/2/:id/:region/:size/:rotation/:qf", followVersion(imageHandler(2)))
   .get("/iiif/3/:id/*", misshapenImageHandler)
   .get("/iiif/2/:id/*", misshapenImageHandler)
+  .get("/tiles/:id/:tileMatrixSetId/tilejson.json", withSource(tileJsonHandler))
+  .get("/tiles/:id/:tileMatrixSetId/WMTSCapabilities.xml", withSource(wmtsHandler))
+  .get("/tiles/:id/:tileMatrixSetId/:z/:x/:y", followVersion(tileHandler))
+  .get("/tiles/:id/*", misshapenTileHandler)
   .get("/tileMatrixSets", tileMatrixSetsHandler)
   .get("/tileMatrixSets/:id", tileMatrixSetHandler)
   .get("/metrics", metricsHandler)

@@ -2,28 +2,28 @@
 import type { IRequest } from "itty-router";
 import type { ApiVersion } from "../../shared/iiif/image-request";
 import { CONTEXT, infoJson, PROFILE_URI, servedLimits } from "../../shared/iiif/info";
+import { TILE_MATRIX_SETS } from "../../shared/maps/tile-matrix-sets";
 import { VERSION_HEADER } from "../../shared/protocol";
 import { edgeConfig, type Env } from "../env";
-import { infoCacheControl, matchesIfNoneMatch, notModified, SNAPSHOT_CACHE_CONTROL, strongEtag } from "../http-cache";
+import { documentCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
 import { sourceInfo } from "../source-info";
 import type { SourceHandler } from "./follow-version";
-import { serviceId, type SourceRef } from "./params";
+import { citedSource, publicBase, serviceId, type SourceRef } from "./params";
+import { tileJsonUrl } from "./tilejson";
 
 export const infoHandler =
   (version: ApiVersion): SourceHandler =>
   async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> => {
     const config = edgeConfig(env);
     const info = await sourceInfo(source, env, config, ctx, req.signal);
-    // The id viewers build image URLs from, and a citation of the exact version: a snapshot's
-    // own, and in "snapshot" mode a plain id's too (the current version's snapshot).
-    const cited = source.version !== undefined || config.plainIdMode === "snapshot";
-    const base = serviceId(req, config, version, cited ? { id: source.id, version: info.version } : source);
+    // The id viewers build image URLs from, and a citation of the exact version.
+    const cited = citedSource(source, info, config);
+    const base = serviceId(req, config, version, cited);
     // JSON-LD only when asked for (Image API §5.1); either way the body is the same.
     const ldJson = (req.headers.get("accept") ?? "").includes("application/ld+json");
     const headers = {
       "content-type": ldJson ? `application/ld+json;profile="${CONTEXT[version]}"` : "application/json",
-      // A plain id's document changes with each publish; a snapshot's never does.
-      "cache-control": source.version === undefined ? infoCacheControl(config) : SNAPSHOT_CACHE_CONTROL,
+      "cache-control": documentCacheControl(config, source),
       link: `<${PROFILE_URI[version]}>;rel="profile"`,
       vary: "Accept",
       [VERSION_HEADER]: info.version,
@@ -31,7 +31,10 @@ export const infoHandler =
     const limits = servedLimits(config.limits, info);
     const etag = await strongEtag(base, info.version, JSON.stringify(limits), headers["content-type"]);
     if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
-    return new Response(JSON.stringify(infoJson(version, info, base, limits)), {
+    // A map too: its TileJSON on every set it lies on, for the same version.
+    const tiled = [...TILE_MATRIX_SETS.keys()].filter((tms) => info.georeference?.tiling[tms]);
+    const tileJsons = tiled.map((tms) => ({ tileMatrixSet: tms, url: tileJsonUrl(publicBase(req, config), cited, tms) }));
+    return new Response(JSON.stringify(infoJson(version, info, base, limits, tileJsons)), {
       headers: { ...headers, etag },
     });
   };

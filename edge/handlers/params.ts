@@ -2,6 +2,7 @@
 import type { ApiVersion } from "../../shared/iiif/image-request";
 import { badRequest } from "../../shared/errors";
 import { segment } from "../../shared/path-segment";
+import type { SourceInfo } from "../../shared/protocol";
 import type { EdgeConfig } from "../env";
 
 /**
@@ -25,8 +26,17 @@ export function sourceRef(raw: string | undefined): SourceRef {
 }
 
 /** The id as it appears in URLs: `{id}` or `{id}@{version}`. */
-const pathId = ({ id, version }: SourceRef) =>
+export const pathId = ({ id, version }: SourceRef) =>
   version === undefined ? encodeURIComponent(id) : `${encodeURIComponent(id)}@${encodeURIComponent(version)}`;
+
+/**
+ * The source a document about it names in its links: a snapshot's own; a plain id's current
+ * snapshot too in PLAIN_ID_MODE "snapshot", so a client fetches only immutable URLs and never
+ * mixes two versions.
+ */
+export function citedSource(source: SourceRef, info: SourceInfo, config: EdgeConfig): SourceRef {
+  return source.version !== undefined || config.plainIdMode === "snapshot" ? { id: source.id, version: info.version } : source;
+}
 
 /**
  * The service's public base, `{base}/iiif/{version}/{id}`. It becomes the id of a public,

@@ -47,8 +47,10 @@ async function main() {
   console.log(`
 Tessera is running (${source} sources).
   Open the viewer: ${viewer.url}?id=test-pattern
+  or the map:      ${viewer.url}map.html?id=utm-quadrants
   a whole image:   ${stack.url}/iiif/3/test-pattern/full/max/0/default.jpg
   info.json:       ${stack.url}/iiif/3/test-pattern/info.json
+  TileJSON:        ${stack.url}/tiles/utm-quadrants/WebMercatorQuad/tilejson.json
   metrics:         ${stack.url}/metrics
   admin token:     TESSERA_EDGE_URL=${stack.url} TESSERA_ADMIN_TOKEN=${adminToken}
                    (curl -X POST -H "Authorization: Bearer $TESSERA_ADMIN_TOKEN" $TESSERA_EDGE_URL/admin/sources/test-pattern/invalidate)

@@ -1,6 +1,7 @@
-// The local viewer site: a static server for an OpenSeadragon page that shows an image through
-// the edge's IIIF 3 info.json. It runs on its own origin (port), like a real viewer site, so
-// every tile crosses the edge's CORS headers.
+// The local viewer site: a static server for two pages, an OpenSeadragon viewer that shows an
+// image through the edge's IIIF 3 info.json (/) and a MapLibre map that shows a georeferenced
+// source through its TileJSON (/map.html). It runs on its own origin (port), like a real viewer
+// site, so every tile crosses the edge's CORS headers.
 import { createReadStream } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { createServer, type Server, type ServerResponse } from "node:http";
@@ -8,12 +9,21 @@ import { createRequire } from "node:module";
 import { dirname, extname, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const PAGE = fileURLToPath(new URL("viewer/index.html", import.meta.url));
-// OpenSeadragon's build folder (the script, its source map, and the navigation button images),
-// found through Node's resolution so that a hoisted or nested install works alike.
-const OSD_DIR = dirname(createRequire(import.meta.url).resolve("openseadragon"));
+/** The site's own files: its two pages, told the edge's address, and their stylesheet. */
+const SITE: Record<string, string> = { "/": "index.html", "/index.html": "index.html", "/map.html": "map.html", "/site.css": "site.css" };
+// The libraries' build folders, served under their names: OpenSeadragon's (the script, its
+// source map, the navigation button images) and MapLibre's (its modules, their worker and its
+// stylesheet), found through Node's resolution so that a hoisted or nested install works alike.
+const resolve = createRequire(import.meta.url).resolve;
+const LIBRARIES: Record<string, string> = {
+  openseadragon: dirname(resolve("openseadragon")),
+  "maplibre-gl": dirname(resolve("maplibre-gl/package.json")) + `${sep}dist`,
+};
 const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
   ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
   ".map": "application/json",
   ".png": "image/png",
 };
@@ -23,19 +33,24 @@ export interface ViewerServer {
   close(): Promise<void>;
 }
 
-/** Serves the viewer page on 127.0.0.1:port (0 = any free port); edgeUrl is the page's default edge. */
+/** Serves the viewer pages on 127.0.0.1:port (0 = any free port); edgeUrl is the pages' default edge. */
 export async function startViewerServer(opts: { port: number; edgeUrl: string }): Promise<ViewerServer> {
-  // The page reads its default edge from a meta tag, so the bare URL works whatever port the edge has.
-  const page = (await readFile(PAGE, "utf8")).replace("%EDGE_URL%", escapeAttribute(opts.edgeUrl));
+  // Each page reads its default edge from a meta tag, so the bare URL works whatever port the edge has.
+  const files = new Map<string, string>();
+  for (const name of new Set(Object.values(SITE))) {
+    const text = await readFile(fileURLToPath(new URL(`viewer/${name}`, import.meta.url)), "utf8");
+    files.set(name, text.replace("%EDGE_URL%", escapeAttribute(opts.edgeUrl)));
+  }
   const server = createServer(async (req, res) => {
     const path = new URL(req.url ?? "/", "http://viewer").pathname;
+    const [, library, ...rest] = path.split("/");
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.writeHead(405, { allow: "GET, HEAD" }).end();
-    } else if (path === "/" || path === "/index.html") {
-      res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" });
-      res.end(req.method === "HEAD" ? undefined : page);
-    } else if (path.startsWith("/openseadragon/")) {
-      await serveOsdFile(path.slice("/openseadragon/".length), req.method, res);
+    } else if (Object.hasOwn(SITE, path)) {
+      res.writeHead(200, { "content-type": TYPES[extname(SITE[path])], "cache-control": "no-store" });
+      res.end(req.method === "HEAD" ? undefined : files.get(SITE[path]));
+    } else if (Object.hasOwn(LIBRARIES, library) && rest.length > 0) {
+      await serveLibraryFile(LIBRARIES[library], rest.join("/"), req.method, res);
     } else {
       res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
     }
@@ -48,17 +63,17 @@ export async function startViewerServer(opts: { port: number; edgeUrl: string })
   return { url: `http://127.0.0.1:${port}/`, close: () => closeServer(server) };
 }
 
-async function serveOsdFile(relative: string, method: string, res: ServerResponse) {
+async function serveLibraryFile(dir: string, relative: string, method: string, res: ServerResponse) {
   let file: string;
   try {
-    file = normalize(join(OSD_DIR, decodeURIComponent(relative)));
+    file = normalize(join(dir, decodeURIComponent(relative)));
   } catch {
     res.writeHead(400, { "content-type": "text/plain" }).end("malformed path\n");
     return;
   }
   const type = TYPES[extname(file)];
-  // Only files inside OpenSeadragon's build folder, of the kinds it ships: no path escapes.
-  const inside = type !== undefined && file.startsWith(OSD_DIR + sep);
+  // Only files inside the library's build folder, of the kinds it ships: no path escapes.
+  const inside = type !== undefined && file.startsWith(dir + sep);
   const size = inside ? await stat(file).then((s) => (s.isFile() ? s.size : -1), () => -1) : -1;
   if (size < 0) {
     res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");

@@ -45,6 +45,29 @@ export function scaleFactors(info: SourceInfo): number[] {
   return info.levels.map((l) => Math.round(info.width / l.width));
 }
 
+/** How a seeAlso entry says that the document it links is TileJSON 3.0.0. */
+export const TILEJSON_PROFILE = "https://github.com/mapbox/tilejson-spec/tree/master/3.0.0";
+
+/** A map layer of the same source: the URL of its TileJSON on one tile matrix set. */
+export interface TileJsonLink {
+  tileMatrixSet: string;
+  url: string;
+}
+
+/** The source's map layers, as IIIF links related data that a machine reads (absent: none). */
+function seeAlso(version: ApiVersion, tileJsons: TileJsonLink[]) {
+  if (tileJsons.length === 0) return {};
+  const label = (link: TileJsonLink) => `TileJSON 3.0.0, ${link.tileMatrixSet}`;
+  const kind = { format: "application/json", profile: TILEJSON_PROFILE };
+  return {
+    seeAlso: tileJsons.map((link) =>
+      version === 3
+        ? { id: link.url, type: "Dataset", ...kind, label: { en: [label(link)] } }
+        : { "@id": link.url, ...kind, label: label(link) },
+    ),
+  };
+}
+
 function common(info: SourceInfo, limits: SizeLimits) {
   return {
     protocol: "http://iiif.io/api/image",
@@ -60,7 +83,7 @@ function common(info: SourceInfo, limits: SizeLimits) {
   };
 }
 
-export function infoJson(version: ApiVersion, info: SourceInfo, serviceId: string, limits: SizeLimits) {
+export function infoJson(version: ApiVersion, info: SourceInfo, serviceId: string, limits: SizeLimits, tileJsons: TileJsonLink[]) {
   if (version === 3) {
     return {
       "@context": CONTEXT[3],
@@ -71,6 +94,7 @@ export function infoJson(version: ApiVersion, info: SourceInfo, serviceId: strin
       extraFormats: [...EXTRA_FORMATS],
       extraQualities: [...EXTRA_QUALITIES_3],
       extraFeatures: [...EXTRA_FEATURES],
+      ...seeAlso(3, tileJsons),
     };
   }
   const { maxWidth, maxHeight, maxArea, ...rest } = common(info, limits);
@@ -90,5 +114,6 @@ export function infoJson(version: ApiVersion, info: SourceInfo, serviceId: strin
         ...(maxArea && { maxArea }),
       },
     ],
+    ...seeAlso(2, tileJsons),
   };
 }

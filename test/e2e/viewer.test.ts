@@ -2,9 +2,10 @@
 // the bundled test pattern through the edge's IIIF 3 info.json and tiles (real stack over local
 // files). It checks what a user would see: every tile answered, deeper zoom fetching finer tiles,
 // and the right colours at the right places on screen.
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium, patchMean, type Rgb } from "../support/browser";
 import { startStack, type Stack } from "../../infra/local/stack";
 import { startViewerServer, type ViewerServer } from "../../infra/local/viewer-server";
 import { TEST_PATTERN_PNG } from "../support/pixels";
@@ -21,7 +22,6 @@ const LOAD_TIMEOUT = 20_000;
 declare const window: { viewer: any };
 declare const OpenSeadragon: { Point: new (x: number, y: number) => unknown };
 declare function requestAnimationFrame(callback: () => void): number;
-type Rgb = [number, number, number];
 interface Rect {
   left: number;
   top: number;
@@ -45,19 +45,7 @@ beforeAll(async () => {
   pattern = { data: png.data, width: png.info.width };
   stack = await startStack();
   site = await startViewerServer({ port: 0, edgeUrl: stack.url });
-  browser = await chromium.launch({
-    executablePath: process.env.TESSERA_CHROMIUM ?? "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium(["--disable-gpu"]);
   page = await browser.newPage({ viewport: WINDOW, deviceScaleFactor: 1 });
   page.setDefaultTimeout(LOAD_TIMEOUT);
   page.on("response", (res) => {
@@ -159,15 +147,6 @@ async function checkColours(): Promise<number> {
   return visible.length;
 }
 
-function patchMean(data: Buffer, width: number, channels: number, cx: number, cy: number): Rgb {
-  const sum = [0, 0, 0];
-  for (let y = cy - 2; y <= cy + 2; y++) {
-    for (let x = cx - 2; x <= cx + 2; x++) {
-      for (let c = 0; c < 3; c++) sum[c] += data[(y * width + x) * channels + c];
-    }
-  }
-  return sum.map((s) => Math.round(s / 25)) as Rgb;
-}
 
 const tileRequests = () => responses.filter((r) => !r.url.endsWith("/info.json"));
 /** Whether a tile URL asks for its region at full resolution (size w,h equal to the region's). */

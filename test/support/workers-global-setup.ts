@@ -2,8 +2,8 @@
 // so a test that gets an answer proves the edge answered alone, and a hung decode is real.
 // Beside it, two decoders gone wrong: a real one whose secret was rotated (it answers every
 // request 401), and one that accepts a request and dies before answering (its socket reset);
-// and one that works, over a picture whose upscaled, rotated render keeps libvips busy a while
-// and a large file of noise.
+// and one that works, over a picture whose upscaled, rotated render keeps libvips busy a while,
+// a large file of noise, and the bundled map sample.
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
@@ -44,6 +44,7 @@ export default async function setup(project: TestProject) {
     .tiff({ tile: true, tileWidth: 256, tileHeight: 256, compression: "deflate" })
     .toFile(path.join(dir, "noise.tif"));
   await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "published.tif"));
+  await copyFile(path.join(ROOT, "samples/utm-quadrants.tif"), path.join(dir, "utm-quadrants.tif"));
   const working = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
   project.provide("workingDecoderUrl", working.url);
   return async () => {

@@ -5,7 +5,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { infoKey } from "../../edge/source-info";
-import { imageCacheKey } from "../../edge/handlers/image";
+import { decodedCacheKey } from "../../edge/handlers/cached-decode";
 import worker from "../../edge/index";
 import type { Env } from "../../edge/env";
 import { BASE, get, heartbeat, metric, settled, squareSource } from "./helpers";
@@ -104,7 +104,7 @@ describe("edge worker in workerd", () => {
     await caches.default.put(infoKey({ id: "cached" }), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
     const tile = new Uint8Array([0xff, 0xd8, 0xff, 0xd9]);
     await caches.default.put(
-      imageCacheKey(BASE, "cached", "0,0,256,256/256,256/0/default.jpg", "v1"),
+      decodedCacheKey(BASE, "image", "cached", "0,0,256,256/256,256/0/default.jpg", "v1"),
       new Response(tile, { headers: { "content-type": "image/jpeg", "cache-control": "max-age=60" } }),
     );
     const released = await metric("released_total");
@@ -148,7 +148,7 @@ describe("the public address in ids and links", () => {
   const warm = async () => {
     await caches.default.put(infoKey({ id: "cached" }), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
     await caches.default.put(
-      imageCacheKey(BASE, "cached", "0,0,256,256/max/0/default.jpg", "v1"),
+      decodedCacheKey(BASE, "image", "cached", "0,0,256,256/max/0/default.jpg", "v1"),
       new Response(new Uint8Array([0xff, 0xd8, 0xff, 0xd9]), { headers: { "content-type": "image/jpeg", "cache-control": "max-age=60" } }),
     );
   };

@@ -4,6 +4,8 @@
 import { env, exports } from "cloudflare:workers";
 import { signRequest, SIGNATURE_HEADER, type SourceInfo } from "../../shared/protocol";
 import { heartbeatTarget, type Heartbeat } from "../../shared/registration";
+import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { infoKey } from "../../edge/source-info";
 
 export const BASE = "http://tessera.test";
 export const get = (path: string, init?: RequestInit) => exports.default.fetch(new Request(BASE + path, init));
@@ -46,3 +48,29 @@ export function squareSource(id: string, sizes: number[]): SourceInfo {
     bytes: 1234,
   };
 }
+
+/**
+ * Metadata of a 1024² RGB source in EPSG:3857 that covers exactly WebMercatorQuad tile 2/2/1
+ * (lon 0° to 90°, lat 0° to 66.5°), with overviews of 512 and 256: WebMercatorQuad tiles 8..11 ×
+ * 4..7 at zoom 4 hold its data, at its native resolution.
+ */
+export function georeferencedSource(id: string): SourceInfo {
+  const mercator = tileBounds(tileMatrixSet("WebMercatorQuad"), 2, 2, 1);
+  const north = 66.51326044311186;
+  return {
+    ...squareSource(id, [1024, 512, 256]),
+    georeference: {
+      crs: "EPSG:3857",
+      bbox: mercator,
+      lonLatBounds: [0, 0, 90, north],
+      tiling: {
+        WebMercatorQuad: { bounds: mercator, minZoom: 2, maxZoom: 4, resolution: (mercator[2] - mercator[0]) / 1024 },
+        WorldCRS84Quad: { bounds: [0, 0, 90, north], minZoom: 1, maxZoom: 3, resolution: 90 / 1024 },
+      },
+    },
+  };
+}
+
+/** Puts a source's metadata in the edge's cache, as a decoder's answer would have. */
+export const cacheSourceInfo = (info: SourceInfo, version?: string) =>
+  caches.default.put(infoKey({ id: info.id, version }), Response.json(info, { headers: { "cache-control": "max-age=3600" } }));

@@ -1,0 +1,79 @@
+// What an image and a web-map tile share once their request names its pixels: a strong ETag,
+// the Cache API entry keyed by those pixels and the source's pinned version, and on a miss
+// admission → decoder, the answer stored for the next client.
+import type { IRequest } from "itty-router";
+import { errorResponse, HttpError } from "../../shared/errors";
+import { DECODER, VERSION_HEADER } from "../../shared/protocol";
+import { viaAdmission, type Cost } from "../admission-client";
+import type { EdgeConfig, Env } from "../env";
+import { errorCacheControl, imageCacheControl, isPermanentError, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
+
+export const CACHE_STATUS_HEADER = "x-tessera-cache";
+
+/** The decoder's route for each kind of decoded answer. */
+const DECODER_ROUTE = { image: DECODER.image, tile: DECODER.tile };
+
+export interface DecodeRequest {
+  route: keyof typeof DECODER_ROUTE;
+  id: string;
+  /** The canonical form that names the pixels: every spelling of the request has the same one. */
+  canonical: string;
+  /** The source version the pixels are read from. */
+  version: string;
+  /** Headers of every successful answer (200 or 304). */
+  headers: Record<string, string>;
+  /** The edge's coarse cost, needed only on a miss. */
+  cost: () => Cost;
+}
+
+/** The Cache API key of a decoded answer: not a routable URL, so only cachedDecode fills it. */
+export const decodedCacheKey = (origin: string, route: DecodeRequest["route"], id: string, canonical: string, version: string) =>
+  `${origin}/__tessera/${route}/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`;
+
+/** One ETag per (source, pixels, version): equal for every spelling, new with every version. */
+export const decodedEtag = ({ id, version, canonical }: DecodeRequest) => strongEtag(id, version, canonical);
+
+/** 304, a cache hit, or the decoder's answer through admission (then stored). */
+export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, config: EdgeConfig, ctx: ExecutionContext): Promise<Response> {
+  const etag = await decodedEtag(d);
+  if (matchesIfNoneMatch(req, etag)) return notModified(etag, d.headers);
+
+  const key = decodedCacheKey(new URL(req.url).origin, d.route, d.id, d.canonical, d.version);
+  const cache = caches.default;
+  const hit = await cache.match(key);
+  if (hit) return answer(hit, d.headers, "hit");
+
+  const stored = await decode(env, config, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), req.signal, etag, d.cost());
+  ctx.waitUntil(cache.put(key, stored.clone()));
+  return answer(stored, d.headers, "miss");
+}
+
+/** The decoder's answer as it is stored: bytes, type, ETag; or a client error, kept briefly. */
+async function decode(env: Env, config: EdgeConfig, path: string, signal: AbortSignal, etag: string, cost: Cost) {
+  try {
+    const decoded = await viaAdmission(env, path, signal, cost);
+    return new Response(decoded.body, {
+      headers: {
+        "content-type": decoded.headers.get("content-type") ?? "application/octet-stream",
+        "cache-control": imageCacheControl(config),
+        [VERSION_HEADER]: decoded.headers.get(VERSION_HEADER) ?? "",
+        etag,
+      },
+    });
+  } catch (err) {
+    // A 4xx or 501 from the decoder is about this exact request: the same request gets it
+    // again, so it is stored (briefly). Timeouts and overloads are not, nor a version that is
+    // gone (the request is answered again from the current version).
+    if (err instanceof HttpError && isPermanentError(err.status) && err.kind !== "version_gone") {
+      return errorResponse(err, { "cache-control": errorCacheControl(config) });
+    }
+    throw err;
+  }
+}
+
+function answer(stored: Response, headers: Record<string, string>, status: "hit" | "miss"): Response {
+  const out = new Response(stored.body, stored);
+  if (stored.ok) for (const [k, v] of Object.entries(headers)) out.headers.set(k, v);
+  out.headers.set(CACHE_STATUS_HEADER, status);
+  return out;
+}

@@ -1,0 +1,32 @@
+// What every route under /tiles/{id}/{tileMatrixSetId} needs first: the source's metadata, and
+// how it lies on that tile matrix set. A source that is not a map is a resource these routes do
+// not have (404), not a malformed request.
+import type { IRequest } from "itty-router";
+import { notFound } from "../../shared/errors";
+import type { Georeference, SourceInfo, SourceTiling } from "../../shared/protocol";
+import type { EdgeConfig, Env } from "../env";
+import { sourceInfo } from "../source-info";
+import type { SourceRef } from "./params";
+
+export interface MapSource {
+  info: SourceInfo;
+  georeference: Georeference;
+  tiling: SourceTiling;
+}
+
+/** The source on the set `tileMatrixSetId` (a known one); 404 when it is not georeferenced or not on that set. */
+export async function mapSource(
+  source: SourceRef,
+  tileMatrixSetId: string,
+  req: IRequest,
+  env: Env,
+  config: EdgeConfig,
+  ctx: ExecutionContext,
+): Promise<MapSource> {
+  const info = await sourceInfo(source, env, config, ctx, req.signal);
+  const { georeference } = info;
+  if (!georeference) throw notFound(`source "${source.id}" is not georeferenced: it is served as an image only`);
+  const tiling = georeference.tiling[tileMatrixSetId];
+  if (!tiling) throw notFound(`source "${source.id}" does not lie within ${tileMatrixSetId}`);
+  return { info, georeference, tiling };
+}

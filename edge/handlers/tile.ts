@@ -1,0 +1,71 @@
+// GET /tiles/{id}/{tileMatrixSetId}/{z}/{x}/{y}[@2x].{png|jpg|webp}
+// Parse (400 before the source is looked up) → the source on the set → a tile outside its
+// bounds is the transparent PNG, without a decode; any other is its canonical form through the
+// cache, admission and the decoder, as an image is.
+import type { IRequest } from "itty-router";
+import { ASSUMED_CHANNELS } from "../../shared/cost";
+import { badRequest } from "../../shared/errors";
+import { EMPTY_TILES } from "../../shared/maps/empty-tile";
+import { coarseTileRead, tileCost } from "../../shared/maps/tile-cost";
+import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { canonicalTile, parseTileRequest, tileSide, type TileRequest } from "../../shared/maps/tile-request";
+import { segment } from "../../shared/path-segment";
+import { VERSION_HEADER } from "../../shared/protocol";
+import { coarseCost } from "../admission-client";
+import { edgeConfig, type Env } from "../env";
+import { bytesCacheControl, matchesIfNoneMatch, notModified } from "../http-cache";
+import { cachedDecode, decodedEtag, type DecodeRequest } from "./cached-decode";
+import type { SourceHandler } from "./follow-version";
+import { mapSource } from "./map-source";
+import { pathId, publicBase, type SourceRef } from "./params";
+
+export const tileHandler: SourceHandler = async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext) => {
+  const config = edgeConfig(env);
+  const { tileMatrixSetId, z, x, y } = req.params;
+  const tile = parseTileRequest(
+    { tileMatrixSet: segment(tileMatrixSetId, "tile matrix set"), z: segment(z, "zoom"), x: segment(x, "column"), y: segment(y, "tile") },
+    new URL(req.url).searchParams,
+  );
+  const { info, tiling } = await mapSource(source, tile.tileMatrixSet, req, env, config, ctx);
+  const tms = tileMatrixSet(tile.tileMatrixSet);
+  const read = coarseTileRead(info, tiling, tileBounds(tms, tile.z, tile.x, tile.y), tms.tileMatrices[tile.z].cellSize / tile.scale);
+  const canonical = canonicalTile(tile);
+  const decode: DecodeRequest = {
+    route: "tile",
+    id: source.id,
+    canonical,
+    version: info.version,
+    headers: {
+      "cache-control": bytesCacheControl(config, source),
+      link: `<${publicBase(req, config)}/tiles/${pathId(source)}/${canonical}>;rel="canonical"`,
+    },
+    // Before any decode the edge knows neither the bands nor the sample size: the requested
+    // bands (else RGB) of 8-bit samples; the decoder tells the DO its precise estimate.
+    cost: () => {
+      const shape = { tileWidth: info.tileWidth, tileHeight: info.tileHeight, bands: tile.bidx?.length ?? ASSUMED_CHANNELS, bytesPerSample: 1 };
+      return coarseCost(tileCost(shape, read, tileSide(tile)), config);
+    },
+  };
+  if (!read) return emptyTile(decode, req, tile.scale);
+  return cachedDecode(decode, req, env, config, ctx);
+};
+
+/** Outside the data: the transparent PNG (for any format), with the tile's ETag and headers. */
+async function emptyTile(tile: DecodeRequest, req: IRequest, scale: TileRequest["scale"]): Promise<Response> {
+  const etag = await decodedEtag(tile);
+  if (matchesIfNoneMatch(req, etag)) return notModified(etag, tile.headers);
+  return new Response(EMPTY_TILES[scale], {
+    headers: { ...tile.headers, "content-type": "image/png", etag, [VERSION_HEADER]: tile.version },
+  });
+}
+
+/**
+ * Any other path under /tiles/{id}/: segments missing or extra (a "\\" that URL parsing read as
+ * "/" makes one more) make a malformed request, not an unknown resource.
+ */
+export function misshapenTileHandler(req: IRequest): never {
+  const rest = new URL(req.url).pathname.split("/").slice(3).join("/");
+  throw badRequest(
+    `map request "${rest}" must be {tileMatrixSetId}/{z}/{x}/{y}[@2x].{png|jpg|webp}, {tileMatrixSetId}/tilejson.json or {tileMatrixSetId}/WMTSCapabilities.xml`,
+  );
+}

@@ -1,0 +1,40 @@
+// GET /tiles/{id}/{tileMatrixSetId}/tilejson.json: the TileJSON 3.0.0 document map clients
+// (MapLibre, Leaflet plugins, OpenLayers) add a layer from, with a link back to the same
+// source's IIIF image service. From the cached metadata alone, like info.json.
+import type { IRequest } from "itty-router";
+import { segment } from "../../shared/path-segment";
+import { VERSION_HEADER } from "../../shared/protocol";
+import { edgeConfig, type Env } from "../env";
+import { documentAnswer, documentCacheControl } from "../http-cache";
+import type { SourceHandler } from "./follow-version";
+import { mapSource } from "./map-source";
+import { citedSource, pathId, publicBase, serviceId, type SourceRef } from "./params";
+import { parseTileTemplate, tileUrlTemplate } from "./tile-template";
+
+/** Where the TileJSON of `source` on a set is. */
+export const tileJsonUrl = (base: string, source: SourceRef, tileMatrixSetId: string) =>
+  `${base}/tiles/${pathId(source)}/${tileMatrixSetId}/tilejson.json`;
+
+export const tileJsonHandler: SourceHandler = async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext) => {
+  const config = edgeConfig(env);
+  const template = parseTileTemplate(segment(req.params.tileMatrixSetId, "tile matrix set"), new URL(req.url).searchParams);
+  const { info, georeference, tiling } = await mapSource(source, template.tileMatrixSet, req, env, config, ctx);
+  const cited = citedSource(source, info, config);
+  const [west, south, east, north] = georeference.lonLatBounds;
+  const doc = {
+    tilejson: "3.0.0",
+    name: source.id,
+    tiles: [tileUrlTemplate(publicBase(req, config), cited, template, "{z}/{x}/{y}")],
+    scheme: "xyz",
+    bounds: georeference.lonLatBounds,
+    center: [(west + east) / 2, (south + north) / 2, tiling.minZoom],
+    minzoom: tiling.minZoom,
+    maxzoom: tiling.maxZoom,
+    links: [{ rel: "alternate", type: "application/ld+json", title: "IIIF Image API 3.0", href: `${serviceId(req, config, 3, cited)}/info.json` }],
+  };
+  return documentAnswer(req, JSON.stringify(doc), {
+    "content-type": "application/json",
+    "cache-control": documentCacheControl(config, source),
+    [VERSION_HEADER]: info.version,
+  });
+};

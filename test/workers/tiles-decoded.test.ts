@@ -1,0 +1,79 @@
+// Map tiles through the Worker, the admission DO and a real decoder that works
+// (test/support/workers-global-setup.ts), over the bundled UTM sample: a miss is decoded once
+// and every spelling of the tile then hits; the decoder's 400s come through; a version the
+// store no longer has is followed to the current one.
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { forgetSourceInfo, infoKey } from "../../edge/source-info";
+import { get, georeferencedSource, heartbeat, metric } from "./helpers";
+
+const TILE = "/tiles/utm-quadrants/WebMercatorQuad/12/2219/1427";
+const bytes = async (res: Response) => new Uint8Array(await res.arrayBuffer());
+/** Width and height from a PNG's IHDR chunk. */
+const pngSize = (png: Uint8Array) => {
+  const view = new DataView(png.buffer, png.byteOffset);
+  return [view.getUint32(16), view.getUint32(20)];
+};
+
+beforeEach(async () => {
+  expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);
+});
+
+describe("tiles decoded by a real decoder", () => {
+  it("decode a miss once; every spelling then hits the same entry, bytes and ETag, without admission", async () => {
+    const admitted = await metric("released_total");
+    const miss = await get(`${TILE}.png`);
+    expect(miss.status).toBe(200);
+    expect(miss.headers.get("content-type")).toBe("image/png");
+    expect(miss.headers.get("x-tessera-cache")).toBe("miss");
+    expect(miss.headers.get("x-tessera-version")).toMatch(/^16037-/);
+    const png = await bytes(miss);
+    expect(pngSize(png)).toEqual([256, 256]);
+    const afterMiss = await metric("released_total");
+    expect(afterMiss).toBeGreaterThan(admitted); // the metadata and the tile went through admission
+
+    for (const spelling of [`${TILE}.png`, `${TILE}.png?resampling=nearest`, "/tiles/utm-quadrants/WebMercatorQuad/012/02219/1427.png"]) {
+      const hit = await get(spelling);
+      expect(hit.headers.get("x-tessera-cache"), spelling).toBe("hit");
+      expect(hit.headers.get("etag"), spelling).toBe(miss.headers.get("etag"));
+      expect(await bytes(hit), spelling).toEqual(png);
+    }
+    const revalidated = await get(`${TILE}.png`, { headers: { "if-none-match": miss.headers.get("etag")! } });
+    expect(revalidated.status).toBe(304);
+    expect(await metric("released_total")).toBe(afterMiss);
+  });
+
+  it("answer each format and scale with its own entry and type", async () => {
+    for (const [suffix, type] of [
+      [".jpg", "image/jpeg"],
+      ["@2x.webp", "image/webp"],
+      ["@2x.png?resampling=bilinear", "image/png"],
+    ]) {
+      const res = await get(`${TILE}${suffix}`);
+      expect(res.status, suffix).toBe(200);
+      expect(res.headers.get("content-type"), suffix).toBe(type);
+      expect(res.headers.get("x-tessera-cache"), suffix).toBe("miss");
+      const body = await bytes(res);
+      if (type === "image/png") expect(pngSize(body), suffix).toEqual([512, 512]);
+    }
+  });
+
+  it("pass the decoder's 400 for a band past the source's count on, cacheable briefly as images' are", async () => {
+    const res = await get(`${TILE}.png?bidx=4`);
+    expect(res.status).toBe(400);
+    expect(res.headers.get("cache-control")).toBe("public, max-age=60");
+    expect(await res.json()).toMatchObject({ error: "bad_request", message: expect.stringMatching(/band/) });
+  });
+
+  it("follow a version the store no longer has to the current one", async () => {
+    const current = (await get(`${TILE}.png`)).headers.get("x-tessera-version");
+    // What the edge may know of a version since rewritten: metadata (whose bounds hold the
+    // tile) of a version the decoder's store does not have.
+    const gone = { ...georeferencedSource("utm-quadrants"), version: "gone" };
+    await forgetSourceInfo({ id: "utm-quadrants" });
+    await caches.default.put(infoKey({ id: "utm-quadrants" }), Response.json(gone, { headers: { "cache-control": "max-age=3600" } }));
+    const res = await get(`${TILE}.jpg?resampling=cubic`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-tessera-version")).toBe(current);
+  });
+});
