@@ -11,7 +11,7 @@ import type { TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import type { Resampling } from "../../shared/maps/tile-request";
 
 /** The Python that has GDAL's bindings (Debian's python3-gdal), not another one on the PATH. */
-const GDAL_PYTHON = "/usr/bin/python3";
+export const GDAL_PYTHON = "/usr/bin/python3";
 const WORKER = fileURLToPath(new URL("./gdal-worker.py", import.meta.url));
 
 /** Bands of a tile as raw values, and per band where they are valid (1) or not (0). */
@@ -22,7 +22,7 @@ export interface TilePlanes {
   valid: Uint8Array[];
 }
 
-const GDAL_RESAMPLING: Record<Resampling, string> = { nearest: "near", bilinear: "bilinear", cubic: "cubic" };
+export const GDAL_RESAMPLING: Record<Resampling, string> = { nearest: "near", bilinear: "bilinear", cubic: "cubic" };
 
 /**
  * gdalwarp of `file` onto a tile: `bounds` in `tms`'s CRS, `side`² pixels, every band as Float32
@@ -68,24 +68,34 @@ class GdalWorker {
   exited = false;
 
   constructor() {
-    createInterface({ input: this.child.stdout }).on("line", (line) => this.waiting.shift()?.(line));
+    createInterface({ input: this.child.stdout }).on("line", (line) => {
+      this.waiting.shift()?.(line);
+      if (this.waiting.length === 0) this.hold(false);
+    });
     this.child.on("exit", (code) => {
       this.exited = true;
       for (const answer of this.waiting.splice(0)) answer(JSON.stringify({ error: `gdal-worker.py exited (${code})` }));
     });
-    // Neither the process nor its pipes keep a finished test file's process alive.
-    this.child.unref();
-    for (const stream of [this.child.stdin, this.child.stdout]) (stream as unknown as { unref?: () => void }).unref?.();
+    this.hold(false);
   }
 
   async call<T>(request: Record<string, unknown>): Promise<T> {
     const line = await new Promise<string>((resolve) => {
       this.waiting.push(resolve);
+      this.hold(true);
       this.child.stdin.write(`${JSON.stringify(request)}\n`);
     });
     const answer = JSON.parse(line) as { ok?: T; error?: string };
     if (answer.error !== undefined) throw new Error(`GDAL: ${answer.error}`);
     return answer.ok as T;
+  }
+
+  /** An idle worker keeps no process alive (it ends when its stdin closes); a pending answer does. */
+  private hold(on: boolean): void {
+    for (const handle of [this.child, this.child.stdout] as unknown as { ref(): void; unref(): void }[]) {
+      if (on) handle.ref();
+      else handle.unref();
+    }
   }
 }
 
