@@ -13,7 +13,7 @@ import { untilAborted } from "../../shared/abort";
 import { WorkBudget, type Reservation } from "../work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
 import { BlockReader, checkStoredRange } from "./block-reader";
-import { georeference } from "./georeference";
+import { readGeoreference, type SourceGeo } from "./georeference";
 import { blockBytes, blockParameters, COMPRESSION, registerCodecs } from "./codecs";
 import { GeoTiffSource } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "../../shared/levels";
@@ -73,6 +73,8 @@ export class Cog {
     /** Full image first, then overviews in decreasing size. */
     readonly levels: CogLevel[],
     readonly budget: WorkBudget,
+    /** Where the source lies, for map tiles; absent for a picture that is not georeferenced. */
+    readonly geo: SourceGeo | undefined,
   ) {}
 
   /**
@@ -104,7 +106,7 @@ export class Cog {
     } catch (e) {
       throw asHttpError(e, source);
     }
-    const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global());
+    const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global(), readGeoreference(full, levels));
     if ((options.prefetchRing ?? DEFAULT_PREFETCH_RING) > 0) cog.prefetchTables();
     return cog;
   }
@@ -152,7 +154,7 @@ export class Cog {
       levels: this.levels.map(({ width, height }) => ({ width, height })),
       bytes: this.source.size,
       maxArea: this.limits.maxArea,
-      georeference: georeference(full.image),
+      georeference: this.geo?.info,
     };
   }
 

@@ -1,23 +1,151 @@
-// Where a source lies on the Earth, read from its GeoTIFF tags: the CRS its GeoKeys name by EPSG
-// code and the full image's bounds in it (from ModelTiepoint + ModelPixelScale, or
-// ModelTransformation). The map routes need it; a source without it (a scan, the IIIF test
-// pattern) is an image only.
+// Where a source lies on the Earth, read from its GeoTIFF tags as GDAL reads them: the CRS its
+// GeoKeys define (an EPSG code, or a user-defined CRS spelled out in the keys), the affine
+// transform from pixels to that CRS (ModelTiepoint + ModelPixelScale, or ModelTransformation;
+// shifted half a pixel for PixelIsPoint rasters), and what the map routes derive from them: the
+// bounds in longitude/latitude and in each tile matrix set's CRS, and the zooms to tile at. A
+// source without them (a scan, the IIIF test pattern), or whose CRS cannot be resolved, is an
+// image only.
 import type { GeoTIFFImage } from "geotiff";
-import type { Georeference } from "../../shared/protocol";
+import type { Georeference, SourceTiling } from "../../shared/protocol";
+import type { LevelSize } from "../../shared/levels";
+import { TILE_MATRIX_SETS, type TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { conversion, crsOfGeoKeys, LON_LAT, setConversion, type Crs } from "../maps/crs";
+import { applyAffine, type Affine } from "../maps/transformer";
 
-/** GeoKey value meaning "defined by other keys, not an EPSG code": left to reprojection's own reader. */
-const USER_DEFINED = 32767;
+/** A georeferenced source as the warp uses it, and as SourceInfo describes it. */
+export interface SourceGeo {
+  crs: Crs;
+  /** Full-resolution pixel (column, row) → the CRS's coordinates, in proj4's units. */
+  pixelToCrs: Affine;
+  info: Georeference;
+}
 
-export function georeference(image: GeoTIFFImage): Georeference | undefined {
-  const keys = image.getGeoKeys();
-  const code: unknown = keys?.ProjectedCSTypeGeoKey ?? keys?.GeographicTypeGeoKey;
-  if (typeof code !== "number" || !Number.isInteger(code) || code <= 0 || code === USER_DEFINED) return undefined;
-  let bbox: number[];
-  try {
-    bbox = image.getBoundingBox(); // throws without a tiepoint or a transformation
-  } catch {
-    return undefined;
+/** GTRasterTypeGeoKey: each pixel's coordinates name its centre, not its corner. */
+const PIXEL_IS_POINT = 2;
+/** Segments per edge when an outline is transformed (GDAL's transformBounds densifies with 21 points). */
+const EDGE_SEGMENTS = 20;
+
+export function readGeoreference(image: GeoTIFFImage, levels: LevelSize[]): SourceGeo | undefined {
+  const keys = image.getGeoKeys() as Record<string, unknown> | null;
+  const crs = crsOfGeoKeys(keys);
+  const native = geoTransform(image, keys?.GTRasterTypeGeoKey === PIXEL_IS_POINT);
+  if (!crs || !native) return undefined;
+  const [full] = levels;
+  const bbox = envelope(corners(full).map(([c, r]) => applyAffine(native, c, r)));
+  const [sx, sy] = crs.unitScale;
+  const pixelToCrs: Affine = [native[0] * sx, native[1] * sx, native[2] * sx, native[3] * sy, native[4] * sy, native[5] * sy];
+  const lonLat = outline(full, pixelToCrs, conversion(crs.definition, LON_LAT));
+  if (!lonLat) return undefined;
+  const tiling: Record<string, SourceTiling> = {};
+  for (const tms of TILE_MATRIX_SETS.values()) {
+    const on = tilingOn(tms, levels, pixelToCrs, crs);
+    if (on) tiling[tms.id] = on;
   }
-  if (bbox.length !== 4 || !bbox.every(Number.isFinite)) return undefined;
-  return { crs: `EPSG:${code}`, bbox: [bbox[0], bbox[1], bbox[2], bbox[3]] };
+  return { crs, pixelToCrs, info: { crs: crs.name, bbox, lonLatBounds: envelope(lonLat), tiling } };
+}
+
+/**
+ * The pixel → CRS affine in the CRS's own units, or undefined without one. GDAL's order:
+ * x = t0 + column·t1 + row·t2, y = t3 + column·t4 + row·t5.
+ */
+function geoTransform(image: GeoTIFFImage, pixelIsPoint: boolean): Affine | undefined {
+  const dir = image.getFileDirectory();
+  const m = dir.getValue("ModelTransformation") as ArrayLike<number> | undefined;
+  const tie = dir.getValue("ModelTiepoint") as ArrayLike<number> | undefined;
+  const scale = dir.getValue("ModelPixelScale") as ArrayLike<number> | undefined;
+  let t: Affine;
+  if (m && m.length >= 8) t = [m[3], m[0], m[1], m[7], m[4], m[5]];
+  else if (tie && tie.length >= 6 && scale && scale.length >= 2) {
+    const [i, j, , x, y] = Array.from(tie);
+    t = [x - i * scale[0], scale[0], 0, y + j * scale[1], 0, -scale[1]];
+  } else return undefined;
+  if (pixelIsPoint) {
+    // The tie point names the first pixel's centre: its corner is half a pixel up and left.
+    t = [t[0] - 0.5 * (t[1] + t[2]), t[1], t[2], t[3] - 0.5 * (t[4] + t[5]), t[4], t[5]];
+  }
+  const determinant = t[1] * t[5] - t[2] * t[4];
+  return t.every(Number.isFinite) && determinant !== 0 ? t : undefined;
+}
+
+/**
+ * How the source lies on `tms`: its outline there, the resolution gdalwarp would suggest for it
+ * in the set's CRS, and the zooms that resolution and the smallest level's call for. Undefined
+ * when no part of the outline has coordinates in the set's CRS.
+ */
+function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, crs: Crs): SourceTiling | undefined {
+  const toSet = setConversion(crs, tms.id);
+  const points = outline(levels[0], pixelToCrs, toSet);
+  if (!points) return undefined;
+  const { lowerLeft, upperRight } = tms.boundingBox;
+  const [x0, y0, x1, y1] = envelope(points);
+  const bounds: [number, number, number, number] = [
+    Math.max(x0, lowerLeft[0]),
+    Math.max(y0, lowerLeft[1]),
+    Math.min(x1, upperRight[0]),
+    Math.min(y1, upperRight[1]),
+  ];
+  if (!(bounds[0] < bounds[2] && bounds[1] < bounds[3])) return undefined;
+  const resolution = suggestedResolution(levels[0], pixelToCrs, toSet, [x0, y0, x1, y1]);
+  const smallest = levels[levels.length - 1];
+  const shrink = Math.max(levels[0].width / smallest.width, levels[0].height / smallest.height);
+  const maxZoom = zoomFor(tms, resolution);
+  return { bounds, minZoom: Math.min(zoomFor(tms, resolution * shrink), maxZoom), maxZoom, resolution };
+}
+
+/**
+ * gdalwarp's suggested output pixel size: the distance between the transformed top-left and
+ * bottom-right corners over the image's diagonal in pixels (the envelope's diagonal when a
+ * corner has no image in the target CRS).
+ */
+function suggestedResolution(full: LevelSize, pixelToCrs: Affine, toSet: (x: number, y: number) => [number, number], extent: number[]): number {
+  const [ax, ay] = toSet(...applyAffine(pixelToCrs, 0, 0));
+  const [bx, by] = toSet(...applyAffine(pixelToCrs, full.width, full.height));
+  let dx = bx - ax;
+  let dy = by - ay;
+  if (!Number.isFinite(dx) || !Number.isFinite(dy) || dx === 0 || dy === 0) {
+    dx = extent[2] - extent[0];
+    dy = extent[3] - extent[1];
+  }
+  return Math.hypot(dx, dy) / Math.hypot(full.width, full.height);
+}
+
+/**
+ * The zoom whose cell size is the first at or below `resolution` (within 1e-8, for float
+ * rounding): tiles there show every source pixel, as rio-tiler and titiler choose maxzoom;
+ * the set's last zoom when even it is coarser.
+ */
+function zoomFor(tms: TileMatrixSet, resolution: number): number {
+  const zoom = tms.tileMatrices.findIndex((m) => m.cellSize <= resolution * (1 + 1e-8));
+  return zoom < 0 ? tms.tileMatrices.length - 1 : zoom;
+}
+
+/** The image's edges, densified, converted; the points that have coordinates there (none: undefined). */
+function outline(full: LevelSize, pixelToCrs: Affine, convert: (x: number, y: number) => [number, number]): [number, number][] | undefined {
+  const points: [number, number][] = [];
+  for (let i = 0; i <= EDGE_SEGMENTS; i++) {
+    const f = i / EDGE_SEGMENTS;
+    for (const [c, r] of [
+      [f * full.width, 0],
+      [f * full.width, full.height],
+      [0, f * full.height],
+      [full.width, f * full.height],
+    ]) {
+      const p = convert(...applyAffine(pixelToCrs, c, r));
+      if (Number.isFinite(p[0]) && Number.isFinite(p[1])) points.push(p);
+    }
+  }
+  return points.length > 0 ? points : undefined;
+}
+
+const corners = ({ width, height }: LevelSize): [number, number][] => [
+  [0, 0],
+  [width, 0],
+  [0, height],
+  [width, height],
+];
+
+function envelope(points: [number, number][]): [number, number, number, number] {
+  const xs = points.map((p) => p[0]);
+  const ys = points.map((p) => p[1]);
+  return [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)];
 }

@@ -1,0 +1,108 @@
+// Coordinate reference systems, resolved offline: a source's from its GeoKeys (an EPSG code, or a
+// user-defined CRS the keys spell out) through geotiff-geokeys-to-proj4's bundled EPSG tables,
+// and each tile matrix set's own; proj4 converts points between them. No network look-up.
+import { toProj4, type GeoKeys } from "geotiff-geokeys-to-proj4";
+import proj4 from "proj4";
+
+export interface Crs {
+  /** "EPSG:<code>" as the GeoKeys name it, or the PROJ string of a user-defined CRS. */
+  name: string;
+  /** The PROJ string proj4 reads. */
+  definition: string;
+  /** Multiplies the CRS's own x and y into proj4's units (US feet into metres, say). */
+  unitScale: [number, number];
+}
+
+/** GeoKey value meaning "defined by other keys, not an EPSG code". */
+const USER_DEFINED = 32767;
+/** geotiff-geokeys-to-proj4's errors after which its PROJ string does not describe the file. */
+const FATAL = [
+  "CRSNotSupported",
+  "conversionNotSupported",
+  "coordinateTransformationNotSupported",
+  "GeogLinearUnitSizeGeoKeyNotDefined",
+  "GeogAngularUnitSizeGeoKeyNotDefined",
+  "ProjLinearUnitSizeGeoKeyNotDefined",
+];
+
+/** The CRS the GeoKeys define, or undefined when they define none proj4 can use. */
+export function crsOfGeoKeys(keys: Record<string, unknown> | null | undefined): Crs | undefined {
+  if (!keys) return undefined;
+  const code = keys.ProjectedCSTypeGeoKey ?? keys.GeographicTypeGeoKey;
+  const epsg = typeof code === "number" && Number.isInteger(code) && code > 0 && code !== USER_DEFINED ? code : undefined;
+  if (epsg === undefined && keys.ProjectedCSTypeGeoKey === undefined && keys.GeographicTypeGeoKey === undefined) return undefined;
+  let converted: ReturnType<typeof toProj4>;
+  try {
+    converted = toProj4(keys as unknown as GeoKeys);
+  } catch {
+    return undefined;
+  }
+  const errors = converted.errors as unknown as Record<string, unknown>;
+  if (FATAL.some((e) => errors[e] !== undefined)) return undefined;
+  // Linear or angular positions only: EPSG also names speeds and scales as "units".
+  if (!["metre", "degree"].includes(converted.coordinatesUnits)) return undefined;
+  const definition = converted.proj4.trim();
+  if (!definition || !usable(definition)) return undefined;
+  const { x, y } = converted.coordinatesConversionParameters;
+  return { name: epsg === undefined ? definition : `EPSG:${epsg}`, definition, unitScale: [x, y] };
+}
+
+/** Each tile matrix set's CRS, as proj4 defines it (CRS84 is longitude, latitude: proj4's own order). */
+export const TMS_CRS: Readonly<Record<string, string>> = {
+  WebMercatorQuad: proj4.defs("EPSG:3857")!.projStr!,
+  WorldCRS84Quad: proj4.defs("EPSG:4326")!.projStr!,
+};
+
+/** The EPSG code a source must have for its coordinates to be the set's own (no conversion). */
+const TMS_EPSG: Readonly<Record<string, string>> = { WebMercatorQuad: "EPSG:3857", WorldCRS84Quad: "EPSG:4326" };
+
+/** Whether `crs` is tile matrix set `tmsId`'s own. */
+export const inSetCrs = (crs: Crs, tmsId: string) => TMS_EPSG[tmsId] === crs.name;
+
+/** Conversion from `crs` to the CRS of tile matrix set `tmsId`, or back with `inverse`. */
+export function setConversion(crs: Crs, tmsId: string, inverse = false): Conversion {
+  if (inSetCrs(crs, tmsId)) return conversion(TMS_CRS[tmsId], TMS_CRS[tmsId]);
+  return inverse ? conversion(TMS_CRS[tmsId], crs.definition) : conversion(crs.definition, TMS_CRS[tmsId]);
+}
+
+/** Longitude, latitude on WGS 84. */
+export const LON_LAT = TMS_CRS.WorldCRS84Quad;
+
+export type Conversion = (x: number, y: number) => [number, number];
+
+const conversions = new Map<string, Conversion>();
+
+/**
+ * Point conversion from one definition to another; non-finite coordinates where the point has
+ * no image (a pole in Web Mercator). Cached: building one parses both definitions.
+ */
+export function conversion(from: string, to: string): Conversion {
+  const key = `${from}\n${to}`;
+  let convert = conversions.get(key);
+  if (!convert) {
+    if (from === to) {
+      convert = (x, y) => [x, y];
+    } else {
+      const converter = proj4(from, to);
+      convert = (x, y) => {
+        try {
+          return converter.forward([x, y]) as [number, number];
+        } catch {
+          return [Number.NaN, Number.NaN];
+        }
+      };
+    }
+    if (conversions.size >= 256) conversions.clear(); // a few CRSs per catalog; never unbounded
+    conversions.set(key, convert);
+  }
+  return convert;
+}
+
+function usable(definition: string): boolean {
+  try {
+    proj4(definition, LON_LAT);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,87 @@
+// Where each pixel of a tile comes from in the source: tile pixel centre → the set's CRS → the
+// source's CRS → the source level's pixels. A projection call per pixel would cost most of a
+// warp, so the transform is approximated as GDAL's warper does: along each row, exact transforms
+// at the ends and the middle, linear interpolation in between when the middle's error is at most
+// `maxError` source pixels, else the row span is split in two and each half tried again.
+// A source in the set's own CRS maps affinely, so the approximation is exact at once.
+
+/** GDAL's geotransform order: x = t0 + column·t1 + row·t2, y = t3 + column·t4 + row·t5. */
+export type Affine = [number, number, number, number, number, number];
+
+export const applyAffine = (t: Affine, column: number, row: number): [number, number] => [
+  t[0] + column * t[1] + row * t[2],
+  t[3] + column * t[4] + row * t[5],
+];
+
+export function invertAffine(t: Affine): Affine {
+  const det = t[1] * t[5] - t[2] * t[4];
+  const [a, b, d, e] = [t[5] / det, -t[2] / det, -t[4] / det, t[1] / det];
+  return [-(a * t[0] + b * t[3]), a, b, -(d * t[0] + e * t[3]), d, e];
+}
+
+/** GDAL's default error threshold for gdalwarp, in source pixels. */
+export const DEFAULT_MAX_ERROR = 0.125;
+/** A span this short is transformed point by point. */
+const MIN_SPAN = 4;
+
+/** An exact transform of one point; NaN where the point has no image. */
+export type PointTransform = (x: number, y: number) => [number, number];
+
+/** Source coordinates of every output pixel's centre, row-major; NaN where the transform fails. */
+export interface SourceCoordinates {
+  xs: Float64Array;
+  ys: Float64Array;
+  /** Exact transforms made: what the approximation saved is width × height minus this. */
+  exactCalls: number;
+}
+
+/**
+ * The source position of the centre of every pixel of a `width`×`height` output, through
+ * `exact` (output pixel coordinates → source pixel coordinates), approximated within `maxError`.
+ */
+export function sourceCoordinates(exact: PointTransform, width: number, height: number, maxError = DEFAULT_MAX_ERROR): SourceCoordinates {
+  const xs = new Float64Array(width * height);
+  const ys = new Float64Array(width * height);
+  let exactCalls = 0;
+  const at = (x: number, y: number) => {
+    exactCalls++;
+    return exact(x, y);
+  };
+  for (let row = 0; row < height; row++) {
+    const y = row + 0.5;
+    const base = row * width;
+    const first = at(0.5, y);
+    const last = at(width - 0.5, y);
+    span(0, width - 1, first, last);
+
+    /** Fills columns [i0, i1], whose end transforms are known. */
+    function span(i0: number, i1: number, p0: [number, number], p1: [number, number]): void {
+      xs[base + i0] = p0[0];
+      ys[base + i0] = p0[1];
+      xs[base + i1] = p1[0];
+      ys[base + i1] = p1[1];
+      if (i1 - i0 < 2) return;
+      if (i1 - i0 <= MIN_SPAN) {
+        for (let i = i0 + 1; i < i1; i++) [xs[base + i], ys[base + i]] = at(i + 0.5, y);
+        return;
+      }
+      const mid = (i0 + i1) >> 1;
+      const pm = at(mid + 0.5, y);
+      const f = (mid - i0) / (i1 - i0);
+      const error = Math.abs(p0[0] + f * (p1[0] - p0[0]) - pm[0]) + Math.abs(p0[1] + f * (p1[1] - p0[1]) - pm[1]);
+      // NaN (an end or the middle without image) fails the test too: split until exact.
+      if (error <= maxError) {
+        const dx = (p1[0] - p0[0]) / (i1 - i0);
+        const dy = (p1[1] - p0[1]) / (i1 - i0);
+        for (let i = i0 + 1; i < i1; i++) {
+          xs[base + i] = p0[0] + (i - i0) * dx;
+          ys[base + i] = p0[1] + (i - i0) * dy;
+        }
+        return;
+      }
+      span(i0, mid, p0, pm);
+      span(mid, i1, pm, p1);
+    }
+  }
+  return { xs, ys, exactCalls };
+}
