@@ -27,7 +27,7 @@ export const GDAL_RESAMPLING: Record<Resampling, string> = { nearest: "near", bi
 /**
  * gdalwarp of `file` onto a tile: `bounds` in `tms`'s CRS, `side`² pixels, every band as Float32
  * source values; NaN marks what GDAL leaves unwritten (outside the data, nodata), which becomes
- * validity 0.
+ * validity 0. `options`: more gdalwarp arguments.
  */
 export async function gdalWarpTile(
   file: string,
@@ -35,8 +35,9 @@ export async function gdalWarpTile(
   bounds: readonly [number, number, number, number],
   side: number,
   resampling: Resampling,
+  options: string[] = [],
 ): Promise<TilePlanes> {
-  const args = ["-ot", "Float32", "-dstnodata", "nan", "-t_srs", tms.crs, "-te", ...bounds.map(String), "-ts", String(side), String(side), "-r", GDAL_RESAMPLING[resampling]];
+  const args = ["-ot", "Float32", "-dstnodata", "nan", "-t_srs", tms.crs, "-te", ...bounds.map(String), "-ts", String(side), String(side), "-r", GDAL_RESAMPLING[resampling], ...options];
   const out = await call<{ width: number; height: number; bands: number; data: string }>({ op: "warp", src: file, args });
   const raw = Buffer.from(out.data, "base64");
   const all = new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);

@@ -34,6 +34,15 @@ interface Case {
   query?: string;
   /** Why this tile. */
   what: string;
+  /**
+   * gdalwarp's -ovr, only where its default choice is a coin toss: on the grey fixture's own grid
+   * a z11 or z10 tile's resolution is exactly an overview's, and GDAL 3.6 reads that overview or
+   * the next finer level as floating-point noise in its ratio falls (at z11, tile column 1090
+   * reads the overview, 1089 the full level). The reference then reads the level on the grid.
+   */
+  gdalOverview?: string;
+  /** gdalwarp's default reads a finer level than Tessera's (see GDAL_FINER_LEVEL). */
+  gdalReadsFinerLevel?: true;
 }
 
 // Float data needs a rescale to be rendered at all; the warped values compared are the raw ones.
@@ -51,9 +60,9 @@ const CASES: Case[] = [
   { fixture: "utmDem", set: "WebMercatorQuad", z: 13, place: "lake", resampling: "bilinear", query: DEM_RANGE, what: "across a nodata lake" },
   { fixture: "utmDem", set: "WebMercatorQuad", z: 13, place: "cliff", resampling: "nearest", query: DEM_RANGE, what: "full resolution, a cliff" },
   { fixture: "utmDem", set: "WebMercatorQuad", z: 12, place: "westStrip", resampling: "cubic", query: DEM_RANGE, what: "nodata along the west edge" },
-  { fixture: "utmDem", set: "WebMercatorQuad", z: 11, place: "lake", resampling: "cubic", query: DEM_RANGE, what: "overview across nodata" },
+  { fixture: "utmDem", set: "WebMercatorQuad", z: 11, place: "lake", resampling: "cubic", query: DEM_RANGE, gdalReadsFinerLevel: true, what: "overview across nodata" },
   { fixture: "utmDem", set: "WorldCRS84Quad", z: 12, place: "northNotch", resampling: "nearest", query: DEM_RANGE, what: "a nodata notch in the north edge" },
-  { fixture: "utmDem", set: "WorldCRS84Quad", z: 10, place: "cliff", resampling: "bilinear", query: DEM_RANGE, what: "overview, lakes and edges" },
+  { fixture: "utmDem", set: "WorldCRS84Quad", z: 10, place: "cliff", resampling: "bilinear", query: DEM_RANGE, gdalReadsFinerLevel: true, what: "overview, lakes and edges" },
 
   { fixture: "wgs84Uint16", set: "WebMercatorQuad", z: 13, place: "centre", resampling: "nearest", what: "default band (1)" },
   { fixture: "wgs84Uint16", set: "WebMercatorQuad", z: 12, place: "northWest", resampling: "cubic", query: "bidx=3,2,1", what: "three bands, the north-west corner" },
@@ -63,9 +72,9 @@ const CASES: Case[] = [
 
   { fixture: "mercatorGrey", set: "WebMercatorQuad", z: 12, place: "centre", resampling: "nearest", what: "on the grid, full level" },
   { fixture: "mercatorGrey", set: "WebMercatorQuad", z: 12, place: "collar", resampling: "bilinear", what: "on the grid, nodata collar" },
-  { fixture: "mercatorGrey", set: "WebMercatorQuad", z: 11, place: "collar", resampling: "cubic", what: "on the grid, first overview, over the edge" },
+  { fixture: "mercatorGrey", set: "WebMercatorQuad", z: 11, place: "collar", resampling: "cubic", gdalOverview: "0", what: "on the grid, first overview, over the edge" },
   { fixture: "mercatorGrey", set: "WebMercatorQuad", z: 11, place: "centre", resampling: "nearest", scale: 2, what: "@2x, on the full level's grid" },
-  { fixture: "mercatorGrey", set: "WebMercatorQuad", z: 10, place: "centre", resampling: "bilinear", what: "on the grid, smallest overview, over the edges" },
+  { fixture: "mercatorGrey", set: "WebMercatorQuad", z: 10, place: "centre", resampling: "bilinear", gdalOverview: "1", what: "on the grid, smallest overview, over the edges" },
   { fixture: "mercatorGrey", set: "WorldCRS84Quad", z: 11, place: "centre", resampling: "bilinear", what: "warped to lon/lat" },
   { fixture: "mercatorGrey", set: "WorldCRS84Quad", z: 12, place: "collar", resampling: "nearest", what: "warped, nodata collar" },
 ];
@@ -75,18 +84,27 @@ const CASES: Case[] = [
  * metres, uint16 counts), chosen from what was measured (docs/maps.md has both).
  */
 const TOLERANCES: Record<FixtureName, Tolerance> = {
-  utmRgb: { meanAbs: 0, p99: 0, validityMismatch: 0 },
-  utmDem: { meanAbs: 0, p99: 0, validityMismatch: 0 },
-  wgs84Uint16: { meanAbs: 0, p99: 0, validityMismatch: 0 },
-  mercatorGrey: { meanAbs: 0, p99: 0, validityMismatch: 0 },
+  // Two JPEG decoders (rounding, chroma upsampling) before any warp: ±3 levels.
+  utmRgb: { meanAbs: 1.5, p99: 6, validityMismatch: 0.001 },
+  utmDem: { meanAbs: 0.01, p99: 0.05, validityMismatch: 0.001 },
+  wgs84Uint16: { meanAbs: 12, p99: 40, validityMismatch: 0.001 },
+  mercatorGrey: { meanAbs: 0.05, p99: 1, validityMismatch: 0.001 },
 };
 /** A tile on the source's own grid skips the warp: GDAL's answer, exactly. */
 const ON_GRID: Tolerance = { meanAbs: 0, p99: 0, validityMismatch: 0 };
+/**
+ * The DEM's pixels are not square (30 m columns, 20 m rows). For its overview tiles, GDAL 3.6
+ * reads one level finer than Tessera, as its coarser axis calls for, where Tessera sizes the
+ * choice by the diagonal (gdalwarp's suggested resolution); forced to Tessera's level, gdalwarp
+ * gives its values exactly. What remains is the difference between a cubic overview and the
+ * level below it resampled: metres on the cliff, centimetres elsewhere.
+ */
+const GDAL_FINER_LEVEL: Tolerance = { meanAbs: 0.3, p99: 6, validityMismatch: 0.002 };
 /** The rescaled PNG against GDAL's values rescaled, in 8-bit levels. */
-const RENDERED_PNG: Tolerance = { meanAbs: 0, p99: 0, validityMismatch: 0 };
+const RENDERED_PNG: Tolerance = { meanAbs: 0.1, p99: 1, validityMismatch: 0.001 };
 
 const onGrid = (c: Case) => c.fixture === "mercatorGrey" && c.set === "WebMercatorQuad";
-const toleranceOf = (c: Case) => (onGrid(c) ? ON_GRID : TOLERANCES[c.fixture]);
+const toleranceOf = (c: Case) => (onGrid(c) ? ON_GRID : c.gdalReadsFinerLevel ? GDAL_FINER_LEVEL : TOLERANCES[c.fixture]);
 
 const cogs = new Map<FixtureName, Cog>();
 const measured: { c: Case; label: string; d: TileDifference }[] = [];
@@ -134,7 +152,8 @@ async function reference(
   const side = tileSide(req);
   const [minX, minY, maxX, maxY] = tileBounds(tms, req.z, tile.x, tile.y);
   const shift = ((maxX - minX) / side) * shiftPixels;
-  const all = await gdalWarpTile(mapFixture(MAP_FIXTURES[c.fixture]), tms, [minX + shift, minY, maxX + shift, maxY], side, req.resampling);
+  const options = c.gdalOverview === undefined ? [] : ["-ovr", c.gdalOverview];
+  const all = await gdalWarpTile(mapFixture(MAP_FIXTURES[c.fixture]), tms, [minX + shift, minY, maxX + shift, maxY], side, req.resampling, options);
   const bands = renderedBands(c, req);
   return { ...all, bands: bands.map((b) => all.bands[b - 1]), valid: bands.map((b) => all.valid[b - 1]) };
 }
@@ -167,12 +186,14 @@ describe("the comparison fails a warper that is wrong", () => {
   it.each(inner.map((c) => ({ ...c, name: `${c.fixture} ${c.set}` })))("a tile one column off fails: $name", async (c) => {
     const req = await request(c);
     const d = tileDifference(await ours(c, req), await reference(c, req, { tile: { x: req.x + 1, y: req.y } }));
+    measured.push({ c, label: `${label(req)} against x+1`, d });
     expect(exceeded(d, toleranceOf(c)), label(req)).not.toEqual([]);
   });
 
   it.each(inner.map((c) => ({ ...c, name: `${c.fixture} ${c.set}` })))("half a pixel's shift fails: $name", async (c) => {
     const req = await request(c);
     const d = tileDifference(await ours(c, req), await reference(c, req, { shiftPixels: 0.5 }));
+    measured.push({ c, label: `${label(req)} against ½ px east`, d });
     expect(exceeded(d, toleranceOf(c)), label(req)).not.toEqual([]);
   });
 
@@ -182,6 +203,7 @@ describe("the comparison fails a warper that is wrong", () => {
     async (c) => {
       const asked = await request(c, "cubic");
       const d = tileDifference(await ours(c, await request(c, "nearest")), await reference(c, asked));
+      measured.push({ c, label: `${label(asked)} answered nearest`, d });
       expect(exceeded(d, toleranceOf(c)), label(asked)).not.toEqual([]);
     },
   );
