@@ -140,20 +140,21 @@ function renderedBands(c: Case, req: TileRequest): number[] {
 }
 
 /**
- * gdalwarp's tile for `req` (or, for a deliberate mistake, for the tile `tile` instead, or
- * shifted by `shiftPixels` of its own pixels to the east), the request's bands only.
+ * gdalwarp's tile for `req` (or, for a deliberate mistake, for the tile `tile` instead,
+ * shifted by `shiftPixels` of its own pixels to the east, or with more gdalwarp `options`), the
+ * request's bands only.
  */
 async function reference(
   c: Case,
   req: TileRequest,
-  { tile = req, shiftPixels = 0 }: { tile?: Pick<TileRequest, "x" | "y">; shiftPixels?: number } = {},
+  { tile = req, shiftPixels = 0, options = [] }: { tile?: Pick<TileRequest, "x" | "y">; shiftPixels?: number; options?: string[] } = {},
 ): Promise<TilePlanes> {
   const tms = tileMatrixSet(req.tileMatrixSet);
   const side = tileSide(req);
   const [minX, minY, maxX, maxY] = tileBounds(tms, req.z, tile.x, tile.y);
   const shift = ((maxX - minX) / side) * shiftPixels;
-  const options = c.gdalOverview === undefined ? [] : ["-ovr", c.gdalOverview];
-  const all = await gdalWarpTile(mapFixture(MAP_FIXTURES[c.fixture]), tms, [minX + shift, minY, maxX + shift, maxY], side, req.resampling, options);
+  const overview = c.gdalOverview === undefined ? [] : ["-ovr", c.gdalOverview];
+  const all = await gdalWarpTile(mapFixture(MAP_FIXTURES[c.fixture]), tms, [minX + shift, minY, maxX + shift, maxY], side, req.resampling, [...overview, ...options]);
   const bands = renderedBands(c, req);
   return { ...all, bands: bands.map((b) => all.bands[b - 1]), valid: bands.map((b) => all.valid[b - 1]) };
 }
@@ -194,6 +195,14 @@ describe("the comparison fails a warper that is wrong", () => {
     const req = await request(c);
     const d = tileDifference(await ours(c, req), await reference(c, req, { shiftPixels: 0.5 }));
     measured.push({ c, label: `${label(req)} against ½ px east`, d });
+    expect(exceeded(d, toleranceOf(c)), label(req)).not.toEqual([]);
+  });
+
+  it("nodata read as data fails: utmDem across a lake", async () => {
+    const c = CASES.find((k) => k.fixture === "utmDem" && k.place === "lake" && k.z === 13)!;
+    const req = await request(c);
+    const d = tileDifference(await ours(c, req), await reference(c, req, { options: ["-srcnodata", "None"] }));
+    measured.push({ c, label: `${label(req)} against nodata as data`, d });
     expect(exceeded(d, toleranceOf(c)), label(req)).not.toEqual([]);
   });
 
