@@ -1,13 +1,17 @@
 // What `tessera validate` checks, with the decoder's own code: its local-file Source, tiff-guard
 // and geotiff.js's parse (parseTiff), its sample, predictor and codec checks, then Cog.open and
 // one decoded block, so a valid file is one the decoder serves. Every problem found is listed,
-// each with the command that fixes it.
+// each with the command that fixes it. Samples other than 8-bit are served as map tiles only:
+// a problem for a file that is not georeferenced (nothing would serve it), else a valid file
+// whose report says IIIF images of it are refused.
 
 import path from "node:path";
 import { getDecoder, type GeoTIFFImage } from "geotiff";
 import { HttpError } from "../shared/errors";
 import { blockParameters, COMPRESSION } from "../regional/cog/codecs";
 import { Cog, MAX_TILE_SIDE, parseTiff, unsupportedSamples, type CogLevel, type ParsedTiff } from "../regional/cog/cog";
+import { readBands } from "../regional/cog/bands";
+import { readGeoreference } from "../regional/cog/georeference";
 import { openLocalFile } from "../regional/source/local";
 import type { Source } from "../regional/source/source";
 
@@ -33,6 +37,8 @@ export interface Report {
   file: string;
   valid: boolean;
   problems: Problem[];
+  /** What a valid file is served as: IIIF images (8-bit samples), map tiles (georeferenced). */
+  serves: { images: boolean; tiles: boolean };
   /** Null when the file could not be parsed as a TIFF. */
   info: CogInfo | null;
 }
@@ -53,7 +59,7 @@ const TILE_MULTIPLE = 16;
 export async function checkCog(file: string): Promise<Report> {
   const source = await openLocalFile(file, path.basename(file));
   if (!source) {
-    return { file, valid: false, problems: [{ code: "not_found", message: `${file}: no such file`, fix: "check the path" }], info: null };
+    return { file, valid: false, problems: [{ code: "not_found", message: `${file}: no such file`, fix: "check the path" }], serves: NOTHING, info: null };
   }
   try {
     return await checkSource(file, source);
@@ -68,10 +74,14 @@ async function checkSource(file: string, source: Source): Promise<Report> {
     parsed = await parseTiff(source, { prefetchRing: 0 });
   } catch (e) {
     const problem = (await startsLikeTiff(source)) ? { code: codeOf(e), message: messageOf(e) } : { code: "not_tiff", message: `${file} is not a TIFF file` };
-    return { file, valid: false, problems: [{ ...problem, fix: `convert it from the original with GDAL: ${translateLine(file)}` }], info: null };
+    return { file, valid: false, problems: [{ ...problem, fix: `convert it from the original with GDAL: ${translateLine(file)}` }], serves: NOTHING, info: null };
   }
   const pyramid = pyramidProblems(parsed.levels);
-  const found = [...(await Promise.all(parsed.levels.map(levelProblems))).flat(), ...pyramid, ...(await layoutProblems(parsed))];
+  const tiles = readGeoreference(parsed.levels[0].image, parsed.levels) !== undefined;
+  const images = parsed.levels.every((level) => unsupportedSamples(level.image).every((p) => !EIGHT_BIT.has(p.property)));
+  const levelFound = (await Promise.all(parsed.levels.map(levelProblems))).flat();
+  // Map tiles read any sample type: for a georeferenced file, IIIF's 8-bit limit is no problem.
+  const found = [...levelFound.filter((f) => !tiles || !EIGHT_BIT.has(f.code)), ...pyramid, ...(await layoutProblems(parsed))];
   // GDAL keeps the overviews a file has unless told otherwise: wrong ones must be rebuilt.
   const line = translateLine(file, parsed.levels[0].image, parsed.levels.length > 1 && pyramid.length > 0);
   // Only a file with nothing else wrong is asked of the decoder itself: it catches what the checks above do not.
@@ -79,8 +89,13 @@ async function checkSource(file: string, source: Source): Promise<Report> {
   // The same problem in every level is one problem.
   const unique = new Map(found.map(({ code, message, action }) => [message, { code, message, fix: `${action}: ${line}` }]));
   const problems = [...unique.values()];
-  return { file, valid: problems.length === 0, problems, info: infoOf(parsed.levels) };
+  const valid = problems.length === 0;
+  return { file, valid, problems, serves: valid ? { images, tiles } : NOTHING, info: infoOf(parsed.levels) };
 }
+
+/** Properties only the 8-bit IIIF pipeline needs. */
+const EIGHT_BIT = new Set(["bit_depth", "sample_format"]);
+const NOTHING = { images: false, tiles: false };
 
 /** Problems of one level's storage: tiling, samples, predictor and codec. */
 async function levelProblems(level: CogLevel): Promise<Finding[]> {
@@ -162,8 +177,13 @@ async function firstDataOffset(image: GeoTIFFImage): Promise<number> {
 async function decoderRefusal(source: Source): Promise<Finding[]> {
   try {
     const cog = await Cog.open(source, { prefetchRing: 0 });
-    // A one-pixel window still decodes its whole block.
-    await cog.readWindow(cog.levels.length - 1, { x: 0, y: 0, w: 1, h: 1 });
+    // A one-pixel window still decodes its whole block: as IIIF reads it, or as map tiles do.
+    const smallest = cog.levels.length - 1;
+    if (!cog.imageRefusal) await cog.readWindow(smallest, { x: 0, y: 0, w: 1, h: 1 });
+    else {
+      const work = cog.budget.tryReserve(cog.windowCost(smallest, [0, 0, 1, 1]), `validating ${source.label}`);
+      await readBands(cog, smallest, [0, 0, 1, 1], [1], undefined, new AbortController().signal, work).finally(() => work.release());
+    }
     return [];
   } catch (e) {
     return [{ code: codeOf(e), message: messageOf(e), action: "rewrite it with GDAL" }];

@@ -22,5 +22,5 @@ export const requestSeconds = new Histogram({
 /** The metric label for a request path: a fixed, small set. */
 export function routeOf(pathname: string): string {
   const first = pathname.split("/")[pathname.startsWith("/v1/") ? 2 : 1];
-  return ["info", "image", "health", "metrics"].includes(first) ? first : "other";
+  return ["info", "image", "tiles", "health", "metrics"].includes(first) ? first : "other";
 }

@@ -4,13 +4,14 @@
 //   GET /health                                  → { ok, capacity }            (unauthenticated)
 //   GET /v1/info/{id}?version=V                  → SourceInfo JSON
 //   GET /v1/image/{id}/{region}/{size}/{rotation}/{quality}.{format}?version=V → image bytes
+//   GET /v1/tiles/{id}/{tileMatrixSet}/{z}/{x}/{y}[@2x].{ext}?{query}&version=V → a map tile (tile-handler.ts)
 //
 // The runtime limits wrap every /v1 request here: a request-limiter permit (or 503 at
 // once), a deadline covering opening, budget waits, I/O and encoding (408), and one
 // AbortSignal that fires on the client's disconnect or the deadline and reaches every Source
-// read and every stage boundary. Images reserve their estimated work memory from the work
-// budget before any pixel I/O (one exclusive retry when the allowance is taken; 413 when the
-// request alone exceeds it).
+// read and every stage boundary. Images and tiles reserve their estimated work memory from the
+// work budget before any pixel I/O (one exclusive retry when the allowance is taken; 413 when
+// the request alone exceeds it).
 
 import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -48,6 +49,9 @@ import { isValidSourceId } from "./source/source-id";
 import { sourceChunks } from "./source/chunks";
 import type { SourceCatalog } from "./source/source";
 import { admitWork, WorkBudget, type Reservation } from "./work-budget";
+import type { PreparedDecode } from "./prepared-decode";
+import { prepareTile } from "./tile-handler";
+import { parseTileRequest, type TilePathParams } from "../shared/maps/tile-request";
 import { renderCost } from "./work-estimate";
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -208,6 +212,8 @@ export function createDecoderServer(options: DecoderOptions): Server {
     if (parts.length >= 2 && !isValidSourceId(parts[1])) throw notFound(`unknown source "${parts[1]}"`);
     const [kind, id, region, size, rotation, qualityFormat] = parts;
     const grant = grantOf(limits);
+    const tileQuery = new URLSearchParams(url.searchParams);
+    tileQuery.delete("version");
     // Each route: its segment count, the limiter it runs under, and its handler, given the
     // request's deadline signal. /file decodes nothing: it has a cap of its own, and its stream
     // ends with its client, not its deadline (which bounds the open, before the headers).
@@ -215,6 +221,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
       info: [2, limiter, (s) => info(id, version, s)],
       file: [2, transfers, (s) => file(id, version, s, controller.signal)],
       image: [6, limiter, (s) => image(id, { region, size, rotation, qualityFormat }, version, s, grant)],
+      tiles: [6, limiter, (s) => tile(id, { tileMatrixSet: region, z: size, x: rotation, y: qualityFormat }, tileQuery, version, s, grant)],
     };
     const [length, routeLimiter, route] = Object.hasOwn(routes, kind) ? routes[kind] : [];
     if (!route || !routeLimiter || parts.length !== length) throw notFound(`no route ${url.pathname}`);
@@ -290,36 +297,57 @@ export function createDecoderServer(options: DecoderOptions): Server {
     // Syntax first: a malformed request costs no I/O.
     const parsed = parseImageRequest(parts, 3);
     return withCog(id, version, signal, async (cog) => {
+      // Sources of other than 8-bit samples are map tiles only.
+      if (cog.imageRefusal) throw cog.imageRefusal;
       // `max` resolves within what this decoder can render; explicit sizes are the edge's to
       // hold to the declared limits (400) and the work budget's to refuse (413).
       const resolved = resolveImageRequest(parsed, parsed.size.kind === "max" ? cog.limits : cog);
       checkSupported(resolved);
-      const what = `${id} ${parts.region}/${parts.size}`;
-      const cost = renderCost(cog, resolved);
-      // Within the DO's grant the work is reserved at once; above it the DO must re-admit it.
-      if (grant && cost > grant.bytes) throw new GrantExceeded(cost);
-      const work = grant ? budget.takeGranted(cost) : await admitWork(budget, cost, what, signal, () => runtime.budgetRetries.inc());
-      const stopped = runtime.decodes.start(grant?.partition ?? classify(cost, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES));
-      try {
-        const out = await renderImage(cog, resolved, signal, work);
-        // The encoded answer (its estimate's encode stage) stays reserved until its last byte is written.
-        const held = work.carve(out.body.length);
-        return {
-          status: 200,
-          headers: {
-            "content-type": out.contentType,
-            [VERSION_HEADER]: cog.source.version,
-            // The precise peak-memory estimate, for the DO's classifier-disagreement count.
-            [ESTIMATE_HEADER]: String(cost),
-          },
-          body: out.body,
-          done: () => held.release(),
-        };
-      } finally {
-        stopped();
-        work.release();
-      }
+      const prepared: PreparedDecode = {
+        cost: renderCost(cog, resolved),
+        what: `${id} ${parts.region}/${parts.size}`,
+        render: (s, work) => renderImage(cog, resolved, s, work),
+      };
+      return decode(cog, prepared, signal, grant);
     });
+  }
+
+  async function tile(id: string, path: TilePathParams, query: URLSearchParams, version: string | undefined, signal: AbortSignal, grant: Grant | undefined): Promise<Answer> {
+    // Syntax first: a malformed request costs no I/O.
+    const req = parseTileRequest(path, query);
+    return withCog(id, version, signal, async (cog) => decode(cog, prepareTile(cog, id, req), signal, grant));
+  }
+
+  /**
+   * Runs a costed decode as every decode runs: within the DO's grant its work is reserved at
+   * once (above it the DO must re-admit it: GrantExceeded); without a grant, from this
+   * decoder's work budget (one exclusive retry, 413 when it can never fit). The answer carries
+   * the precise estimate, and its encoded bytes stay reserved until the last one is written.
+   */
+  async function decode(cog: Cog, prepared: PreparedDecode, signal: AbortSignal, grant: Grant | undefined): Promise<Answer> {
+    const { cost, what } = prepared;
+    if (grant && cost > grant.bytes) throw new GrantExceeded(cost);
+    const work = grant ? budget.takeGranted(cost) : await admitWork(budget, cost, what, signal, () => runtime.budgetRetries.inc());
+    const stopped = runtime.decodes.start(grant?.partition ?? classify(cost, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES));
+    try {
+      const out = await prepared.render(signal, work);
+      // The encoded answer (its estimate's encode stage) stays reserved until its last byte is written.
+      const held = work.carve(out.body.length);
+      return {
+        status: 200,
+        headers: {
+          "content-type": out.contentType,
+          [VERSION_HEADER]: cog.source.version,
+          // The precise peak-memory estimate, for the DO's classifier-disagreement count.
+          [ESTIMATE_HEADER]: String(cost),
+        },
+        body: out.body,
+        done: () => held.release(),
+      };
+    } finally {
+      stopped();
+      work.release();
+    }
   }
 
   /** Cheapest first: the stored tile itself, a TurboJPEG encode of cached pixels, libvips. */

@@ -23,8 +23,9 @@ export function addValidateCommand(program: Command, output: Output): void {
 }
 
 /** The report as people read it: the verdict, what the file is, then each problem and its fix. */
-function describe({ file, valid, problems, info }: Report): string {
-  const lines = [`${file}: ${valid ? "valid, the decoder serves it" : "not valid"}`];
+function describe({ file, valid, problems, serves, info }: Report): string {
+  const only = serves.images ? "" : " as map tiles only (IIIF images need 8-bit samples)";
+  const lines = [`${file}: ${valid ? `valid, the decoder serves it${only}` : "not valid"}`];
   if (info) {
     const { width, height, levels, tileWidth, tileHeight, compression, bands } = info;
     lines.push(`  ${width}x${height} pixels, ${levels} level${levels === 1 ? "" : "s"}, ${tileWidth}x${tileHeight} blocks, ${compression}, ${bands} band${bands === 1 ? "" : "s"}`);

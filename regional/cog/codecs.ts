@@ -36,6 +36,9 @@ export interface BlockParameters {
   JPEGTables?: Uint8Array;
 }
 
+/** SampleFormat of IEEE floating-point samples. */
+const SAMPLE_FORMAT_FLOAT = 3;
+
 export const COMPRESSION = { none: 1, lzw: 5, oldJpeg: 6, jpeg: 7, deflate: 8, adobeDeflate: 32946, packBits: 32773, lerc: 34887, zstd: 50000, webp: 50001 };
 
 export class BlockTooLargeError extends HttpError {
@@ -57,10 +60,12 @@ export async function blockParameters(dir: ImageFileDirectory): Promise<BlockPar
   const bitsPerSample = bits === undefined ? [1] : typeof bits === "number" ? [bits] : Array.from(bits);
   const tables = (await dir.loadValue("JPEGTables")) as ArrayLike<number> | undefined;
   const predictor = ((await dir.loadValue("Predictor")) as number) || 1;
+  const formats = (await dir.loadValue("SampleFormat")) as ArrayLike<number> | number | undefined;
+  const float = (typeof formats === "number" ? formats : formats?.[0]) === SAMPLE_FORMAT_FLOAT;
   // geotiff.js passes a block with an unknown Predictor through undone (wrong pixels); libtiff
-  // refuses it, and 3 (floating point) needs float samples, which are refused anyway.
-  if (predictor !== 1 && predictor !== 2) {
-    throw unsupported(`Predictor ${predictor} is not supported (1, none, or 2, horizontal differencing, for 8-bit integer samples)`);
+  // refuses it. 3 (floating point) is undone only on float samples, as libtiff does.
+  if (predictor !== 1 && predictor !== 2 && !(predictor === 3 && float)) {
+    throw unsupported(`Predictor ${predictor} is not supported (1, none; 2, horizontal differencing, for integer samples; 3 for floating-point samples)`);
   }
   return {
     tileWidth: (await dir.loadValue(tiled ? "TileWidth" : "ImageWidth")) as number,
@@ -268,7 +273,8 @@ export function decodeLzw(src: Uint8Array, limit: number): Uint8Array {
 
 function toArrayBuffer(b: Uint8Array): ArrayBuffer {
   if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer) return b.buffer;
-  return b.slice().buffer as ArrayBuffer;
+  // A copy of the view alone: a Node Buffer's own slice() shares its (larger, pooled) memory.
+  return Uint8Array.prototype.slice.call(b).buffer as ArrayBuffer;
 }
 
 type DecoderClass = Parameters<typeof addDecoder>[1] extends () => Promise<infer C> ? C : never;

@@ -3,7 +3,9 @@
 // geotiff.js parses the IFDs; the common layouts are read block by block through a BlockReader
 // (decoded-block cache, coalescing, the bounded codecs of codecs.ts), the rest through
 // geotiff.js's readRasters with the same codecs. All I/O goes through a Source (via
-// GeoTiffSource). Pixels come out as interleaved 8-bit samples (see pixels.ts).
+// GeoTiffSource). Pixels come out as interleaved 8-bit samples (see pixels.ts). Sources of 16- and
+// 32-bit integer or floating-point samples open too: map tiles read their bands raw (bands.ts);
+// IIIF images of them are refused (501) by the 8-bit pipeline.
 
 import { GeoTIFF, getDecoder, type GeoTIFFImage } from "geotiff";
 import { HttpError, unsupported } from "../../shared/errors";
@@ -62,6 +64,8 @@ export interface CogLevel extends LevelSize {
   image: GeoTIFFImage;
   /** Block-level reads with the decoded-block cache, for the common layouts (else geotiff's readRasters). */
   blocks?: BlockReader;
+  /** The level's transparency mask (GDAL writes one per level), when the file has them. */
+  mask?: GeoTIFFImage;
 }
 
 export class Cog {
@@ -88,8 +92,9 @@ export class Cog {
     const full = images.find((image) => levels.some((l) => l.image === image))!;
     for (const level of levels) {
       checkGeometry(level, source.label);
-      const [refused] = unsupportedSamples(level.image);
-      if (refused) throw refused.error;
+      const refused = unreadableSamples(level.image, full);
+      if (refused) throw refused;
+      level.mask = images.find((image) => isMask(image) && image.getWidth() === level.width && image.getHeight() === level.height);
       if (level.image !== full && (level.width > full.getWidth() || level.height > full.getHeight())) {
         throw malformed(source.label, `overview ${images.indexOf(level.image)} (${level.width}x${level.height}) is larger than the full-resolution image (${full.getWidth()}x${full.getHeight()})`);
       }
@@ -156,6 +161,11 @@ export class Cog {
       maxArea: this.limits.maxArea,
       georeference: this.geo?.info,
     };
+  }
+
+  /** Why the 8-bit IIIF pipeline cannot render this source (501), or undefined when it can. */
+  get imageRefusal(): HttpError | undefined {
+    return unsupportedSamples(this.levels[0].image)[0]?.error;
   }
 
   /** Work memory (bytes) reading `window` of level `index` takes: its blocks, stored and decoded, and the window. */
@@ -292,7 +302,7 @@ export async function parseTiff(source: Source, options: CogOptions = {}, signal
     throw asHttpError(e, source);
   }
   const levels = images
-    .filter((img) => ((img.getFileDirectory().getValue("NewSubfileType") ?? 0) & SUBFILE_MASK) === 0)
+    .filter((img) => !isMask(img))
     .map((image) => ({
       width: image.getWidth(),
       height: image.getHeight(),
@@ -303,6 +313,10 @@ export async function parseTiff(source: Source, options: CogOptions = {}, signal
     .sort((a, b) => b.width - a.width || b.height - a.height);
   if (levels.length === 0) throw malformed(source.label, "no image");
   return { tiff, images, levels };
+}
+
+function isMask(image: GeoTIFFImage): boolean {
+  return ((image.getFileDirectory().getValue("NewSubfileType") ?? 0) & SUBFILE_MASK) !== 0;
 }
 
 /** Dimensions and tiling the arithmetic below can trust (no overflow, no absurd allocations). */
@@ -319,7 +333,8 @@ function checkGeometry(level: CogLevel, label: string): void {
 /**
  * A BlockReader for the layouts that decode straight to interleaved 8-bit colour (+ alpha):
  * tiled, chunky, gray or RGB, or YCbCr stored as JPEG (libjpeg converts it to RGB). Other
- * layouts (strips, planar, palette, CMYK, Lab) go through geotiff.js's readRasters.
+ * layouts (strips, planar, palette, CMYK, Lab, samples of other types) go through geotiff.js's
+ * readRasters.
  */
 async function blockReaderFor(source: Source, keyPrefix: string, level: CogLevel, cache: DecodedBlockCache): Promise<BlockReader | undefined> {
   const dir = level.image.getFileDirectory();
@@ -330,7 +345,7 @@ async function blockReaderFor(source: Source, keyPrefix: string, level: CogLevel
     photometric === PHOTOMETRIC.blackIsZero ||
     photometric === PHOTOMETRIC.rgb ||
     (photometric === PHOTOMETRIC.ycbcr && compression === COMPRESSION.jpeg);
-  if (!dir.hasTag("TileWidth") || params.planarConfiguration !== 1 || !direct) return undefined;
+  if (!dir.hasTag("TileWidth") || params.planarConfiguration !== 1 || !direct || unsupportedSamples(level.image).length > 0) return undefined;
   const colour = photometric === PHOTOMETRIC.blackIsZero ? 1 : 3;
   const channels = (colour + (hasAlpha(level.image) ? 1 : 0)) as 1 | 2 | 3 | 4;
   if (params.samplesPerPixel < channels) return undefined;
@@ -356,6 +371,41 @@ async function checkRasterRanges(source: Source, level: CogLevel): Promise<void>
   for (let i = 0; i < offsets.length; i++) checkStoredRange(source, noun, i, Number(offsets[i]), Number(counts[i]), decoded);
 }
 
+/** Sample types map tiles read: integers of 8, 16 or 32 bits, signed or not, and 32- or 64-bit floats. */
+const READABLE_BITS: Record<number, number[]> = { 1: [8, 16, 32], 2: [8, 16, 32], 3: [32, 64] };
+
+/**
+ * Why no route can serve `image` (501), or undefined: samples of a type or layout neither the
+ * IIIF pipeline nor map tiles read, a photometric interpretation not decoded, too few samples,
+ * or a level whose samples differ from the full image's.
+ */
+export function unreadableSamples(image: GeoTIFFImage, full: GeoTIFFImage): HttpError | undefined {
+  const structural = unsupportedSamples(image).find((p) => p.property === "photometric" || p.property === "samples_per_pixel");
+  if (structural) return structural.error;
+  const { bits, formats } = sampleFields(image);
+  const readable = bits.every((b, i) => READABLE_BITS[formats[i] ?? formats[0]]?.includes(b));
+  if (!readable || new Set(bits).size > 1 || new Set(formats).size > 1) {
+    return unsupported(`sources with ${describeSamples(bits, formats)} samples are not supported (8-, 16- or 32-bit integers, 32- or 64-bit floats, the same in every band)`);
+  }
+  const same = sampleFields(full);
+  if (image.getSamplesPerPixel() !== full.getSamplesPerPixel() || same.bits[0] !== bits[0] || same.formats[0] !== formats[0]) {
+    return unsupported("an overview whose samples differ from the full-resolution image's is not supported");
+  }
+  return undefined;
+}
+
+function sampleFields(image: GeoTIFFImage): { bits: number[]; formats: number[] } {
+  const dir = image.getFileDirectory();
+  return {
+    bits: Array.from((dir.getValue("BitsPerSample") as ArrayLike<number> | undefined) ?? [1]),
+    formats: Array.from((dir.getValue("SampleFormat") as ArrayLike<number> | undefined) ?? [1]),
+  };
+}
+
+const FORMAT_NAMES: Record<number, string> = { 1: "unsigned", 2: "signed", 3: "floating-point", 4: "untyped", 5: "complex integer", 6: "complex floating-point" };
+const describeSamples = (bits: number[], formats: number[]) =>
+  `${[...new Set(bits)].join("/")}-bit ${[...new Set(formats)].map((f) => FORMAT_NAMES[f] ?? `format ${f}`).join("/")}`;
+
 /** A property of an image the 8-bit pipeline cannot serve, and the 501 the decoder answers with. */
 export interface UnsupportedSamples {
   property: "bit_depth" | "sample_format" | "photometric" | "samples_per_pixel";
@@ -369,10 +419,10 @@ export function unsupportedSamples(image: GeoTIFFImage): UnsupportedSamples[] {
   const formats = Array.from((dir.getValue("SampleFormat") as ArrayLike<number> | undefined) ?? [1]);
   const found: UnsupportedSamples[] = [];
   if (!bits.every((b) => b === 8)) {
-    found.push({ property: "bit_depth", error: unsupported(`sources with ${[...new Set(bits)].join("/")}-bit samples are not supported (8-bit only)`) });
+    found.push({ property: "bit_depth", error: unsupported(`IIIF images of sources with ${[...new Set(bits)].join("/")}-bit samples are not supported (8-bit only; map tiles serve them)`) });
   }
   if (!formats.every((f) => f === 1)) {
-    found.push({ property: "sample_format", error: unsupported("sources with signed or floating-point samples are not supported (unsigned 8-bit only)") });
+    found.push({ property: "sample_format", error: unsupported("IIIF images of sources with signed or floating-point samples are not supported (unsigned 8-bit only; map tiles serve them)") });
   }
   const photometric = dir.getValue("PhotometricInterpretation");
   if (!Object.values(PHOTOMETRIC).includes(photometric as number)) {
@@ -389,7 +439,7 @@ export function unsupportedSamples(image: GeoTIFFImage): UnsupportedSamples[] {
 }
 
 /** Failures of parsing or decoding: HttpErrors pass through, anything else is a 502. */
-function asHttpError(e: unknown, source: Source): HttpError {
+export function asHttpError(e: unknown, source: Source): HttpError {
   if (e instanceof HttpError) return e;
   const message = e instanceof Error ? e.message : String(e);
   if (/unknown compression|unsupported/i.test(message)) {

@@ -19,6 +19,7 @@ beforeAll(async () => {
   gdal("strips.tif", []);
   gdal("no-overviews.tif", ["-co", "TILED=YES", "-co", "COMPRESS=DEFLATE"]);
   gdal("sixteen-bit.tif", ["-of", "COG", "-ot", "UInt16", "-co", "COMPRESS=DEFLATE"]);
+  gdal("sixteen-bit-utm.tif", ["-of", "COG", "-ot", "UInt16", "-co", "COMPRESS=DEFLATE", "-a_srs", "EPSG:32633", "-a_ullr", "500000", "5000000", "510000", "4990000"]);
   gdal("lerc.tif", ["-of", "COG", "-co", "COMPRESS=LERC"]);
   await writeFile(file("not-a-tiff.tif"), "this is text, not an image\n");
 });
@@ -47,6 +48,7 @@ describe("tessera validate", { timeout: 20_000 }, () => {
       file: SAMPLE,
       valid: true,
       problems: [],
+      serves: { images: true, tiles: false },
       info: { width: 1000, height: 1000, levels: 3, tileWidth: 256, tileHeight: 256, compression: "jpeg", bands: 3 },
     });
   });
@@ -68,16 +70,24 @@ describe("tessera validate", { timeout: 20_000 }, () => {
     expect(run.stderr).toBe(`tessera: ${file("no-overviews.tif")} is not a COG the decoder serves (1 problem)\n`);
   });
 
-  it("refuses 16-bit samples with the decoder's own message, and a fix that scales to 8 bits, losslessly stored", async () => {
+  it("refuses 16-bit samples of a picture that is not georeferenced with the decoder's own message, and a fix that scales to 8 bits, losslessly stored", async () => {
     const { code, report } = await validateJson(file("sixteen-bit.tif"));
     expect(code).toBe(1);
     expect(report.problems).toEqual([
       {
         code: "bit_depth",
-        message: "sources with 16-bit samples are not supported (8-bit only)",
+        message: "IIIF images of sources with 16-bit samples are not supported (8-bit only; map tiles serve them)",
         fix: `rewrite it as 8-bit unsigned samples: gdal_translate -of COG -ot Byte -scale -co COMPRESS=DEFLATE -co BLOCKSIZE=512 -co OVERVIEWS=AUTO ${file("sixteen-bit.tif")} ${file("sixteen-bit.cog.tif")}`,
       },
     ]);
+  });
+
+  it("passes 16-bit samples of a georeferenced file, served as map tiles only", async () => {
+    const { code, report } = await validateJson(file("sixteen-bit-utm.tif"));
+    expect(code).toBe(0);
+    expect(report).toMatchObject({ valid: true, problems: [], serves: { images: false, tiles: true } });
+    const run = await tessera(["validate", file("sixteen-bit-utm.tif")]);
+    expect(run.stdout).toContain("valid, the decoder serves it as map tiles only (IIIF images need 8-bit samples)");
   });
 
   it("refuses a codec the decoder does not read (LERC)", async () => {

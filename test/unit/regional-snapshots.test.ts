@@ -125,7 +125,7 @@ describe("unexpected failures", () => {
     }
   });
 
-  it("answer 501 for a TIFF with non-8-bit samples, naming the reason", async () => {
+  it("answer 501 for a IIIF image of a TIFF with non-8-bit samples, naming the reason (its info is served)", async () => {
     const { execFileSync } = await import("node:child_process");
     execFileSync("gdal_translate", [
       "-q", "-of", "COG", "-ot", "UInt16", "-co", "BLOCKSIZE=256",
@@ -133,7 +133,10 @@ describe("unexpected failures", () => {
     ]);
     const d = await startDecoder(new LocalCatalog(fixtures.dir));
     try {
-      const res = await signedGet(d, DECODER.info("sixteen"));
+      const info = await signedGet(d, DECODER.info("sixteen"));
+      expect(info.status).toBe(200);
+      const { version } = (await info.json()) as { version: string };
+      const res = await signedGet(d, DECODER.image("sixteen", "full/max/0/default.jpg", version));
       expect(res.status).toBe(501);
       expect(((await res.json()) as { message: string }).message).toContain("16-bit");
     } finally {

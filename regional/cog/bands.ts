@@ -1,0 +1,139 @@
+// Raw band reads for map tiles: the samples of the bands a tile renders over one level's window,
+// as float planes, each with its validity. A pixel is invalid where the level's transparency
+// mask (GDAL writes one per level) or an alpha band says so, where its value is the nodata
+// value (the request's, else the file's GDAL_NODATA), or where it is NaN. 8-bit chunky levels
+// go through the block reader (decoded-block cache, coalesced reads); everything else through
+// geotiff.js's readRasters with the bounded codecs. Every read goes through the Source and
+// stops at the signal.
+import type { GeoTIFFImage } from "geotiff";
+import { untilAborted } from "../../shared/abort";
+import type { Reservation } from "../work-budget";
+import { asHttpError, type Cog, type LevelWindow } from "./cog";
+
+export type SampleKind = "uint" | "int" | "float";
+
+/** One band of a window read: its values and where they are valid (1) or not (0). */
+export interface Plane {
+  width: number;
+  height: number;
+  values: Float32Array;
+  valid: Uint8Array;
+}
+
+/** What a source's samples are: every band shares one type. */
+export interface SampleType {
+  kind: SampleKind;
+  bits: number;
+}
+
+const KINDS: Record<number, SampleKind> = { 1: "uint", 2: "int", 3: "float" };
+/** PhotometricInterpretation values whose first three samples are colour (RGB, and YCbCr decoded to RGB). */
+const COLOUR_PHOTOMETRICS = new Set([2, 6]);
+/** ExtraSamples values that mean alpha (associated, unassociated). */
+const ALPHA = new Set([1, 2]);
+
+export function sampleType(image: GeoTIFFImage): SampleType {
+  const dir = image.getFileDirectory();
+  const bits = (dir.getValue("BitsPerSample") as ArrayLike<number> | undefined)?.[0] ?? 1;
+  const format = (dir.getValue("SampleFormat") as ArrayLike<number> | undefined)?.[0] ?? 1;
+  return { kind: KINDS[format] ?? "uint", bits };
+}
+
+/** The bands a source has: how many, the ones rendered by default (one-based), its alpha band's index. */
+export interface BandLayout {
+  count: number;
+  defaults: number[];
+  /** Zero-based sample index of the alpha band. */
+  alpha?: number;
+}
+
+export function bandLayout(image: GeoTIFFImage): BandLayout {
+  const dir = image.getFileDirectory();
+  const count = image.getSamplesPerPixel();
+  const colour = COLOUR_PHOTOMETRICS.has(dir.getValue("PhotometricInterpretation") as number) && count >= 3 ? 3 : 1;
+  const extra = dir.getValue("ExtraSamples") as ArrayLike<number> | number | undefined;
+  const first = typeof extra === "number" ? extra : extra?.[0];
+  const alpha = first !== undefined && ALPHA.has(first) && count > colour ? colour : undefined;
+  return { count, defaults: colour === 3 ? [1, 2, 3] : [1], ...(alpha !== undefined && { alpha }) };
+}
+
+/**
+ * Reads one-based `bands` of level `index` over `window`. `nodata` overrides the file's value.
+ * `work` is the request's reservation (shared by block fetches that outlive a cancel).
+ */
+export async function readBands(
+  cog: Cog,
+  index: number,
+  window: LevelWindow,
+  bands: number[],
+  nodata: number | undefined,
+  signal: AbortSignal,
+  work: Reservation,
+): Promise<Plane[]> {
+  const level = cog.levels[index];
+  const layout = bandLayout(level.image);
+  const width = window[2] - window[0];
+  const height = window[3] - window[1];
+  const samples = [...new Set([...bands.map((b) => b - 1), ...(layout.alpha === undefined ? [] : [layout.alpha])])];
+  try {
+    const [raw, mask] = await Promise.all([
+      readSamples(cog, index, window, samples, signal, work),
+      level.mask ? untilAborted(level.mask.readRasters({ window, samples: [0], signal }), signal) : undefined,
+    ]);
+    // Where the mask or the alpha band hides the pixel, every band is invalid.
+    const common = new Uint8Array(width * height).fill(1);
+    if (mask) and(common, mask[0] as ArrayLike<number>);
+    if (layout.alpha !== undefined) and(common, raw[samples.indexOf(layout.alpha)]);
+    const type = sampleType(level.image);
+    const missing = nodata ?? level.image.getGDALNoData() ?? undefined;
+    return bands.map((band) => {
+      const values = toFloat(raw[samples.indexOf(band - 1)]);
+      return { width, height, values, valid: validity(values, common, missing, type) };
+    });
+  } catch (e) {
+    if (signal.aborted) throw signal.reason ?? e;
+    throw asHttpError(e, cog.source);
+  }
+}
+
+/** The samples' planes: through the cached block reader when the level has one that holds them all. */
+async function readSamples(cog: Cog, index: number, window: LevelWindow, samples: number[], signal: AbortSignal, work: Reservation): Promise<ArrayLike<number>[]> {
+  const level = cog.levels[index];
+  const channels = level.blocks?.layout.channels ?? 0;
+  if (samples.every((s) => s < channels)) {
+    const pixels = await cog.readLevelWindow(index, window, signal, work);
+    const { data, width: stride, crop } = pixels;
+    return samples.map((s) => {
+      const plane = new Uint8Array(crop.width * crop.height);
+      for (let y = 0; y < crop.height; y++) {
+        const from = ((crop.top + y) * stride + crop.left) * pixels.channels + s;
+        for (let x = 0; x < crop.width; x++) plane[y * crop.width + x] = data[from + x * pixels.channels];
+      }
+      return plane;
+    });
+  }
+  const rasters = await untilAborted(level.image.readRasters({ window, samples, signal }), signal);
+  return Array.from({ length: samples.length }, (_, i) => rasters[i] as ArrayLike<number>);
+}
+
+function and(valid: Uint8Array, plane: ArrayLike<number>): void {
+  for (let i = 0; i < valid.length; i++) if (plane[i] === 0) valid[i] = 0;
+}
+
+function toFloat(plane: ArrayLike<number>): Float32Array {
+  return plane instanceof Float32Array ? plane : Float32Array.from(plane);
+}
+
+/** 1 where `common` allows, the value is not NaN and not `nodata` (compared as the samples are stored). */
+function validity(values: Float32Array, common: Uint8Array, nodata: number | undefined, type: SampleType): Uint8Array {
+  const valid = new Uint8Array(values.length);
+  const missing = nodata === undefined ? undefined : Math.fround(nodata);
+  const nanMissing = nodata !== undefined && Number.isNaN(nodata);
+  // An integer band's nodata that its type cannot hold never matches (GDAL ignores it too).
+  const comparable = missing !== undefined && !nanMissing && (type.kind === "float" || Number.isInteger(nodata));
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    valid[i] = common[i] && v === v && !(comparable && v === missing) ? 1 : 0;
+  }
+  return valid;
+}

@@ -1,0 +1,68 @@
+// A warped tile made into an image: each band's values mapped linearly to 0–255 (the request's
+// rescale; else 8-bit data as stored, other integers over their type's range; float data needs
+// a rescale, 400), one band as grey, three as RGB; alpha in png and webp, where a pixel is
+// opaque only when every rendered band is valid there; black where one is not in jpg, which has
+// no alpha. Encoded by sharp, as IIIF answers are.
+import sharp from "sharp";
+import { badRequest } from "../../shared/errors";
+import { CONTENT_TYPES, type TileRequest } from "../../shared/maps/tile-request";
+import type { Cog } from "../cog/cog";
+import { bandLayout, sampleType, type SampleType } from "../cog/bands";
+import { encoderFor } from "../encode/formats";
+import type { Reservation } from "../work-budget";
+import { warpTile, type WarpedTile } from "./warp";
+
+export interface RenderedTile {
+  body: Buffer;
+  contentType: string;
+}
+
+export async function renderTile(cog: Cog, req: TileRequest, signal?: AbortSignal, work?: Reservation): Promise<RenderedTile> {
+  const ranges = valueRanges(cog, req);
+  return encodeTile(await warpTile(cog, req, signal, work), req, ranges);
+}
+
+/**
+ * The [min, max] each rendered band maps to 0–255; 400 for float data without a rescale.
+ * Checked before any read.
+ */
+export function valueRanges(cog: Cog, req: TileRequest): [number, number][] {
+  const bands = (req.bidx ?? bandLayout(cog.levels[0].image).defaults).length;
+  if (req.rescale) return Array.from({ length: bands }, (_, i) => req.rescale![req.rescale!.length === 1 ? 0 : i]);
+  const type = sampleType(cog.levels[0].image);
+  if (type.kind === "float") {
+    throw badRequest(`the source's samples are ${type.bits}-bit floating point: give rescale=min,max to map them to 0–255`);
+  }
+  return Array.from({ length: bands }, () => typeRange(type));
+}
+
+/** The values an integer sample type holds. */
+function typeRange({ kind, bits }: SampleType): [number, number] {
+  return kind === "int" ? [-(2 ** (bits - 1)), 2 ** (bits - 1) - 1] : [0, 2 ** bits - 1];
+}
+
+/** The warped bands as 8-bit grey or RGB, with alpha where the format has it, encoded. */
+export async function encodeTile(tile: WarpedTile, req: TileRequest, ranges: [number, number][]): Promise<RenderedTile> {
+  const encoder = encoderFor(req.format);
+  const { width, height, bands, valid } = tile;
+  const colour = bands.length;
+  const channels = colour + (encoder.alpha ? 1 : 0);
+  const out = Buffer.alloc(width * height * channels);
+  const factors = ranges.map(([min, max]) => 255 / (max - min));
+  for (let i = 0; i < width * height; i++) {
+    let opaque = true;
+    for (let b = 0; b < colour; b++) if (!valid[b][i]) opaque = false;
+    const at = i * channels;
+    // A pixel some band lacks is transparent in png and webp, black in jpg.
+    if (!opaque) continue;
+    for (let b = 0; b < colour; b++) {
+      const v = Math.round((bands[b][i] - ranges[b][0]) * factors[b]);
+      out[at + b] = v < 0 ? 0 : v > 255 ? 255 : v;
+    }
+    if (encoder.alpha) out[at + colour] = 255;
+  }
+  const img = sharp(out, { raw: { width, height, channels: channels as 1 | 2 | 3 | 4 } });
+  // One band stays grey (with alpha) in the file, not expanded to RGB.
+  const body = await encoder.encode(colour === 1 ? img.toColourspace("b-w") : img);
+  return { body, contentType: CONTENT_TYPES[req.format] };
+}

@@ -1,0 +1,186 @@
+// A web-map tile warped from a georeferenced source, in two steps. The plan decides, without any
+// I/O, what gdalwarp would: the stored level to read (gdalwarp's default overview choice for the
+// tile's resolution), where each tile pixel's centre lies in it (the approximate transformer),
+// and so the level window the tile needs, which is what the decode costs. The warp then reads
+// only that window's blocks and resamples each band on its own. A source already in the tile's
+// CRS on the tile's grid (a stored level of the same resolution, aligned to whole pixels)
+// skips the resampling: its pixels are copied.
+import { badRequest, notFound } from "../../shared/errors";
+import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { tileSide, type Resampling, type TileRequest } from "../../shared/maps/tile-request";
+import { tileCost, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
+import type { Cog, LevelWindow } from "../cog/cog";
+import { bandLayout, readBands, sampleType } from "../cog/bands";
+import type { Reservation } from "../work-budget";
+import { inSetCrs, setConversion } from "./crs";
+import { kernelReach, resample } from "./kernels";
+import { invertAffine, sourceCoordinates, type Affine } from "./transformer";
+
+export interface WarpedTile {
+  width: number;
+  height: number;
+  /** One plane per rendered band (the request's bidx, or the default bands), source values (not rescaled) warped to the tile grid. */
+  bands: Float32Array[];
+  /** Per band, 1 where that band's warped value is valid, 0 where it is outside the data, nodata or masked. */
+  valid: Uint8Array[];
+}
+
+/** What a tile reads and how it resamples, decided before any pixel is fetched. */
+export interface TilePlan {
+  side: number;
+  /** One-based bands rendered. */
+  bands: number[];
+  /** The level and window read; absent when the tile misses the data (nothing is read). */
+  read?: TileRead;
+  /** Each output pixel's source position, in the read window's pixels. */
+  xs: Float64Array;
+  ys: Float64Array;
+  /** 1 where the output pixel's centre falls inside the level. */
+  covered: Uint8Array;
+  resampling: Resampling;
+  /** Output pixels per source pixel along each axis (below 1: the kernel widens). */
+  scaleX: number;
+  scaleY: number;
+}
+
+/** Within this, a position is on a pixel boundary and a scale is one. */
+const GRID_SLACK = 1e-6;
+
+/**
+ * Plans `req` on `cog`: 404 when the source is not georeferenced, 400 for a band it lacks.
+ * No I/O.
+ */
+export function planTile(cog: Cog, req: TileRequest): TilePlan {
+  const geo = cog.geo;
+  if (!geo) throw notFound(`source ${cog.source.label} is not georeferenced`);
+  const layout = bandLayout(cog.levels[0].image);
+  const bands = req.bidx ?? layout.defaults;
+  const past = bands.find((b) => b > layout.count);
+  if (past !== undefined) throw badRequest(`bidx ${past} is past the source's ${layout.count} band${layout.count === 1 ? "" : "s"}`);
+  const side = tileSide(req);
+  const tms = tileMatrixSet(req.tileMatrixSet);
+  const tiling = geo.info.tiling[tms.id];
+  const outside = { side, bands, xs: new Float64Array(0), ys: new Float64Array(0), covered: new Uint8Array(side * side), resampling: req.resampling, scaleX: 1, scaleY: 1 };
+  if (!tiling) return outside;
+
+  const [left, , , top] = tileBounds(tms, req.z, req.x, req.y);
+  const cell = tms.tileMatrices[req.z].cellSize / req.scale;
+  const index = overviewFor(cog, cell / tiling.resolution);
+  const full = cog.levels[0];
+  const level = cog.levels[index];
+  // Set CRS → source CRS → full-resolution pixel → this level's pixel.
+  const toPixel = invertAffine(geo.pixelToCrs);
+  const kx = level.width / full.width;
+  const ky = level.height / full.height;
+  const toLevel: Affine = [toPixel[0] * kx, toPixel[1] * kx, toPixel[2] * kx, toPixel[3] * ky, toPixel[4] * ky, toPixel[5] * ky];
+  const toSource = setConversion(geo.crs, tms.id, true);
+  const { xs, ys } = sourceCoordinates((x, y) => {
+    const [sx, sy] = toSource(left + x * cell, top - y * cell);
+    return [toLevel[0] + sx * toLevel[1] + sy * toLevel[2], toLevel[3] + sx * toLevel[4] + sy * toLevel[5]];
+  }, side, side);
+
+  const covered = new Uint8Array(side * side);
+  const extent = [Infinity, Infinity, -Infinity, -Infinity];
+  const all = [Infinity, Infinity, -Infinity, -Infinity];
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i];
+    const y = ys[i];
+    if (!Number.isFinite(x) || !Number.isFinite(y)) continue;
+    grow(all, x, y);
+    const cx = Math.floor(x + 1e-10);
+    const cy = Math.floor(y + 1e-10);
+    if (cx < 0 || cy < 0 || cx >= level.width || cy >= level.height) continue;
+    covered[i] = 1;
+    grow(extent, x, y);
+  }
+  if (!(extent[0] <= extent[2])) return { ...outside, covered };
+
+  const scaleX = scaleOf(side, all[2] - all[0]);
+  const scaleY = scaleOf(side, all[3] - all[1]);
+  const aligned = inSetCrs(geo.crs, tms.id) && onGrid(xs, ys, side);
+  const resampling = aligned ? "nearest" : req.resampling;
+  const reach = kernelReach(resampling, Math.min(scaleX, scaleY));
+  const window: LevelWindow = [
+    Math.max(0, Math.floor(extent[0]) - reach),
+    Math.max(0, Math.floor(extent[1]) - reach),
+    Math.min(level.width, Math.floor(extent[2]) + 1 + reach),
+    Math.min(level.height, Math.floor(extent[3]) + 1 + reach),
+  ];
+  for (let i = 0; i < xs.length; i++) {
+    xs[i] -= window[0];
+    ys[i] -= window[1];
+  }
+  return { side, bands, read: { level: index, window }, xs, ys, covered, resampling, scaleX, scaleY };
+}
+
+/** The peak memory a planned tile takes (tileCost with the real window, bands and sample size). */
+export function plannedCost(cog: Cog, plan: TilePlan): number {
+  const level = cog.levels[plan.read?.level ?? 0];
+  const { bits } = sampleType(level.image);
+  const layout = bandLayout(level.image);
+  const shape: TileCostShape = {
+    tileWidth: level.tileWidth,
+    tileHeight: level.tileHeight,
+    bands: plan.bands.length + (level.mask || layout.alpha !== undefined ? 1 : 0),
+    bytesPerSample: Math.ceil(bits / 8),
+  };
+  return tileCost(shape, plan.read, plan.side);
+}
+
+/** Reads and resamples a planned tile. `work`: the request's reservation (else one of its own, fail-fast). */
+export async function warpPlanned(cog: Cog, plan: TilePlan, req: TileRequest, signal: AbortSignal, work?: Reservation): Promise<WarpedTile> {
+  const { side, read } = plan;
+  const bands = plan.bands.map(() => new Float32Array(side * side));
+  const valid = plan.bands.map(() => new Uint8Array(side * side));
+  if (!read) return { width: side, height: side, bands, valid };
+  const own = work ? undefined : cog.budget.tryReserve(plannedCost(cog, plan), `a tile of ${cog.source.label}`, "tile");
+  try {
+    const planes = await readBands(cog, read.level, read.window, plan.bands, req.nodata, signal, (work ?? own)!);
+    signal.throwIfAborted();
+    planes.forEach((plane, b) => resample(plane, plan.xs, plan.ys, plan.covered, plan.resampling, plan.scaleX, plan.scaleY, bands[b], valid[b]));
+    return { width: side, height: side, bands, valid };
+  } finally {
+    own?.release();
+  }
+}
+
+/** Plans and warps `req`: its bands over the tile grid, with their validity. */
+export async function warpTile(cog: Cog, req: TileRequest, signal: AbortSignal = new AbortController().signal, work?: Reservation): Promise<WarpedTile> {
+  return warpPlanned(cog, planTile(cog, req), req, signal, work);
+}
+
+/**
+ * The level gdalwarp reads by default for an output `ratio` times coarser than the source's
+ * own resolution: the last level finer than the ratio before the next is coarser, or the first
+ * within 0.1 of it; the smallest level when every one is finer.
+ */
+export function overviewFor(cog: Pick<Cog, "levels">, ratio: number): number {
+  const { levels } = cog;
+  if (!(ratio > 1)) return 0;
+  const ratioOf = (i: number) => levels[0].width / levels[i].width;
+  let i = 0;
+  for (; i < levels.length - 1; i++) {
+    if (ratioOf(i) < ratio && ratioOf(i + 1) > ratio) break;
+    if (Math.abs(ratioOf(i) - ratio) < 0.1) break;
+  }
+  return i;
+}
+
+/** Whether every output pixel centre is a source pixel centre, one source pixel apart: a copy. */
+function onGrid(xs: Float64Array, ys: Float64Array, side: number): boolean {
+  const x0 = xs[0] - 0.5;
+  const y0 = ys[0] - 0.5;
+  if (Math.abs(x0 - Math.round(x0)) > GRID_SLACK || Math.abs(y0 - Math.round(y0)) > GRID_SLACK) return false;
+  const last = side * side - 1;
+  return Math.abs(xs[last] - xs[0] - (side - 1)) < GRID_SLACK && Math.abs(ys[last] - ys[0] - (side - 1)) < GRID_SLACK && Math.abs(xs[side - 1] - xs[0] - (side - 1)) < GRID_SLACK && Math.abs(ys[side - 1] - ys[0]) < GRID_SLACK;
+}
+
+function grow(box: number[], x: number, y: number): void {
+  if (x < box[0]) box[0] = x;
+  if (y < box[1]) box[1] = y;
+  if (x > box[2]) box[2] = x;
+  if (y > box[3]) box[3] = y;
+}
+
+/** Output pixels per source pixel across a span of `extent` source pixels between the first and last centres. */
+const scaleOf = (side: number, extent: number) => (extent > 0 && Number.isFinite(extent) ? (side - 1) / extent : 1);

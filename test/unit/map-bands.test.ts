@@ -1,0 +1,93 @@
+// Sources of every sample type open; map tiles read their bands raw, with each band's validity
+// from the file's internal masks, an alpha band, its nodata or the request's, against GDAL's
+// reading of the same windows. IIIF images of non-8-bit sources stay 501.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Cog } from "../../regional/cog/cog";
+import { readBands } from "../../regional/cog/bands";
+import { LocalCatalog } from "../../regional/source/local";
+import { WorkBudget } from "../../regional/work-budget";
+import { DECODER, type SourceInfo } from "../../shared/protocol";
+import { gdalWindow, makeMapFixtures } from "./map-helpers";
+import { signedGet, startDecoder } from "./regional-helpers";
+
+let dir: string;
+let catalog: LocalCatalog;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "tessera-bands-"));
+  makeMapFixtures(dir);
+  catalog = new LocalCatalog(dir);
+}, 60_000);
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+async function bandsOf(id: string, level: number, window: [number, number, number, number], bands: number[], nodata?: number) {
+  const cog = await Cog.open(await catalog.open(id, undefined));
+  const work = new WorkBudget().tryReserve(1, "test");
+  try {
+    return await readBands(cog, level, window, bands, nodata, new AbortController().signal, work);
+  } finally {
+    work.release();
+    await cog.close();
+  }
+}
+
+/** Count of positions where GDAL's and the decoder's planes disagree. */
+function differences(got: ArrayLike<number>, expected: ArrayLike<number>): number {
+  let n = 0;
+  for (let i = 0; i < expected.length; i++) if (got[i] !== expected[i]) n++;
+  return n;
+}
+
+describe("band reads", () => {
+  it("take validity from the file's internal mask, at full resolution and on an overview", async () => {
+    for (const [level, window] of [[0, [0, 0, 300, 400]], [1, [100, 150, 410, 581]]] as const) {
+      const planes = await bandsOf("rgb-utm", level, [...window], [1, 2, 3]);
+      const gdal = gdalWindow(dir, "rgb-utm", level, [...window], [1, 2, 3]);
+      expect(gdal.mask[0].includes(0) && gdal.mask[0].includes(1), "the window crosses the mask's edge").toBe(true);
+      planes.forEach((p, b) => expect(differences(p.valid, gdal.mask[b]), `level ${level} band ${b + 1} validity`).toBe(0));
+    }
+  });
+
+  it("read float samples raw, invalid at the file's nodata or the request's", async () => {
+    const window: [number, number, number, number] = [180, 80, 330, 180];
+    const [plane] = await bandsOf("dem", 0, window, [1]);
+    const gdal = gdalWindow(dir, "dem", 0, window, [1]);
+    expect(differences(plane.values, Float32Array.from(gdal.values[0])), "values").toBe(0);
+    expect(differences(plane.valid, gdal.mask[0]), "validity").toBe(0);
+    expect(plane.valid.includes(0)).toBe(true);
+    // A request's nodata replaces the file's: -9999 becomes a value, 0 would be nodata.
+    const [overridden] = await bandsOf("dem", 0, window, [1], 0);
+    expect(overridden.valid.every((v) => v === 1)).toBe(true);
+  });
+
+  it("read 16-bit bands in any order, every value as stored", async () => {
+    const window: [number, number, number, number] = [250, 100, 400, 300];
+    const planes = await bandsOf("u16", 0, window, [4, 2]);
+    const gdal = gdalWindow(dir, "u16", 0, window, [4, 2]);
+    planes.forEach((p, i) => expect(differences(p.values, gdal.values[i]), `band ${[4, 2][i]}`).toBe(0));
+    expect(planes[0].values.some((v) => v > 255)).toBe(true);
+  });
+});
+
+describe("non-8-bit sources", () => {
+  it("open: info and their georeference are served; a IIIF image of them is 501, naming the samples", async () => {
+    const d = await startDecoder(catalog);
+    try {
+      for (const [id, bits] of [["dem", "32-bit"], ["u16", "16-bit"]]) {
+        const res = await signedGet(d, DECODER.info(id));
+        expect(res.status, id).toBe(200);
+        const info = (await res.json()) as SourceInfo;
+        expect(info.georeference?.crs, id).toMatch(/^EPSG:/);
+        const image = await signedGet(d, DECODER.image(id, "full/max/0/default.png", info.version));
+        expect(image.status, id).toBe(501);
+        const { message } = (await image.json()) as { message: string };
+        expect(message).toContain("map tiles serve them");
+        if (id === "u16") expect(message).toContain(bits);
+      }
+    } finally {
+      await d.close();
+    }
+  });
+});

@@ -1,0 +1,110 @@
+// The decoder's tile route over HTTP: statuses, headers, and the same admission as images (the
+// precise estimate, the DO's grant, the work budget's 413), on GDAL-made fixtures.
+import { execFileSync } from "node:child_process";
+import { copyFile, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import sharp from "sharp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LocalCatalog } from "../../regional/source/local";
+import { WorkBudget } from "../../regional/work-budget";
+import { ADMISSION_DEFAULTS } from "../../shared/admission-config";
+import { ESTIMATE_HEADER, NEEDED_HEADER } from "../../shared/cost";
+import { DECODER, GRANT_HEADER, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
+import { makeMapFixtures } from "./map-helpers";
+import { SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+
+let dir: string;
+let decoder: Decoder;
+const versions: Record<string, string> = {};
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "tessera-tile-route-"));
+  makeMapFixtures(dir);
+  await copyFile(path.join(SAMPLES, "test-pattern.tif"), path.join(dir, "test-pattern.tif"));
+  // 3000² RGB over 60° of longitude and latitude, without overviews: a zoom-0 tile reads all of it.
+  execFileSync("gdal_translate", ["-q", "-of", "COG", "-outsize", "3000", "3000", "-co", "OVERVIEWS=NONE", "-co", "COMPRESS=DEFLATE", "-a_srs", "EPSG:4326", "-a_ullr", "0", "60", "60", "0", path.join(SAMPLES, "test-pattern.tif"), path.join(dir, "no-overviews.tif")]);
+  decoder = await startDecoder(new LocalCatalog(dir));
+  for (const id of ["rgb-utm", "dem", "test-pattern", "no-overviews"]) {
+    versions[id] = ((await (await signedGet(decoder, DECODER.info(id))).json()) as SourceInfo).version;
+  }
+}, 60_000);
+afterAll(async () => {
+  await decoder?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const tilePath = (id: string, canonical: string) => DECODER.tile(id, canonical, versions[id]);
+
+describe("GET /v1/tiles", () => {
+  it("answers a warped tile with its content type, version and precise estimate", async () => {
+    // rgb-utm covers 14°–15°E, 45°–46°N: tile 10/553/366 of WebMercatorQuad is inside it.
+    const res = await signedGet(decoder, tilePath("rgb-utm", "WebMercatorQuad/10/553/366.png"));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/png");
+    expect(res.headers.get(VERSION_HEADER)).toBe(versions["rgb-utm"]);
+    const estimate = Number(res.headers.get(ESTIMATE_HEADER));
+    expect(estimate).toBeGreaterThan(0);
+    expect(estimate).toBeLessThan(ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES); // a tile, not a full
+    const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
+    expect([meta.width, meta.height, meta.channels]).toEqual([256, 256, 4]);
+  });
+
+  it("answers jpg and webp @2x with their types and sizes, and takes the query", async () => {
+    for (const [canonical, type, side] of [
+      ["WebMercatorQuad/10/553/366.jpg?resampling=bilinear", "image/jpeg", 256],
+      ["WorldCRS84Quad/9/541/88@2x.webp?bidx=3,2,1&rescale=0,200", "image/webp", 512],
+    ] as const) {
+      const res = await signedGet(decoder, tilePath("rgb-utm", canonical));
+      expect(res.status, canonical).toBe(200);
+      expect(res.headers.get("content-type")).toBe(type);
+      expect((await sharp(Buffer.from(await res.arrayBuffer())).metadata()).width).toBe(side);
+    }
+  });
+
+  it("refuses what it cannot serve before any pixel I/O: 404, 400s naming the reason", async () => {
+    const cases = [
+      ["test-pattern", "WebMercatorQuad/0/0/0.png", 404, "is not georeferenced"],
+      ["rgb-utm", "WebMercatorQuad/10/553/366.png?bidx=4", 400, "bidx 4 is past the source's 3 bands"],
+      ["dem", "WebMercatorQuad/12/2219/1472.png", 400, "rescale"],
+      ["rgb-utm", "WebMercatorQuad/10/553/366.png?colormap=viridis", 400, "unknown query parameter"],
+      ["rgb-utm", "NoSuchSet/1/0/0.png", 404, "unknown tile matrix set"],
+      ["rgb-utm", "WebMercatorQuad/2/4/0.png", 400, "outside WebMercatorQuad"],
+    ] as const;
+    for (const [id, canonical, status, message] of cases) {
+      const res = await signedGet(decoder, tilePath(id, canonical));
+      expect(res.status, canonical).toBe(status);
+      expect(((await res.json()) as { message: string }).message, canonical).toContain(message);
+    }
+  });
+
+  it("is a signed route like every /v1 route", async () => {
+    expect((await signedGet(decoder, tilePath("rgb-utm", "WebMercatorQuad/10/553/366.png"), null)).status).toBe(401);
+  });
+});
+
+describe("a zoom-0 tile over a large COG without overviews", () => {
+  const zoom0 = () => tilePath("no-overviews", "WebMercatorQuad/0/0/0.png");
+
+  it("is estimated as a full (it reads every block), and rendered within a budget that holds it", async () => {
+    const res = await signedGet(decoder, zoom0());
+    expect(res.status).toBe(200);
+    expect(Number(res.headers.get(ESTIMATE_HEADER))).toBeGreaterThanOrEqual(ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES);
+  });
+
+  it("is refused with 413 by a decoder whose work budget can never hold it, before any read", async () => {
+    const small = await startDecoder(new LocalCatalog(dir), 3, { budget: new WorkBudget(64 * 1024 * 1024) });
+    try {
+      const res = await signedGet(small, zoom0());
+      expect(res.status).toBe(413);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it("above the DO's grant, answers GrantExceeded with the bytes it needs", async () => {
+    const res = await signedGet(decoder, zoom0(), undefined, { [GRANT_HEADER]: String(1024 * 1024) });
+    expect(res.status).toBe(503);
+    expect(Number(res.headers.get(NEEDED_HEADER))).toBeGreaterThanOrEqual(ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES);
+  });
+});

@@ -1,0 +1,228 @@
+// The warp of map tiles: the approximate transformer's error bound, the kernels' weights, and
+// tiles of GDAL-made fixtures against gdalwarp for the same bounds, size and resampling.
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import sharp from "sharp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Cog } from "../../regional/cog/cog";
+import { conversion, TMS_CRS } from "../../regional/maps/crs";
+import { KERNELS, resample } from "../../regional/maps/kernels";
+import { renderTile } from "../../regional/maps/render-tile";
+import { sourceCoordinates } from "../../regional/maps/transformer";
+import { planTile, warpTile } from "../../regional/maps/warp";
+import { LocalCatalog } from "../../regional/source/local";
+import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { parseTileRequest, type TileRequest } from "../../shared/maps/tile-request";
+import { makeMapFixtures, python } from "./map-helpers";
+
+let dir: string;
+let catalog: LocalCatalog;
+const cogs: Cog[] = [];
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "tessera-warp-"));
+  makeMapFixtures(dir);
+  catalog = new LocalCatalog(dir);
+}, 60_000);
+afterAll(async () => {
+  await Promise.all(cogs.map((c) => c.close()));
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function open(id: string): Promise<Cog> {
+  const cog = await Cog.open(await catalog.open(id, undefined));
+  cogs.push(cog);
+  return cog;
+}
+
+const request = (tile: string, query = "") => {
+  const [tileMatrixSet, z, x, y] = tile.split("/");
+  return parseTileRequest({ tileMatrixSet, z, x, y }, new URLSearchParams(query));
+};
+
+/** The tile at zoom `z` holding the point at fractions (fx, fy) of the source's bounds on the set. */
+function tileAt(cog: Cog, set: string, z: number, fx = 0.5, fy = 0.5): string {
+  const [x0, y0, x1, y1] = cog.geo!.info.tiling[set].bounds;
+  const m = tileMatrixSet(set).tileMatrices[z];
+  const span = m.cellSize * m.tileWidth;
+  const x = Math.floor((x0 + fx * (x1 - x0) - m.pointOfOrigin[0]) / span);
+  const y = Math.floor((m.pointOfOrigin[1] - (y1 - fy * (y1 - y0))) / span);
+  return `${set}/${z}/${x}/${y}.png`;
+}
+
+/** Mean and 99th percentile of |a − b| over the pixels valid in both, and how many alphas differ. */
+function compare(mine: { bands: Float32Array[]; valid: Uint8Array[] }, gdal: { bands: Float64Array[]; alpha: Uint8Array }) {
+  const diffs: number[] = [];
+  let alphaDiffers = 0;
+  for (let i = 0; i < gdal.alpha.length; i++) {
+    const valid = mine.valid.every((v) => v[i] === 1);
+    if (valid !== (gdal.alpha[i] > 0)) alphaDiffers++;
+    if (valid && gdal.alpha[i] > 0) mine.bands.forEach((b, k) => diffs.push(Math.abs(b[i] - gdal.bands[k][i])));
+  }
+  diffs.sort((a, b) => a - b);
+  const mean = diffs.reduce((s, d) => s + d, 0) / diffs.length;
+  return { mean, p99: diffs[Math.floor(0.99 * (diffs.length - 1))], alphaDiffers, compared: diffs.length };
+}
+
+async function gdalTile(id: string, req: TileRequest) {
+  const bounds = tileBounds(tileMatrixSet(req.tileMatrixSet), req.z, req.x, req.y);
+  const srs = req.tileMatrixSet === "WebMercatorQuad" ? "EPSG:3857" : "EPSG:4326";
+  const side = 256 * req.scale;
+  const out = path.join(dir, "gdalwarp.raw");
+  const r = { nearest: "near", bilinear: "bilinear", cubic: "cubic" }[req.resampling];
+  python(
+    `
+import sys
+import numpy as np
+from osgeo import gdal
+b = list(map(float, sys.argv[3:7])); side = int(sys.argv[7])
+ds = gdal.Warp('', sys.argv[1], format='MEM', outputBounds=b, width=side, height=side, dstSRS=sys.argv[8], resampleAlg=sys.argv[9], dstAlpha=True, outputType=gdal.GDT_Float64)
+ds.ReadAsArray().astype(np.float64).tofile(sys.argv[2])
+`,
+    path.join(dir, `${id}.tif`),
+    out,
+    ...bounds.map(String),
+    String(side),
+    srs,
+    r,
+  );
+  const all = new Float64Array(Uint8Array.prototype.slice.call(await readFile(out)).buffer);
+  const n = side * side;
+  const planes = Array.from({ length: all.length / n }, (_, i) => all.subarray(i * n, (i + 1) * n));
+  return { bands: planes.slice(0, -1), alpha: Uint8Array.from(planes[planes.length - 1]) };
+}
+
+describe("the approximate transformer", () => {
+  it("stays within 0.125 source pixels of the exact transform, with far fewer exact calls than pixels", () => {
+    // UTM zone 33 seen from Web Mercator at zoom 6, far from the zone's meridian: curved rows.
+    const toUtm = conversion(TMS_CRS.WebMercatorQuad, "+proj=utm +zone=33 +datum=WGS84 +units=m +no_defs");
+    const [left, , , top] = tileBounds(tileMatrixSet("WebMercatorQuad"), 6, 38, 22);
+    const cell = tileMatrixSet("WebMercatorQuad").tileMatrices[6].cellSize;
+    const exact = (x: number, y: number): [number, number] => {
+      const [e, n] = toUtm(left + x * cell, top - y * cell);
+      return [(e - 100000) / 300, (6000000 - n) / 300]; // 300 m source pixels
+    };
+    const { xs, ys, exactCalls } = sourceCoordinates(exact, 256, 256);
+    let worst = 0;
+    for (let row = 0; row < 256; row++) {
+      for (let col = 0; col < 256; col++) {
+        const [x, y] = exact(col + 0.5, row + 0.5);
+        worst = Math.max(worst, Math.abs(xs[row * 256 + col] - x) + Math.abs(ys[row * 256 + col] - y));
+      }
+    }
+    expect(worst).toBeGreaterThan(0); // the rows do curve: this is an approximation
+    expect(worst).toBeLessThanOrEqual(0.125);
+    // Rows this curved (an output pixel spans eight source pixels) need many spans; still far fewer calls.
+    expect(exactCalls).toBeLessThan((256 * 256) / 5);
+  });
+});
+
+describe("kernels", () => {
+  it("weigh as GDAL's: bilinear's tent, Keys cubic with a = −0.5", () => {
+    expect([0, 0.25, 0.5, 1].map(KERNELS.bilinear.weight)).toEqual([1, 0.75, 0.5, 0]);
+    const cubic = [0, 0.5, 1, 1.5, 2].map(KERNELS.cubic.weight);
+    expect(cubic).toEqual([1, 0.5625, 0, -0.0625, 0]);
+  });
+
+  it("renormalise over a band's own valid pixels, so nodata never bleeds into a value", () => {
+    // Two columns: 10 (valid) | 1e9 (nodata). A position a quarter pixel right of the first centre.
+    const plane = { width: 2, height: 1, values: Float32Array.of(10, 1e9), valid: Uint8Array.of(1, 0) };
+    const values = new Float32Array(1);
+    const valid = new Uint8Array(1);
+    for (const kernel of ["bilinear", "cubic"] as const) {
+      resample(plane, Float64Array.of(0.75), Float64Array.of(0.5), Uint8Array.of(1), kernel, 1, 1, values, valid);
+      expect([values[0], valid[0]], kernel).toEqual([10, 1]);
+    }
+    // Both valid: bilinear's weights 0.75 and 0.25.
+    plane.valid[1] = 1;
+    plane.values[1] = 20;
+    resample(plane, Float64Array.of(0.75), Float64Array.of(0.5), Uint8Array.of(1), "bilinear", 1, 1, values, valid);
+    expect(values[0]).toBeCloseTo(12.5, 5);
+  });
+});
+
+describe("warped tiles against gdalwarp", () => {
+  // Tolerances: mean absolute difference per sample value and its 99th percentile, over the
+  // pixels both call valid; and the share of pixels whose validity differs (the data's edge).
+  const cases = [
+    { id: "rgb-utm", set: "WebMercatorQuad", z: 10, query: "", mean: 1.5, p99: 6 },
+    { id: "rgb-utm", set: "WebMercatorQuad", z: 8, query: "resampling=cubic", mean: 1.5, p99: 6, fx: 0.1 }, // an overview, on the masked edge
+    { id: "rgb-utm", set: "WorldCRS84Quad", z: 9, query: "resampling=bilinear", mean: 1.5, p99: 6, fx: 0.05, fy: 0.05 },
+    { id: "dem", set: "WebMercatorQuad", z: 13, query: "rescale=0,300&resampling=bilinear", mean: 0.01, p99: 0.05, fx: 0.4, fy: 0.25 }, // across nodata
+    { id: "u16", set: "WorldCRS84Quad", z: 10, query: "bidx=4,1,2&resampling=cubic", mean: 0.5, p99: 2 },
+  ];
+  for (const c of cases) {
+    it(`${c.id} ${c.set} z${c.z} ${c.query || "nearest"}`, async () => {
+      const cog = await open(c.id);
+      const req = request(tileAt(cog, c.set, c.z, c.fx, c.fy), c.query);
+      const mine = await warpTile(cog, req);
+      const gdal = await gdalTile(c.id, req);
+      if (req.bidx) gdal.bands = req.bidx.map((b) => gdal.bands[b - 1]);
+      const { mean, p99, alphaDiffers, compared } = compare(mine, gdal);
+      expect(compared, "pixels compared").toBeGreaterThan(1000);
+      expect(mean, "mean abs difference").toBeLessThan(c.mean);
+      expect(p99, "99th percentile").toBeLessThanOrEqual(c.p99);
+      expect(alphaDiffers / gdal.alpha.length, "validity differs").toBeLessThan(0.005);
+    });
+  }
+
+  it("copies a source already on the tile grid: every value exact, no resampling", async () => {
+    const cog = await open("mercator");
+    const req = request("WebMercatorQuad/12/2201/1401.png", "resampling=cubic");
+    expect(planTile(cog, req).resampling).toBe("nearest");
+    const mine = await warpTile(cog, req);
+    const gdal = await gdalTile("mercator", { ...req, resampling: "nearest" });
+    const { mean, alphaDiffers } = compare(mine, gdal);
+    expect([mean, alphaDiffers]).toEqual([0, 0]);
+  });
+});
+
+describe("rendered tiles", () => {
+  it("are transparent where the data is not, in png; black there in jpg; 512² at @2x", async () => {
+    const cog = await open("rgb-utm");
+    const edge = tileAt(cog, "WebMercatorQuad", 9, 0.02, 0.5);
+    const png = await sharp((await renderTile(cog, request(edge))).body).raw().toBuffer({ resolveWithObject: true });
+    expect(png.info.channels).toBe(4);
+    const alphas = new Set(Array.from({ length: png.info.width * png.info.height }, (_, i) => png.data[i * 4 + 3]));
+    expect([...alphas].sort()).toEqual([0, 255]);
+    const jpg = await renderTile(cog, request(edge.replace(".png", ".jpg")));
+    expect(jpg.contentType).toBe("image/jpeg");
+    const big = await sharp((await renderTile(cog, request(edge.replace(".png", "@2x.png")))).body).metadata();
+    expect([big.width, big.height]).toEqual([512, 512]);
+  });
+
+  it("rescale float data linearly to 0–255, and refuse float data without a rescale (400)", async () => {
+    const cog = await open("dem");
+    const tile = tileAt(cog, "WebMercatorQuad", 12);
+    await expect(renderTile(cog, request(tile))).rejects.toMatchObject({ status: 400, message: expect.stringContaining("rescale") });
+    const req = request(tile, "rescale=100,200");
+    const warped = await warpTile(cog, req);
+    const body = (await renderTile(cog, req)).body;
+    expect((await sharp(body).metadata()).channels).toBe(2); // grey and alpha
+    const { data, info } = await sharp(body).raw().toBuffer({ resolveWithObject: true });
+    for (const i of [1000, 30000, 60000]) {
+      if (!warped.valid[0][i]) continue;
+      const expected = Math.min(255, Math.max(0, Math.round((warped.bands[0][i] - 100) * 2.55)));
+      expect(data[i * info.channels]).toBe(expected);
+    }
+  });
+
+  it("scale 16-bit data over its type's range by default, and answer 400 for a band past the count", async () => {
+    const cog = await open("u16");
+    const tile = tileAt(cog, "WorldCRS84Quad", 10);
+    const warped = await warpTile(cog, request(tile));
+    expect(warped.bands).toHaveLength(1); // band 1 of a 4-band grey image
+    const body = (await renderTile(cog, request(tile))).body;
+    expect((await sharp(body).metadata()).channels).toBe(2);
+    const { data, info } = await sharp(body).raw().toBuffer({ resolveWithObject: true });
+    const i = 40000;
+    expect(data[i * info.channels]).toBe(Math.round((warped.bands[0][i] * 255) / 65535));
+    expect(() => planTile(cog, request(tile, "bidx=5"))).toThrow(/bidx 5 is past the source's 4 bands/);
+  });
+
+  it("are 404 for a picture that is not georeferenced", async () => {
+    const cog = await Cog.open(await new LocalCatalog(path.join(import.meta.dirname, "../../samples")).open("test-pattern", undefined));
+    cogs.push(cog);
+    expect(() => planTile(cog, request("WebMercatorQuad/0/0/0.png"))).toThrow(/is not georeferenced/);
+  });
+});
