@@ -12,7 +12,7 @@ import type { TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { gdalTransform } from "./gdal-reference";
 
 /** Where the fixtures live; a new version of the pixels or options gets a new folder. */
-export const MAP_FIXTURE_DIR = fileURLToPath(new URL("../../.tmp/map-fixtures-v1/", import.meta.url));
+export const MAP_FIXTURE_DIR = fileURLToPath(new URL("../../.tmp/map-fixtures-v2/", import.meta.url));
 
 type DataType = "Byte" | "UInt16" | "Float32";
 
@@ -31,6 +31,8 @@ export interface MapFixture {
   cog: string[];
   /** Band `band`'s (from 0) value at pixel (col, row). */
   value(col: number, row: number, band: number): number;
+  /** Where the file's internal mask says the pixel is valid; absent: no mask. */
+  mask?(col: number, row: number): boolean;
   /** Named pixel positions [col, row] that tests pick tiles around. */
   places: Record<string, [number, number]>;
 }
@@ -48,7 +50,9 @@ const inDisc = (col: number, row: number, [cx, cy]: [number, number], r: number)
  * (a) RGB imagery in UTM 33N (EPSG:32633), a JPEG COG (YCbCr, q90) with overviews 1024, 512 and
  * 256 px: 10 m pixels west of the zone's central meridian, so north on the map is turned from
  * the grid's (the warp is not a shift). Red and green are gradients across and down; a quadrant
- * is a checkerboard, and a white ring and a black bar cross the gradients with hard edges.
+ * is a checkerboard, and a white ring and a black bar cross the gradients with hard edges. An
+ * internal mask (JPEG has no nodata) keeps a scene's footprint, a square turned by 8°: the
+ * image's corners and the middle of its edges are masked.
  */
 const utmRgb: MapFixture = {
   id: "utm-rgb",
@@ -64,6 +68,11 @@ const utmRgb: MapFixture = {
     if (Math.abs(Math.hypot(col - 700, row - 1300) - 420) < 12) return 255;
     if (Math.abs(col - row - 300) < 20 && col > 1100) return 0;
     return [(col / 2047) * 255, (row / 2047) * 255, 128 + 100 * Math.sin(col / 37) * Math.cos(row / 53)][band];
+  },
+  mask(col, row) {
+    const [x, y] = [col - 1024, row - 1024];
+    const turn = (8 * Math.PI) / 180;
+    return Math.abs(x * Math.cos(turn) + y * Math.sin(turn)) < 1000 && Math.abs(y * Math.cos(turn) - x * Math.sin(turn)) < 1000;
   },
   places: { centre: [1024, 1024], westEdge: [0, 1024], northEdge: [1024, 0], southEdge: [1024, 2047], checkerboard: [1536, 512] },
 };
@@ -195,10 +204,11 @@ const SAMPLE: Record<DataType, { bytes: number; write(view: DataView, offset: nu
   Float32: { bytes: 4, write: (d, o, v) => d.setFloat32(o, v, true) },
 };
 
-/** Band-sequential little-endian samples. */
+/** Band-sequential little-endian samples, then the mask's bytes (255 valid, 0 not) if there is one. */
 function rawPixels(f: MapFixture): Uint8Array {
   const { bytes, write } = SAMPLE[f.dataType];
-  const out = new Uint8Array(f.width * f.height * f.bands * bytes);
+  const plane = f.width * f.height;
+  const out = new Uint8Array(plane * f.bands * bytes + (f.mask ? plane : 0));
   const view = new DataView(out.buffer);
   let offset = 0;
   for (let band = 0; band < f.bands; band++) {
@@ -206,6 +216,7 @@ function rawPixels(f: MapFixture): Uint8Array {
       for (let col = 0; col < f.width; col++, offset += bytes) write(view, offset, f.value(col, row, band));
     }
   }
+  if (f.mask) for (let row = 0; row < f.height; row++) for (let col = 0; col < f.width; col++) out[offset++] = f.mask(col, row) ? 255 : 0;
   return out;
 }
 
@@ -222,9 +233,14 @@ function vrt(f: MapFixture, raw: string): string {
       `<ImageOffset>${b * f.width * f.height * bytes}</ImageOffset><PixelOffset>${bytes}</PixelOffset>` +
       `<LineOffset>${f.width * bytes}</LineOffset><ByteOrder>LSB</ByteOrder></VRTRasterBand>`,
   );
+  // The mask follows the bands in the raw file; the COG driver writes it as an internal mask.
+  const mask = f.mask
+    ? `<MaskBand><VRTRasterBand dataType="Byte" subClass="VRTRawRasterBand"><SourceFilename relativeToVRT="0">${raw}</SourceFilename>` +
+      `<ImageOffset>${f.bands * f.width * f.height * bytes}</ImageOffset><PixelOffset>1</PixelOffset><LineOffset>${f.width}</LineOffset></VRTRasterBand></MaskBand>`
+    : "";
   return (
     `<VRTDataset rasterXSize="${f.width}" rasterYSize="${f.height}">` +
     `<SRS>${f.crs}</SRS><GeoTransform>${f.geoTransform.join(", ")}</GeoTransform>` +
-    `${bands.join("")}</VRTDataset>`
+    `${bands.join("")}${mask}</VRTDataset>`
   );
 }

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import sharp from "sharp";
 import { Cog } from "../../regional/cog/cog";
 import { renderTile } from "../../regional/maps/render-tile";
-import { warpTile } from "../../regional/maps/warp";
+import { planTile, warpTile } from "../../regional/maps/warp";
 import { LocalCatalog } from "../../regional/source/local";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { parseTileRequest, tileSide, type Resampling, type TileRequest } from "../../shared/maps/tile-request";
@@ -171,6 +171,8 @@ describe("warped tiles against gdalwarp's", () => {
     // A tile that compares nothing proves nothing: every case sees some data.
     expect(d.bothValid, label(req)).toBeGreaterThan(0.03);
     expect(exceeded(d, toleranceOf(c)), label(req)).toEqual([]);
+    // On the source's own grid the pixels are copied, whatever resampling was asked.
+    if (onGrid(c)) expect(planTile(cogs.get(c.fixture)!, req).resampling, "copied, not resampled").toBe("nearest");
   });
 });
 
