@@ -6,8 +6,8 @@
 // fixture has a tolerance on three figures (see tile-difference.ts), stated in docs/maps.md; the
 // grey fixture's WebMercatorQuad tiles lie on its own pixel grid, where the warp is skipped and
 // the answer must be GDAL's exactly. Then proof that the comparison would catch a tile shifted by
-// one, the wrong resampling, or half a pixel's shift; and a rendered PNG with `rescale` against
-// GDAL's values rescaled by the same rule.
+// one, the wrong resampling, half a pixel's shift or nodata read as data; and a rendered PNG with
+// `rescale` against GDAL's values rescaled by the same rule.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import sharp from "sharp";
 import { Cog } from "../../regional/cog/cog";
