@@ -1,0 +1,109 @@
+// What GDAL makes of the map fixtures, for the tests to hold Tessera's answers against: a tile
+// warped by gdalwarp (same bounds, size, target CRS and resampling; GDAL's default error
+// threshold and overview choice), the grid gdalwarp suggests for a CRS, points moved between
+// CRSs, and what gdalinfo reports. All through one GDAL process (gdal-worker.py, Debian's
+// python3-gdal) per test file, which runs gdalwarp's and gdalinfo's own library entry points
+// with their command-line arguments.
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import type { TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import type { Resampling } from "../../shared/maps/tile-request";
+
+/** The Python that has GDAL's bindings (Debian's python3-gdal), not another one on the PATH. */
+export const GDAL_PYTHON = "/usr/bin/python3";
+const WORKER = fileURLToPath(new URL("./gdal-worker.py", import.meta.url));
+
+/** Bands of a tile as raw values, and per band where they are valid (1) or not (0). */
+export interface TilePlanes {
+  width: number;
+  height: number;
+  bands: Float32Array[];
+  valid: Uint8Array[];
+}
+
+export const GDAL_RESAMPLING: Record<Resampling, string> = { nearest: "near", bilinear: "bilinear", cubic: "cubic" };
+
+/**
+ * gdalwarp of `file` onto a tile: `bounds` in `tms`'s CRS, `side`² pixels, every band as Float32
+ * source values; NaN marks what GDAL leaves unwritten (outside the data, nodata), which becomes
+ * validity 0. `options`: more gdalwarp arguments.
+ */
+export async function gdalWarpTile(
+  file: string,
+  tms: TileMatrixSet,
+  bounds: readonly [number, number, number, number],
+  side: number,
+  resampling: Resampling,
+  options: string[] = [],
+): Promise<TilePlanes> {
+  const args = ["-ot", "Float32", "-dstnodata", "nan", "-t_srs", tms.crs, "-te", ...bounds.map(String), "-ts", String(side), String(side), "-r", GDAL_RESAMPLING[resampling], ...options];
+  const out = await call<{ width: number; height: number; bands: number; data: string }>({ op: "warp", src: file, args });
+  const raw = Buffer.from(out.data, "base64");
+  const all = new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);
+  const plane = out.width * out.height;
+  const bands = Array.from({ length: out.bands }, (_, b) => all.slice(b * plane, (b + 1) * plane));
+  const valid = bands.map((band) => Uint8Array.from(band, (v) => (Number.isNaN(v) ? 0 : 1)));
+  return { width: out.width, height: out.height, bands, valid };
+}
+
+/** The grid gdalwarp chooses for `file` reprojected to `crs`: its geotransform and size. */
+export function gdalSuggestedWarpOutput(file: string, crs: string): Promise<{ geoTransform: number[]; width: number; height: number }> {
+  return call({ op: "suggestedWarpOutput", src: file, crs });
+}
+
+/** `gdalinfo -json`'s report of a file. */
+export function gdalInfo(file: string): Promise<Record<string, unknown>> {
+  return call({ op: "info", file });
+}
+
+/** Points [x, y] from CRS `from` to CRS `to`, x (easting, longitude) first. */
+export async function gdalTransform(points: [number, number][], from: string, to: string): Promise<[number, number][]> {
+  return (await call<{ points: [number, number][] }>({ op: "transform", points, from, to })).points;
+}
+
+/** One GDAL process, answering requests in the order they were sent. */
+class GdalWorker {
+  private readonly child = spawn(GDAL_PYTHON, [WORKER], { stdio: ["pipe", "pipe", "inherit"] });
+  private readonly waiting: ((line: string) => void)[] = [];
+  exited = false;
+
+  constructor() {
+    createInterface({ input: this.child.stdout }).on("line", (line) => {
+      this.waiting.shift()?.(line);
+      if (this.waiting.length === 0) this.hold(false);
+    });
+    this.child.on("exit", (code) => {
+      this.exited = true;
+      for (const answer of this.waiting.splice(0)) answer(JSON.stringify({ error: `gdal-worker.py exited (${code})` }));
+    });
+    this.hold(false);
+  }
+
+  async call<T>(request: Record<string, unknown>): Promise<T> {
+    const line = await new Promise<string>((resolve) => {
+      this.waiting.push(resolve);
+      this.hold(true);
+      this.child.stdin.write(`${JSON.stringify(request)}\n`);
+    });
+    const answer = JSON.parse(line) as { ok?: T; error?: string };
+    if (answer.error !== undefined) throw new Error(`GDAL: ${answer.error}`);
+    return answer.ok as T;
+  }
+
+  /** An idle worker keeps no process alive (it ends when its stdin closes); a pending answer does. */
+  private hold(on: boolean): void {
+    for (const handle of [this.child, this.child.stdout] as unknown as { ref(): void; unref(): void }[]) {
+      if (on) handle.ref();
+      else handle.unref();
+    }
+  }
+}
+
+let worker: GdalWorker | undefined;
+
+/** One request to this process's GDAL worker, started on first use. */
+function call<T>(request: Record<string, unknown>): Promise<T> {
+  if (!worker || worker.exited) worker = new GdalWorker();
+  return worker.call<T>(request);
+}

@@ -1,0 +1,246 @@
+// The georeferenced COGs the map tests and bench:maps read, made with GDAL from synthetic but
+// structured pixels (gradients for smooth areas, hard-edged shapes so that a resampling or a
+// half-pixel error shows), into a git-ignored folder, once: a later call finds them there.
+//
+// Each fixture's pixels are computed here and written raw; a VRT gives GDAL their type, CRS,
+// geotransform and nodata value, and `gdal_translate -of COG` writes the COG with its overviews.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { gdalTransform } from "./gdal-reference";
+
+/** Where the fixtures live; a new version of the pixels or options gets a new folder. */
+export const MAP_FIXTURE_DIR = fileURLToPath(new URL("../../.tmp/map-fixtures-v2/", import.meta.url));
+
+type DataType = "Byte" | "UInt16" | "Float32";
+
+export interface MapFixture {
+  /** The catalog id: the file is `{id}.tif` in MAP_FIXTURE_DIR. */
+  id: string;
+  crs: string;
+  width: number;
+  height: number;
+  /** GDAL's geotransform: origin x, pixel width, 0, origin y, 0, −pixel height. */
+  geoTransform: [number, number, 0, number, 0, number];
+  dataType: DataType;
+  bands: number;
+  nodata?: number;
+  /** gdal_translate's COG creation options. */
+  cog: string[];
+  /** Band `band`'s (from 0) value at pixel (col, row). */
+  value(col: number, row: number, band: number): number;
+  /** Where the file's internal mask says the pixel is valid; absent: no mask. */
+  mask?(col: number, row: number): boolean;
+  /** Named pixel positions [col, row] that tests pick tiles around. */
+  places: Record<string, [number, number]>;
+}
+
+const COG_TILES = ["-co", "BLOCKSIZE=256", "-co", "OVERVIEWS=AUTO"];
+/** Web Mercator cell size at zoom 12 (the OGC WebMercatorQuad constant halved 12 times). */
+const MERCATOR_Z12_CELL = 156543.03392804097 / 2 ** 12;
+const HALF_EARTH = 20037508.3427892;
+
+/** A hard-edged checkerboard of `size`-pixel squares: 0 or 1. */
+const checker = (col: number, row: number, size: number) => (Math.floor(col / size) + Math.floor(row / size)) % 2;
+const inDisc = (col: number, row: number, [cx, cy]: [number, number], r: number) => (col - cx) ** 2 + (row - cy) ** 2 <= r * r;
+
+/**
+ * (a) RGB imagery in UTM 33N (EPSG:32633), a JPEG COG (YCbCr, q90) with overviews 1024, 512 and
+ * 256 px: 10 m pixels west of the zone's central meridian, so north on the map is turned from
+ * the grid's (the warp is not a shift). Red and green are gradients across and down; a quadrant
+ * is a checkerboard, and a white ring and a black bar cross the gradients with hard edges. An
+ * internal mask (JPEG has no nodata) keeps a scene's footprint, a square turned by 8°: the
+ * image's corners and the middle of its edges are masked.
+ */
+const utmRgb: MapFixture = {
+  id: "utm-rgb",
+  crs: "EPSG:32633",
+  width: 2048,
+  height: 2048,
+  geoTransform: [440000, 10, 0, 5045000, 0, -10],
+  dataType: "Byte",
+  bands: 3,
+  cog: ["-co", "COMPRESS=JPEG", "-co", "QUALITY=90", ...COG_TILES],
+  value(col, row, band) {
+    if (col >= 1024 && row < 1024) return checker(col, row, 48) ? 230 : 25;
+    if (Math.abs(Math.hypot(col - 700, row - 1300) - 420) < 12) return 255;
+    if (Math.abs(col - row - 300) < 20 && col > 1100) return 0;
+    return [(col / 2047) * 255, (row / 2047) * 255, 128 + 100 * Math.sin(col / 37) * Math.cos(row / 53)][band];
+  },
+  mask(col, row) {
+    const [x, y] = [col - 1024, row - 1024];
+    const turn = (8 * Math.PI) / 180;
+    return Math.abs(x * Math.cos(turn) + y * Math.sin(turn)) < 1000 && Math.abs(y * Math.cos(turn) - x * Math.sin(turn)) < 1000;
+  },
+  places: { centre: [1024, 1024], westEdge: [0, 1024], northEdge: [1024, 0], southEdge: [1024, 2047], checkerboard: [1536, 512] },
+};
+
+/**
+ * (b) A float32 elevation model in UTM 33N with nodata −9999, DEFLATE: non-square 30 × 20 m
+ * pixels, smooth hills with a 250 m cliff, nodata lakes inside, a nodata strip along the west
+ * edge and a notch in the north edge (as a clipped survey has).
+ */
+const LAKES: [[number, number], number][] = [
+  [[500, 700], 60],
+  [[300, 300], 35],
+  [[760, 1150], 90],
+];
+const utmDem: MapFixture = {
+  id: "utm-dem",
+  crs: "EPSG:32633",
+  width: 1000,
+  height: 1500,
+  geoTransform: [600000, 30, 0, 5100000, 0, -20],
+  dataType: "Float32",
+  bands: 1,
+  nodata: -9999,
+  cog: ["-co", "COMPRESS=DEFLATE", ...COG_TILES],
+  value(col, row) {
+    if ((col < 40 && row > 700) || (row < 30 && col > 400 && col < 620)) return -9999;
+    if (LAKES.some(([centre, r]) => inDisc(col, row, centre, r))) return -9999;
+    const hill = (cx: number, cy: number, s: number, h: number) => h * Math.exp(-((col - cx) ** 2 + (row - cy) ** 2) / (2 * s * s));
+    const cliff = col + 0.3 * row > 750 ? 250 : 0;
+    return 180 + 0.2 * row + hill(250, 500, 150, 900) + hill(700, 300, 90, 600) + hill(600, 1200, 200, 400) + cliff;
+  },
+  places: { centre: [500, 750], lake: [500, 700], westStrip: [40, 1100], northNotch: [510, 20], cliff: [600, 500] },
+};
+
+/**
+ * (c) A 4-band uint16 image in longitude/latitude (EPSG:4326), DEFLATE, no nodata: pixels of
+ * 0.0005° × 0.0004° (non-square on the ground too). Band 1 a gradient across with stripes,
+ * band 2 one down, band 3 rings, band 4 a checkerboard: each band differs, so a band mix-up shows.
+ */
+const wgs84Uint16: MapFixture = {
+  id: "wgs84-uint16",
+  crs: "EPSG:4326",
+  width: 1200,
+  height: 800,
+  geoTransform: [10.2, 0.0005, 0, 49.6, 0, -0.0004],
+  dataType: "UInt16",
+  bands: 4,
+  cog: ["-co", "COMPRESS=DEFLATE", ...COG_TILES],
+  value(col, row, band) {
+    switch (band) {
+      case 0:
+        return Math.floor(col / 60) % 3 === 0 ? 60000 : (col / 1199) * 40000;
+      case 1:
+        return (row / 799) * 65535;
+      case 2:
+        return 32768 + 30000 * Math.sin(Math.hypot(col - 600, row - 400) / 25);
+      default:
+        return checker(col, row, 40) ? 60000 : 5000;
+    }
+  },
+  places: { centre: [600, 400], northWest: [0, 0], southEast: [1199, 799] },
+};
+
+/**
+ * (d) 8-bit grey already on the WebMercatorQuad grid: EPSG:3857, pixels of zoom 12's cell size,
+ * its corner on the corner of z12 tile (2177, 1421) (near Munich), 4 × 4 tiles of 256 px, so a
+ * z12 tile is a window of its full level and a z11 tile one of its first overview: the warp is
+ * skipped there. The corner is odd, so z11 and z10 tiles hang over its edges. Nodata 0 in a
+ * triangle at the north-west corner (a scene's collar); hard-edged squares over a gradient.
+ */
+const mercatorGrey: MapFixture = {
+  id: "mercator-grey",
+  crs: "EPSG:3857",
+  width: 1024,
+  height: 1024,
+  geoTransform: [-HALF_EARTH + 2177 * 256 * MERCATOR_Z12_CELL, MERCATOR_Z12_CELL, 0, HALF_EARTH - 1421 * 256 * MERCATOR_Z12_CELL, 0, -MERCATOR_Z12_CELL],
+  dataType: "Byte",
+  bands: 1,
+  nodata: 0,
+  cog: ["-co", "COMPRESS=DEFLATE", ...COG_TILES],
+  value(col, row) {
+    if (col + row < 300) return 0;
+    if (checker(col, row, 64) && col > 512 && row > 512) return 250;
+    if (inDisc(col, row, [300, 700], 150)) return 20;
+    return 40 + ((col + row) / 2046) * 180;
+  },
+  places: { centre: [512, 512], collar: [150, 150], southEast: [1023, 1023] },
+};
+
+export const MAP_FIXTURES = { utmRgb, utmDem, wgs84Uint16, mercatorGrey } as const;
+
+/** The fixture's file path, made first if missing. Safe to call from test files running at once. */
+export function mapFixture(fixture: MapFixture): string {
+  const file = path.join(MAP_FIXTURE_DIR, `${fixture.id}.tif`);
+  if (existsSync(file)) return file;
+  mkdirSync(MAP_FIXTURE_DIR, { recursive: true });
+  // Private names, renamed into place at the end: a concurrent maker writes its own copy.
+  const part = `${file}.${process.pid}`;
+  try {
+    writeFileSync(`${part}.raw`, rawPixels(fixture));
+    writeFileSync(`${part}.vrt`, vrt(fixture, `${part}.raw`));
+    execFileSync("gdal_translate", ["-q", "-of", "COG", ...fixture.cog, `${part}.vrt`, part]);
+    renameSync(part, file);
+  } finally {
+    for (const f of [part, `${part}.raw`, `${part}.vrt`]) rmSync(f, { force: true });
+  }
+  return file;
+}
+
+/** The tile of `tms` at zoom `z` that holds the fixture's place (the centre of that pixel), as GDAL projects it. */
+export async function tileHolding(fixture: MapFixture, place: string, tms: TileMatrixSet, z: number): Promise<{ x: number; y: number }> {
+  const [col, row] = fixture.places[place];
+  const [originX, pixelWidth, , originY, , pixelHeight] = fixture.geoTransform;
+  const [[x, y]] = await gdalTransform([[originX + (col + 0.5) * pixelWidth, originY + (row + 0.5) * pixelHeight]], fixture.crs, tms.crs);
+  const matrix = tms.tileMatrices[z];
+  const span = matrix.cellSize * matrix.tileWidth;
+  return { x: Math.floor((x - matrix.pointOfOrigin[0]) / span), y: Math.floor((matrix.pointOfOrigin[1] - y) / span) };
+}
+
+/** Every fixture made; returns the folder a LocalCatalog serves them from. */
+export function mapFixtures(): string {
+  for (const fixture of Object.values(MAP_FIXTURES)) mapFixture(fixture);
+  return MAP_FIXTURE_DIR;
+}
+
+const SAMPLE: Record<DataType, { bytes: number; write(view: DataView, offset: number, v: number): void }> = {
+  Byte: { bytes: 1, write: (d, o, v) => d.setUint8(o, Math.max(0, Math.min(255, Math.round(v)))) },
+  UInt16: { bytes: 2, write: (d, o, v) => d.setUint16(o, Math.max(0, Math.min(65535, Math.round(v))), true) },
+  Float32: { bytes: 4, write: (d, o, v) => d.setFloat32(o, v, true) },
+};
+
+/** Band-sequential little-endian samples, then the mask's bytes (255 valid, 0 not) if there is one. */
+function rawPixels(f: MapFixture): Uint8Array {
+  const { bytes, write } = SAMPLE[f.dataType];
+  const plane = f.width * f.height;
+  const out = new Uint8Array(plane * f.bands * bytes + (f.mask ? plane : 0));
+  const view = new DataView(out.buffer);
+  let offset = 0;
+  for (let band = 0; band < f.bands; band++) {
+    for (let row = 0; row < f.height; row++) {
+      for (let col = 0; col < f.width; col++, offset += bytes) write(view, offset, f.value(col, row, band));
+    }
+  }
+  if (f.mask) for (let row = 0; row < f.height; row++) for (let col = 0; col < f.width; col++) out[offset++] = f.mask(col, row) ? 255 : 0;
+  return out;
+}
+
+function vrt(f: MapFixture, raw: string): string {
+  const { bytes } = SAMPLE[f.dataType];
+  const colours = f.bands === 3 && f.dataType === "Byte" ? ["Red", "Green", "Blue"] : [];
+  const bands = Array.from(
+    { length: f.bands },
+    (_, b) =>
+      `<VRTRasterBand dataType="${f.dataType}" band="${b + 1}" subClass="VRTRawRasterBand">` +
+      (colours[b] ? `<ColorInterp>${colours[b]}</ColorInterp>` : "") +
+      (f.nodata === undefined ? "" : `<NoDataValue>${f.nodata}</NoDataValue>`) +
+      `<SourceFilename relativeToVRT="0">${raw}</SourceFilename>` +
+      `<ImageOffset>${b * f.width * f.height * bytes}</ImageOffset><PixelOffset>${bytes}</PixelOffset>` +
+      `<LineOffset>${f.width * bytes}</LineOffset><ByteOrder>LSB</ByteOrder></VRTRasterBand>`,
+  );
+  // The mask follows the bands in the raw file; the COG driver writes it as an internal mask.
+  const mask = f.mask
+    ? `<MaskBand><VRTRasterBand dataType="Byte" subClass="VRTRawRasterBand"><SourceFilename relativeToVRT="0">${raw}</SourceFilename>` +
+      `<ImageOffset>${f.bands * f.width * f.height * bytes}</ImageOffset><PixelOffset>1</PixelOffset><LineOffset>${f.width}</LineOffset></VRTRasterBand></MaskBand>`
+    : "";
+  return (
+    `<VRTDataset rasterXSize="${f.width}" rasterYSize="${f.height}">` +
+    `<SRS>${f.crs}</SRS><GeoTransform>${f.geoTransform.join(", ")}</GeoTransform>` +
+    `${bands.join("")}${mask}</VRTDataset>`
+  );
+}
