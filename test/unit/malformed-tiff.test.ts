@@ -337,6 +337,22 @@ describe("hostile georeferences on the map routes", () => {
     expect(answer.source.georeference?.lonLatBounds).toEqual([-180, -90, 180, 90]);
     expect(await edgeColumns(answer.body!)).toEqual({ west: [100, 255], east: [200, 255] });
   });
+
+  it("one-band requests that do not fit the band: 400 naming it; nodata=nan on integers: served", async () => {
+    const tags = [...geoKeys(GEOGRAPHIC), ...placed(-180, 90, 22.5, 11.25)];
+    for (const [query, message] of [
+      ["bidx=2", "bidx 2 is past the source's 1 band"],
+      ["rescale=0,10&rescale=0,20&rescale=0,30", "rescale gives 3 ranges for the 1 band rendered"],
+    ]) {
+      const answer = await mapAnswer("geo-one-band", tags, `WebMercatorQuad/0/0/0.png?${query}`);
+      expect(answer.status, query).toBe(400);
+      expect(answer.message, query).toContain(message);
+    }
+    // Integer samples are never NaN: every pixel stays valid, as GDAL reads them.
+    const answer = await mapAnswer("geo-one-band", tags, "WebMercatorQuad/0/0/0.png?nodata=nan");
+    expect(answer.status).toBe(200);
+    expect(await edgeColumns(answer.body!)).toEqual({ west: [100, 255], east: [200, 255] });
+  });
 });
 
 describe("JPEG tiles whose markers hide a decoy frame header", () => {
