@@ -5,8 +5,8 @@
 
 export interface Tag {
   tag: number;
-  /** 2 ASCII (values are char codes), 3 SHORT, 4 LONG, 7 UNDEFINED, 12 DOUBLE. */
-  type: 2 | 3 | 4 | 7 | 12;
+  /** 3 SHORT, 4 LONG, 7 UNDEFINED, 12 DOUBLE. */
+  type: 3 | 4 | 7 | 12;
   values: number[];
   /** A declared count other than values.length (to lie). */
   count?: number;
@@ -34,7 +34,7 @@ export interface TiffSpec {
   overview?: TiffSpec;
 }
 
-const TYPE_SIZE = { 2: 1, 3: 2, 4: 4, 7: 1, 12: 8 } as const;
+const TYPE_SIZE = { 3: 2, 4: 4, 7: 1, 12: 8 } as const;
 /** Out-of-line values start on a word boundary, as TIFF asks. */
 const padded = (bytes: number) => bytes + (bytes % 2);
 
