@@ -13,6 +13,8 @@ export interface Georeference {
   lonLatBounds: [number, number, number, number];
   /** How the source lies on each tile matrix set it can be tiled in, by set id. */
   tiling: Record<string, SourceTiling>;
+  /** The source goes past longitude ±180°: no tiling, and its map routes answer 501 (mapUnsupported). */
+  crossesAntimeridian?: true;
 }
 
 /** A georeferenced source on one tile matrix set: what TileJSON, WMTS and cost estimates need. */

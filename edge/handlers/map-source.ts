@@ -1,8 +1,10 @@
 // What every route under /tiles/{id}/{tileMatrixSetId} needs first: the source's metadata, and
 // how it lies on that tile matrix set. A source that is not a map is a resource these routes do
-// not have (404), not a malformed request.
+// not have (404), not a malformed request; one across the antimeridian is a map they cannot
+// serve yet (501).
 import type { IRequest } from "itty-router";
 import { notFound } from "../../shared/errors";
+import { acrossAntimeridian } from "../../shared/maps/antimeridian";
 import type { Georeference, SourceInfo, SourceTiling } from "../../shared/protocol";
 import type { EdgeConfig, Env } from "../env";
 import { sourceInfo } from "../source-info";
@@ -14,7 +16,7 @@ export interface MapSource {
   tiling: SourceTiling;
 }
 
-/** The source on the set `tileMatrixSetId` (a known one); 404 when it is not georeferenced or not on that set. */
+/** The source on the set `tileMatrixSetId` (a known one); 404 when it is not georeferenced or not on that set, 501 across the antimeridian. */
 export async function mapSource(
   source: SourceRef,
   tileMatrixSetId: string,
@@ -26,6 +28,7 @@ export async function mapSource(
   const info = await sourceInfo(source, env, config, ctx, req.signal);
   const { georeference } = info;
   if (!georeference) throw notFound(`source "${source.id}" is not georeferenced: it is served as an image only`);
+  if (georeference.crossesAntimeridian) throw acrossAntimeridian(source.id);
   const tiling = georeference.tiling[tileMatrixSetId];
   if (!tiling) throw notFound(`source "${source.id}" does not lie within ${tileMatrixSetId}`);
   return { info, georeference, tiling };

@@ -3,8 +3,10 @@
 // transform from pixels to that CRS (ModelTiepoint + ModelPixelScale, or ModelTransformation;
 // shifted half a pixel for PixelIsPoint rasters), and what the map routes derive from them: the
 // bounds in longitude/latitude and in each tile matrix set's CRS, and the zooms to tile at. A
-// source without them (a scan, the IIIF test pattern), or whose CRS cannot be resolved, is an
-// image only.
+// source without them (a scan, the IIIF test pattern), whose CRS cannot be resolved, or whose
+// outline has no place on the Earth (a point without longitude and latitude, or past a pole) is
+// an image only. A source across longitude ±180° is georeferenced but not tiled: the tile
+// matrix sets' bounds and the warp take longitudes within −180…180, so its tiles would be wrong.
 import type { GeoTIFFImage } from "geotiff";
 import type { Georeference, SourceTiling } from "../../shared/protocol";
 import type { LevelSize } from "../../shared/levels";
@@ -34,14 +36,39 @@ export function readGeoreference(image: GeoTIFFImage, levels: LevelSize[]): Sour
   const bbox = envelope(corners(full).map(([c, r]) => applyAffine(native, c, r)));
   const [sx, sy] = crs.unitScale;
   const pixelToCrs: Affine = [native[0] * sx, native[1] * sx, native[2] * sx, native[3] * sy, native[4] * sy, native[5] * sy];
-  const lonLat = outline(full, pixelToCrs, conversion(crs.definition, LON_LAT));
-  if (!lonLat) return undefined;
+  const toLonLat = conversion(crs.definition, LON_LAT);
+  const lonLat = perimeter(full).map(([c, r]) => toLonLat(...applyAffine(pixelToCrs, c, r)));
+  const place = placeOnEarth(lonLat, pixelDiagonal(pixelToCrs, toLonLat));
+  if (place === "nowhere") return undefined;
+  const crossing = place === "across the antimeridian";
   const tiling: Record<string, SourceTiling> = {};
-  for (const tms of TILE_MATRIX_SETS.values()) {
+  for (const tms of crossing ? [] : TILE_MATRIX_SETS.values()) {
     const on = tilingOn(tms, levels, pixelToCrs, crs);
     if (on) tiling[tms.id] = on;
   }
-  return { crs, pixelToCrs, info: { crs: crs.name, bbox, lonLatBounds: envelope(lonLat), tiling } };
+  const info: Georeference = { crs: crs.name, bbox, lonLatBounds: envelope(lonLat), tiling, ...(crossing && { crossesAntimeridian: true }) };
+  return { crs, pixelToCrs, info };
+}
+
+/**
+ * Where the image's outline (its perimeter in longitude and latitude, in order) lies:
+ * "nowhere" when a point has no longitude and latitude or lies past a pole; "across the
+ * antimeridian" when it goes past longitude ±180° or jumps half the world between neighbours
+ * (a projected source that straddles ±180°, or one around a pole). `slack`, about a pixel,
+ * lets a global raster's edge pixels reach a little past ±180° and ±90°.
+ */
+function placeOnEarth(lonLat: [number, number][], slack: number): "on the Earth" | "across the antimeridian" | "nowhere" {
+  if (!lonLat.every(([lon, lat]) => Number.isFinite(lon) && Math.abs(lat) <= 90 + slack)) return "nowhere";
+  const past = lonLat.some(([lon]) => Math.abs(lon) > 180 + slack);
+  const jumps = lonLat.some(([lon], i) => Math.abs(lon - lonLat[(i + 1) % lonLat.length][0]) > 180);
+  return past || jumps ? "across the antimeridian" : "on the Earth";
+}
+
+/** The length in degrees of the first pixel's diagonal (0 when it has no place). */
+function pixelDiagonal(pixelToCrs: Affine, toLonLat: (x: number, y: number) => [number, number]): number {
+  const [a, b] = [toLonLat(...applyAffine(pixelToCrs, 0, 0)), toLonLat(...applyAffine(pixelToCrs, 1, 1))];
+  const diagonal = Math.hypot(b[0] - a[0], b[1] - a[1]);
+  return Number.isFinite(diagonal) ? diagonal : 0;
 }
 
 /**
@@ -121,20 +148,21 @@ function zoomFor(tms: TileMatrixSet, resolution: number): number {
 
 /** The image's edges, densified, converted; the points that have coordinates there (none: undefined). */
 function outline(full: LevelSize, pixelToCrs: Affine, convert: (x: number, y: number) => [number, number]): [number, number][] | undefined {
-  const points: [number, number][] = [];
-  for (let i = 0; i <= EDGE_SEGMENTS; i++) {
-    const f = i / EDGE_SEGMENTS;
-    for (const [c, r] of [
-      [f * full.width, 0],
-      [f * full.width, full.height],
-      [0, f * full.height],
-      [full.width, f * full.height],
-    ]) {
-      const p = convert(...applyAffine(pixelToCrs, c, r));
-      if (Number.isFinite(p[0]) && Number.isFinite(p[1])) points.push(p);
-    }
-  }
+  const points = perimeter(full)
+    .map(([c, r]) => convert(...applyAffine(pixelToCrs, c, r)))
+    .filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1]));
   return points.length > 0 ? points : undefined;
+}
+
+/** Pixel positions around the image, clockwise from the top-left corner, each edge in EDGE_SEGMENTS steps. */
+function perimeter({ width, height }: LevelSize): [number, number][] {
+  const steps = Array.from({ length: EDGE_SEGMENTS }, (_, i) => i / EDGE_SEGMENTS);
+  return [
+    ...steps.map((f): [number, number] => [f * width, 0]),
+    ...steps.map((f): [number, number] => [width, f * height]),
+    ...steps.map((f): [number, number] => [(1 - f) * width, height]),
+    ...steps.map((f): [number, number] => [0, (1 - f) * height]),
+  ];
 }
 
 const corners = ({ width, height }: LevelSize): [number, number][] => [

@@ -23,11 +23,15 @@ export async function renderTile(cog: Cog, req: TileRequest, signal?: AbortSigna
 }
 
 /**
- * The [min, max] each rendered band maps to 0–255; 400 for float data without a rescale.
- * Checked before any read.
+ * The [min, max] each rendered band maps to 0–255; 400 for float data without a rescale, or for
+ * rescale ranges that are neither one nor one per rendered band (the URL checks that against
+ * bidx; without bidx, only the source knows how many bands render). Checked before any read.
  */
 export function valueRanges(cog: Cog, req: TileRequest): [number, number][] {
   const bands = (req.bidx ?? bandLayout(cog.levels[0].image).defaults).length;
+  if (req.rescale && req.rescale.length !== 1 && req.rescale.length !== bands) {
+    throw badRequest(`rescale gives ${req.rescale.length} ranges for the ${bands} band${bands === 1 ? "" : "s"} rendered; give one for all, or one per band`);
+  }
   if (req.rescale) return Array.from({ length: bands }, (_, i) => req.rescale![req.rescale!.length === 1 ? 0 : i]);
   const type = sampleType(cog.levels[0].image);
   if (type.kind === "float") {

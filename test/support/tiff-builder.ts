@@ -5,8 +5,8 @@
 
 export interface Tag {
   tag: number;
-  /** 3 SHORT, 4 LONG, 7 UNDEFINED. */
-  type: 3 | 4 | 7;
+  /** 3 SHORT, 4 LONG, 7 UNDEFINED, 12 DOUBLE. */
+  type: 3 | 4 | 7 | 12;
   values: number[];
   /** A declared count other than values.length (to lie). */
   count?: number;
@@ -34,7 +34,9 @@ export interface TiffSpec {
   overview?: TiffSpec;
 }
 
-const TYPE_SIZE = { 3: 2, 4: 4, 7: 1 } as const;
+const TYPE_SIZE = { 3: 2, 4: 4, 7: 1, 12: 8 } as const;
+/** Out-of-line values start on a word boundary, as TIFF asks. */
+const padded = (bytes: number) => bytes + (bytes % 2);
 
 export function buildTiff(spec: TiffSpec): Uint8Array {
   const first = buildImage(spec, 8);
@@ -79,14 +81,14 @@ function buildImage(spec: TiffSpec, base: number): { bytes: Uint8Array; ifdAt: n
   // Out-of-line values go after the tiles; the IFD after them. Sizes first, then offsets.
   const sorted = () => [...tags.values(), ...(spec.duplicates ?? [])].sort((a, b) => a.tag - b.tag);
   const outOfLine = (t: Tag) => t.values.length * TYPE_SIZE[t.type] > 4;
-  const valuesBytes = sorted().filter(outOfLine).reduce((n, t) => n + t.values.length * TYPE_SIZE[t.type], 0);
+  const valuesBytes = sorted().filter(outOfLine).reduce((n, t) => n + padded(t.values.length * TYPE_SIZE[t.type]), 0);
   const ifdOffset = at + valuesBytes + (valuesBytes % 2);
   const fileEnd = ifdOffset + 2 + 12 * sorted().length + 4;
   spec.edit?.(tags, { fileEnd, tileOffsets });
 
   const entries = sorted();
   const ifdSize = 2 + 12 * entries.length + 4;
-  const valueBytes = entries.filter(outOfLine).reduce((n, t) => n + t.values.length * TYPE_SIZE[t.type], 0);
+  const valueBytes = entries.filter(outOfLine).reduce((n, t) => n + padded(t.values.length * TYPE_SIZE[t.type]), 0);
   const ifdAt = at + valueBytes + (valueBytes % 2);
   // `out` holds the file from offset 0 so offsets are absolute; the caller takes from `base`.
   const out = new Uint8Array(ifdAt + ifdSize);
@@ -96,6 +98,7 @@ function buildImage(spec: TiffSpec, base: number): { bytes: Uint8Array; ifdAt: n
     t.values.forEach((x, i) => {
       if (t.type === 3) v.setUint16(pos + 2 * i, x, true);
       else if (t.type === 4) v.setUint32(pos + 4 * i, x >>> 0, true);
+      else if (t.type === 12) v.setFloat64(pos + 8 * i, x, true);
       else v.setUint8(pos + i, x);
     });
   };
@@ -109,7 +112,7 @@ function buildImage(spec: TiffSpec, base: number): { bytes: Uint8Array; ifdAt: n
     if (outOfLine(t)) {
       v.setUint32(e + 8, t.offset ?? valuesAt, true);
       write(valuesAt, t);
-      valuesAt += t.values.length * TYPE_SIZE[t.type];
+      valuesAt += padded(t.values.length * TYPE_SIZE[t.type]);
     } else write(e + 8, t);
   });
   const next = spec.nextIfd === "self" ? ifdAt : (spec.nextIfd ?? 0);

@@ -8,6 +8,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { deflateSync } from "node:zlib";
 import { fromFile } from "geotiff";
+import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jpegFrame } from "../../regional/cog/jpeg-tables";
 import { LocalCatalog } from "../../regional/source/local";
@@ -253,6 +254,105 @@ describe("malformed TIFFs", () => {
       }
     });
   }
+});
+
+describe("hostile georeferences on the map routes", () => {
+  // A 16² grey picture, its west half 100 and its east half 200, with GeoTIFF tags that lie.
+  // Each is still an image; its map tiles are served correctly or refused with the table's
+  // status and a message saying why, never a 5xx.
+  const halves = Uint8Array.from({ length: 256 }, (_, i) => (i % 16 < 8 ? 100 : 200));
+  const GEO_KEYS = 34735;
+  const PIXEL_SCALE = 33550;
+  const TIEPOINT = 33922;
+  const TRANSFORMATION = 34264;
+  const GEO_DOUBLES = 34736;
+  const GEOGRAPHIC = { 1024: 2, 1025: 1, 2048: 4326 };
+  /** GeoKeys as GDAL writes them: SHORT values in the directory, doubles in GeoDoubleParams. */
+  function geoKeys(keys: Record<number, number>, doubles: Record<number, number> = {}): Tag[] {
+    const ids = [...Object.keys(keys), ...Object.keys(doubles)].map(Number).sort((a, b) => a - b);
+    const doubleIds = Object.keys(doubles).map(Number);
+    const entries = ids.flatMap((id) => (doubleIds.includes(id) ? [id, GEO_DOUBLES, 1, doubleIds.indexOf(id)] : [id, 0, 1, keys[id]]));
+    return [
+      { tag: GEO_KEYS, type: 3, values: [1, 1, 0, ids.length, ...entries] },
+      ...(doubleIds.length ? [{ tag: GEO_DOUBLES, type: 12 as const, values: doubleIds.map((id) => doubles[id]) }] : []),
+    ];
+  }
+  /** Upper-left corner at (x, y), pixels of `sx` × `sy` CRS units. */
+  const placed = (x: number, y: number, sx: number, sy = sx): Tag[] => [
+    { tag: PIXEL_SCALE, type: 12, values: [sx, sy, 0] },
+    { tag: TIEPOINT, type: 12, values: [0, 0, 0, x, y, 0] },
+  ];
+  const geoTiff = (tags: Tag[]) => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, samples: 1, tiles: [halves], extraTags: tags });
+
+  async function mapAnswer(id: string, tags: Tag[], canonical: string) {
+    await write(id, geoTiff(tags));
+    const info = await signedGet(d, DECODER.info(id));
+    expect(info.status, "info").toBe(200);
+    const source = (await info.json()) as SourceInfo;
+    const res = await signedGet(d, DECODER.tile(id, canonical, source.version));
+    const json = res.headers.get("content-type")?.includes("json");
+    return { source, status: res.status, message: json ? ((await res.json()) as { message: string }).message : "", body: json ? undefined : Buffer.from(await res.arrayBuffer()) };
+  }
+
+  const refused: { name: string; tags: Tag[]; status: number; message: RegExp }[] = [
+    { name: "an EPSG code no table knows", tags: [...geoKeys({ 1024: 1, 1025: 1, 3072: 9999 }), ...placed(500000, 5000000, 10)], status: 404, message: /is not georeferenced/ },
+    {
+      name: "a user-defined transverse Mercator with scale 0 and no central meridian",
+      tags: [...geoKeys({ 1024: 1, 1025: 1, 2048: 4326, 3072: 32767, 3074: 32767, 3075: 1, 3076: 9001 }, { 3080: Number.NaN, 3092: 0 }), ...placed(500000, 5000000, 10)],
+      status: 404,
+      message: /is not georeferenced/,
+    },
+    { name: "a ModelTransformation of determinant 0", tags: [...geoKeys(GEOGRAPHIC), { tag: TRANSFORMATION, type: 12, values: [1, 2, 0, 10, 2, 4, 0, 50, 0, 0, 0, 0, 0, 0, 0, 1] }], status: 404, message: /is not georeferenced/ },
+    { name: "a ModelTransformation holding NaN", tags: [...geoKeys(GEOGRAPHIC), { tag: TRANSFORMATION, type: 12, values: [Number.NaN, 0, 0, 10, 0, -1, 0, 50, 0, 0, 0, 0, 0, 0, 0, 1] }], status: 404, message: /is not georeferenced/ },
+    { name: "UTM pixels of 1e300 metres", tags: [...geoKeys({ 1024: 1, 1025: 1, 3072: 32633 }), ...placed(500000, 5000000, 1e300)], status: 404, message: /is not georeferenced/ },
+    { name: "lon/lat pixels of 1e300 degrees", tags: [...geoKeys(GEOGRAPHIC), ...placed(10, 50, 1e300)], status: 404, message: /is not georeferenced/ },
+    { name: "lon/lat past the poles", tags: [...geoKeys(GEOGRAPHIC), ...placed(10, 140, 1, 12.5)], status: 404, message: /is not georeferenced/ },
+    { name: "lon/lat from 172° to 188° east", tags: [...geoKeys(GEOGRAPHIC), ...placed(172, 8, 1)], status: 501, message: /crosses the antimeridian/ },
+    { name: "UTM zone 60 across 180°", tags: [...geoKeys({ 1024: 1, 1025: 1, 3072: 32660 }), ...placed(700000, 5000000, 10000)], status: 501, message: /crosses the antimeridian/ },
+  ];
+  for (const c of refused) {
+    it(`${c.name}: ${c.status} on the tile route, the image still served`, async () => {
+      const id = `geo-${c.name.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}`;
+      const answer = await mapAnswer(id, c.tags, "WorldCRS84Quad/0/1/0.png");
+      expect(answer.status).toBe(c.status);
+      expect(answer.message).toMatch(c.message);
+      expect((await firstFailure(id, "0,0,16,16/max/0/default.png")).status).toBe(200);
+    });
+  }
+
+  /** [grey, alpha] of a PNG tile's first and last pixels on its middle row. */
+  async function edgeColumns(png: Buffer) {
+    const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+    const at = (x: number) => {
+      const i = ((info.height >> 1) * info.width + x) * info.channels;
+      return [data[i], data[i + info.channels - 1]];
+    };
+    return { west: at(0), east: at(info.width - 1) };
+  }
+
+  it("a global lon/lat raster reaching the poles: tiled in WebMercatorQuad, halves where they lie", async () => {
+    const global = [...geoKeys(GEOGRAPHIC), ...placed(-180, 90, 22.5, 11.25)];
+    const answer = await mapAnswer("geo-global", global, "WebMercatorQuad/0/0/0.png");
+    expect(answer.status).toBe(200);
+    expect(answer.source.georeference?.lonLatBounds).toEqual([-180, -90, 180, 90]);
+    expect(await edgeColumns(answer.body!)).toEqual({ west: [100, 255], east: [200, 255] });
+  });
+
+  it("one-band requests that do not fit the band: 400 naming it; nodata=nan on integers: served", async () => {
+    const tags = [...geoKeys(GEOGRAPHIC), ...placed(-180, 90, 22.5, 11.25)];
+    for (const [query, message] of [
+      ["bidx=2", "bidx 2 is past the source's 1 band"],
+      ["rescale=0,10&rescale=0,20&rescale=0,30", "rescale gives 3 ranges for the 1 band rendered"],
+    ]) {
+      const answer = await mapAnswer("geo-one-band", tags, `WebMercatorQuad/0/0/0.png?${query}`);
+      expect(answer.status, query).toBe(400);
+      expect(answer.message, query).toContain(message);
+    }
+    // Integer samples are never NaN: every pixel stays valid, as GDAL reads them.
+    const answer = await mapAnswer("geo-one-band", tags, "WebMercatorQuad/0/0/0.png?nodata=nan");
+    expect(answer.status).toBe(200);
+    expect(await edgeColumns(answer.body!)).toEqual({ west: [100, 255], east: [200, 255] });
+  });
 });
 
 describe("JPEG tiles whose markers hide a decoy frame header", () => {

@@ -10,6 +10,8 @@ import { BASE, cacheSourceInfo, georeferencedSource, get, heartbeat, metric, squ
 
 const IMAGE_CACHE = /^public, max-age=\d+, stale-while-revalidate=\d+$/;
 const bytes = async (res: Response) => new Uint8Array(await res.arrayBuffer());
+/** One request on each map route of source `id`: a tile, its TileJSON, its WMTS capabilities. */
+const mapRoutes = (id: string) => [`/tiles/${id}/WebMercatorQuad/0/0/0.png`, `/tiles/${id}/WorldCRS84Quad/tilejson.json`, `/tiles/${id}/WebMercatorQuad/WMTSCapabilities.xml`];
 
 beforeEach(async () => {
   expect((await heartbeat()).status).toBe(204);
@@ -110,16 +112,31 @@ describe("a tile inside the source's bounds", () => {
 
 describe("a source that is not georeferenced", () => {
   it("answers every tile route 404 not_found, saying so", async () => {
-    for (const path of [
-      "/tiles/plain/WebMercatorQuad/0/0/0.png",
-      "/tiles/plain/WorldCRS84Quad/tilejson.json",
-      "/tiles/plain/WebMercatorQuad/WMTSCapabilities.xml",
-    ]) {
+    for (const path of mapRoutes("plain")) {
       const res = await get(path);
       expect(res.status, path).toBe(404);
       expect(res.headers.get("cache-control"), path).toBe("public, max-age=60");
       expect(await res.json(), path).toEqual({ error: "not_found", message: 'source "plain" is not georeferenced: it is served as an image only' });
     }
+  });
+});
+
+describe("a source across the antimeridian", () => {
+  it("answers every map route 501 saying so, and its info.json links no TileJSON", async () => {
+    // As the decoder describes one (172°E to 172°W): georeferenced, on no tile matrix set.
+    const geo = georeferencedSource("across");
+    await cacheSourceInfo({ ...geo, georeference: { ...geo.georeference!, lonLatBounds: [-180, -8, 180, 8], tiling: {}, crossesAntimeridian: true } });
+    for (const path of mapRoutes("across")) {
+      const res = await get(path);
+      expect(res.status, path).toBe(501);
+      expect(await res.json(), path).toEqual({
+        error: "unsupported",
+        message: 'source "across" crosses the antimeridian (longitude ±180°): map tiles cannot serve it yet; its IIIF image routes do',
+      });
+    }
+    const info = await get("/iiif/3/across/info.json");
+    expect(info.status).toBe(200);
+    expect(await info.json()).not.toHaveProperty("seeAlso");
   });
 });
 
