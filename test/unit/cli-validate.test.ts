@@ -20,6 +20,8 @@ beforeAll(async () => {
   gdal("no-overviews.tif", ["-co", "TILED=YES", "-co", "COMPRESS=DEFLATE"]);
   gdal("sixteen-bit.tif", ["-of", "COG", "-ot", "UInt16", "-co", "COMPRESS=DEFLATE"]);
   gdal("sixteen-bit-utm.tif", ["-of", "COG", "-ot", "UInt16", "-co", "COMPRESS=DEFLATE", "-a_srs", "EPSG:32633", "-a_ullr", "500000", "5000000", "510000", "4990000"]);
+  // 172°E to 188°E: the map routes cannot serve a source across the antimeridian.
+  gdal("sixteen-bit-antimeridian.tif", ["-of", "COG", "-ot", "UInt16", "-co", "COMPRESS=DEFLATE", "-a_srs", "EPSG:4326", "-a_ullr", "172", "10", "188", "-6"]);
   gdal("lerc.tif", ["-of", "COG", "-co", "COMPRESS=LERC"]);
   await writeFile(file("not-a-tiff.tif"), "this is text, not an image\n");
 });
@@ -88,6 +90,13 @@ describe("tessera validate", { timeout: 20_000 }, () => {
     expect(report).toMatchObject({ valid: true, problems: [], serves: { images: false, tiles: true } });
     const run = await tessera(["validate", file("sixteen-bit-utm.tif")]);
     expect(run.stdout).toContain("valid, the decoder serves it as map tiles only (IIIF images need 8-bit samples)");
+  });
+
+  it("refuses 16-bit samples of a file across the antimeridian, which map tiles do not serve either", async () => {
+    const { code, report } = await validateJson(file("sixteen-bit-antimeridian.tif"));
+    expect(code).toBe(1);
+    expect(report.problems).toMatchObject([{ code: "bit_depth" }]);
+    expect(report.serves).toEqual({ images: false, tiles: false });
   });
 
   it("refuses a codec the decoder does not read (LERC)", async () => {
