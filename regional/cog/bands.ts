@@ -111,17 +111,19 @@ async function readMask(cog: Cog, index: number, window: LevelWindow, signal: Ab
   return undefined;
 }
 
-/** Samples `samples` of a window's pixels, one plane each. */
-function planesOf(pixels: PixelView, samples: number[]): Uint8Array[] {
-  const { data, width: stride, crop } = pixels;
-  return samples.map((s) => {
-    const plane = new Uint8Array(crop.width * crop.height);
-    for (let y = 0; y < crop.height; y++) {
-      const from = ((crop.top + y) * stride + crop.left) * pixels.channels + s;
-      for (let x = 0; x < crop.width; x++) plane[y * crop.width + x] = data[from + x * pixels.channels];
+/** Samples `samples` of a window's pixels as float planes, deinterleaved in one pass. */
+function planesOf(pixels: PixelView, samples: number[]): Float32Array[] {
+  const { data, width: stride, channels, crop } = pixels;
+  const planes = samples.map(() => new Float32Array(crop.width * crop.height));
+  const n = samples.length;
+  let to = 0;
+  for (let y = 0; y < crop.height; y++) {
+    let from = ((crop.top + y) * stride + crop.left) * channels;
+    for (let x = 0; x < crop.width; x++, from += channels, to++) {
+      for (let k = 0; k < n; k++) planes[k][to] = data[from + samples[k]];
     }
-    return plane;
-  });
+  }
+  return planes;
 }
 
 function and(valid: Uint8Array, plane: ArrayLike<number>): void {
@@ -132,13 +134,17 @@ function toFloat(plane: ArrayLike<number>): Float32Array {
   return plane instanceof Float32Array ? plane : Float32Array.from(plane);
 }
 
-/** 1 where `common` allows, the value is not NaN and not `nodata` (compared as the samples are stored). */
+/**
+ * 1 where `common` allows, the value is not NaN and not `nodata` (compared as the samples are
+ * stored). Integer samples without a nodata they can hold share `common` itself: no test to make.
+ */
 function validity(values: Float32Array, common: Uint8Array, nodata: number | undefined, type: SampleType): Uint8Array {
-  const valid = new Uint8Array(values.length);
   const missing = nodata === undefined ? undefined : Math.fround(nodata);
   const nanMissing = nodata !== undefined && Number.isNaN(nodata);
   // An integer band's nodata that its type cannot hold never matches (GDAL ignores it too).
   const comparable = missing !== undefined && !nanMissing && (type.kind === "float" || Number.isInteger(nodata));
+  if (type.kind !== "float" && !comparable) return common;
+  const valid = new Uint8Array(values.length);
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
     valid[i] = common[i] && v === v && !(comparable && v === missing) ? 1 : 0;
