@@ -7,13 +7,13 @@
 // skips the resampling: its pixels are copied.
 import { badRequest, notFound } from "../../shared/errors";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
-import { tileSide, type Resampling, type TileRequest } from "../../shared/maps/tile-request";
+import { tileSide, type TileRequest } from "../../shared/maps/tile-request";
 import { tileCost, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
 import type { Cog, LevelWindow } from "../cog/cog";
 import { bandLayout, readBands, sampleType } from "../cog/bands";
 import type { Reservation } from "../work-budget";
 import { inSetCrs, setConversion } from "./crs";
-import { kernelReach, resample } from "./kernels";
+import { kernelReach, resample, type Sampling } from "./kernels";
 import { invertAffine, sourceCoordinates, type Affine } from "./transformer";
 
 export interface WarpedTile {
@@ -26,21 +26,12 @@ export interface WarpedTile {
 }
 
 /** What a tile reads and how it resamples, decided before any pixel is fetched. */
-export interface TilePlan {
+export interface TilePlan extends Sampling {
   side: number;
   /** One-based bands rendered. */
   bands: number[];
   /** The level and window read; absent when the tile misses the data (nothing is read). */
   read?: TileRead;
-  /** Each output pixel's source position, in the read window's pixels. */
-  xs: Float64Array;
-  ys: Float64Array;
-  /** 1 where the output pixel's centre falls inside the level. */
-  covered: Uint8Array;
-  resampling: Resampling;
-  /** Output pixels per source pixel along each axis (below 1: the kernel widens). */
-  scaleX: number;
-  scaleY: number;
 }
 
 /** Within this, a position is on a pixel boundary and a scale is one. */
@@ -137,7 +128,7 @@ export async function warpPlanned(cog: Cog, plan: TilePlan, req: TileRequest, si
   try {
     const planes = await readBands(cog, read.level, read.window, plan.bands, req.nodata, signal, (work ?? own)!);
     signal.throwIfAborted();
-    planes.forEach((plane, b) => resample(plane, plan.xs, plan.ys, plan.covered, plan.resampling, plan.scaleX, plan.scaleY, bands[b], valid[b]));
+    resample(planes, plan, bands, valid);
     return { width: side, height: side, bands, valid };
   } finally {
     own?.release();
