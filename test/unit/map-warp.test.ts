@@ -115,6 +115,14 @@ describe("kernels", () => {
 });
 
 describe("rendered tiles", () => {
+  it("are PNGs with filtered rows: well under the size of the same pixels written unfiltered", async () => {
+    const cog = await open("rgb-utm");
+    const body = (await renderTile(cog, request(tileAt(cog, "WebMercatorQuad", 12), "resampling=bilinear"))).body;
+    const { data, info } = await sharp(body).raw().toBuffer({ resolveWithObject: true });
+    const unfiltered = await sharp(data, { raw: info }).png({ adaptiveFiltering: false }).toBuffer();
+    expect(body.length / unfiltered.length).toBeLessThan(0.8);
+  });
+
   it("are transparent where the data is not, in png; black there in jpg; 512² at @2x", async () => {
     const cog = await open("rgb-utm");
     const edge = tileAt(cog, "WebMercatorQuad", 9, 0.02, 0.5);
