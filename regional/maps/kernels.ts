@@ -56,15 +56,20 @@ export function resample(planes: Plane[], sampling: Sampling, values: Float32Arr
   else convolve(planes, sampling, sampling.resampling, values, valid);
 }
 
-function nearest(planes: Plane[], { xs, ys, covered }: Sampling, values: Float32Array[], valid: Uint8Array[]): void {
+/** The index of the window pixel holding output pixel `o`'s position; −1 when none does or `o` is not covered. */
+function holding({ xs, ys, covered }: Sampling, o: number, width: number, height: number): number {
+  if (!covered[o]) return -1;
+  // GDAL's slack: a position a hair below a pixel boundary belongs to the pixel above it.
+  const x = Math.floor(xs[o] + 1e-10);
+  const y = Math.floor(ys[o] + 1e-10);
+  return x < 0 || y < 0 || x >= width || y >= height ? -1 : y * width + x;
+}
+
+function nearest(planes: Plane[], sampling: Sampling, values: Float32Array[], valid: Uint8Array[]): void {
   const { width, height } = planes[0];
-  for (let o = 0; o < xs.length; o++) {
-    if (!covered[o]) continue;
-    // GDAL's slack: a position a hair below a pixel boundary belongs to the pixel above it.
-    const x = Math.floor(xs[o] + 1e-10);
-    const y = Math.floor(ys[o] + 1e-10);
-    if (x < 0 || y < 0 || x >= width || y >= height) continue;
-    const i = y * width + x;
+  for (let o = 0; o < sampling.xs.length; o++) {
+    const i = holding(sampling, o, width, height);
+    if (i < 0) continue;
     for (let b = 0; b < planes.length; b++) {
       if (!planes[b].valid[i]) continue;
       values[b][o] = planes[b].values[i];
@@ -73,7 +78,8 @@ function nearest(planes: Plane[], { xs, ys, covered }: Sampling, values: Float32
   }
 }
 
-function convolve(planes: Plane[], { xs, ys, covered, scaleX, scaleY }: Sampling, kernel: Exclude<Resampling, "nearest">, values: Float32Array[], valid: Uint8Array[]): void {
+function convolve(planes: Plane[], sampling: Sampling, kernel: Exclude<Resampling, "nearest">, values: Float32Array[], valid: Uint8Array[]): void {
+  const { xs, ys, scaleX, scaleY } = sampling;
   const { width, height } = planes[0];
   const sx = Math.min(1, scaleX);
   const sy = Math.min(1, scaleY);
@@ -86,13 +92,10 @@ function convolve(planes: Plane[], { xs, ys, covered, scaleX, scaleY }: Sampling
   // Bands valid over the whole window never need their neighbours' validity looked at.
   const wholly = planes.map((p) => !p.valid.includes(0));
   for (let o = 0; o < xs.length; o++) {
-    if (!covered[o]) continue;
     // As GDAL's warper, an output pixel whose own source pixel is invalid stays invalid: the
     // kernel smooths values, never grows the data into its nodata.
-    const cx = Math.floor(xs[o] + 1e-10);
-    const cy = Math.floor(ys[o] + 1e-10);
-    if (cx < 0 || cy < 0 || cx >= width || cy >= height) continue;
-    const centre = cy * width + cx;
+    const centre = holding(sampling, o, width, height);
+    if (centre < 0) continue;
     // Pixel centres sit at i + 0.5: the kernel is centred on the position less half a pixel.
     const px = xs[o] - 0.5;
     const py = ys[o] - 0.5;
