@@ -9,6 +9,7 @@ import type { GeoTIFFImage } from "geotiff";
 import { untilAborted } from "../../shared/abort";
 import type { Reservation } from "../work-budget";
 import { asHttpError, type Cog, type LevelWindow } from "./cog";
+import type { PixelView } from "./pixels";
 
 export type SampleKind = "uint" | "int" | "float";
 
@@ -76,13 +77,10 @@ export async function readBands(
   const height = window[3] - window[1];
   const samples = [...new Set([...bands.map((b) => b - 1), ...(layout.alpha === undefined ? [] : [layout.alpha])])];
   try {
-    const [raw, mask] = await Promise.all([
-      readSamples(cog, index, window, samples, signal, work),
-      level.mask ? untilAborted(level.mask.readRasters({ window, samples: [0], signal }), signal) : undefined,
-    ]);
+    const [raw, mask] = await Promise.all([readSamples(cog, index, window, samples, signal, work), readMask(cog, index, window, signal, work)]);
     // Where the mask or the alpha band hides the pixel, every band is invalid.
     const common = new Uint8Array(width * height).fill(1);
-    if (mask) and(common, mask[0] as ArrayLike<number>);
+    if (mask) and(common, mask);
     if (layout.alpha !== undefined) and(common, raw[samples.indexOf(layout.alpha)]);
     const type = sampleType(level.image);
     const missing = nodata ?? level.image.getGDALNoData() ?? undefined;
@@ -100,20 +98,32 @@ export async function readBands(
 async function readSamples(cog: Cog, index: number, window: LevelWindow, samples: number[], signal: AbortSignal, work: Reservation): Promise<ArrayLike<number>[]> {
   const level = cog.levels[index];
   const channels = level.blocks?.layout.channels ?? 0;
-  if (samples.every((s) => s < channels)) {
-    const pixels = await cog.readLevelWindow(index, window, signal, work);
-    const { data, width: stride, crop } = pixels;
-    return samples.map((s) => {
-      const plane = new Uint8Array(crop.width * crop.height);
-      for (let y = 0; y < crop.height; y++) {
-        const from = ((crop.top + y) * stride + crop.left) * pixels.channels + s;
-        for (let x = 0; x < crop.width; x++) plane[y * crop.width + x] = data[from + x * pixels.channels];
-      }
-      return plane;
-    });
-  }
+  if (samples.every((s) => s < channels)) return planesOf(await cog.readLevelWindow(index, window, signal, work), samples);
   const rasters = await untilAborted(level.image.readRasters({ window, samples, signal }), signal);
   return Array.from({ length: samples.length }, (_, i) => rasters[i] as ArrayLike<number>);
+}
+
+/** The level's transparency mask over the window (0 where hidden), through the block cache when it can. */
+async function readMask(cog: Cog, index: number, window: LevelWindow, signal: AbortSignal, work: Reservation): Promise<ArrayLike<number> | undefined> {
+  const { mask, maskBlocks } = cog.levels[index];
+  if (maskBlocks) return planesOf(await maskBlocks.read(window, signal, work), [0])[0];
+  if (mask) return (await untilAborted(mask.readRasters({ window, samples: [0], signal }), signal))[0] as ArrayLike<number>;
+  return undefined;
+}
+
+/** Samples `samples` of a window's pixels as float planes, deinterleaved in one pass. */
+function planesOf(pixels: PixelView, samples: number[]): Float32Array[] {
+  const { data, width: stride, channels, crop } = pixels;
+  const planes = samples.map(() => new Float32Array(crop.width * crop.height));
+  const n = samples.length;
+  let to = 0;
+  for (let y = 0; y < crop.height; y++) {
+    let from = ((crop.top + y) * stride + crop.left) * channels;
+    for (let x = 0; x < crop.width; x++, from += channels, to++) {
+      for (let k = 0; k < n; k++) planes[k][to] = data[from + samples[k]];
+    }
+  }
+  return planes;
 }
 
 function and(valid: Uint8Array, plane: ArrayLike<number>): void {
@@ -124,13 +134,17 @@ function toFloat(plane: ArrayLike<number>): Float32Array {
   return plane instanceof Float32Array ? plane : Float32Array.from(plane);
 }
 
-/** 1 where `common` allows, the value is not NaN and not `nodata` (compared as the samples are stored). */
+/**
+ * 1 where `common` allows, the value is not NaN and not `nodata` (compared as the samples are
+ * stored). Integer samples without a nodata they can hold share `common` itself: no test to make.
+ */
 function validity(values: Float32Array, common: Uint8Array, nodata: number | undefined, type: SampleType): Uint8Array {
-  const valid = new Uint8Array(values.length);
   const missing = nodata === undefined ? undefined : Math.fround(nodata);
   const nanMissing = nodata !== undefined && Number.isNaN(nodata);
   // An integer band's nodata that its type cannot hold never matches (GDAL ignores it too).
   const comparable = missing !== undefined && !nanMissing && (type.kind === "float" || Number.isInteger(nodata));
+  if (type.kind !== "float" && !comparable) return common;
+  const valid = new Uint8Array(values.length);
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
     valid[i] = common[i] && v === v && !(comparable && v === missing) ? 1 : 0;

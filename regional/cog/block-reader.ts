@@ -210,6 +210,7 @@ export class BlockReader {
     if (data.byteLength !== expected) {
       throw malformed(this.source.label, `block ${r.index} decodes to ${data.byteLength} bytes, not the declared ${expected}`);
     }
+    if (params.bitsPerSample[0] === 1) data = unpackBits(data, width, height);
     return { data, width, height, channels: params.samplesPerPixel };
   }
 
@@ -266,6 +267,16 @@ export function coalesce(ranges: Range[]): Range[][] {
     } else runs.push([r]);
   }
   return runs;
+}
+
+/** A 1-bit block (a transparency mask: rows padded to whole bytes, first pixel in the high bit) as a byte a pixel, 0 or 1. */
+function unpackBits(packed: Uint8Array, width: number, height: number): Uint8Array {
+  const out = new Uint8Array(width * height);
+  const rowBytes = Math.ceil(width / 8);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) out[y * width + x] = (packed[y * rowBytes + (x >> 3)] >> (7 - (x & 7))) & 1;
+  }
+  return out;
 }
 
 /** Copies the part of `block` (placed at bx, by in level pixels) inside `window` into `out`. */

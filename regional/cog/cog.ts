@@ -7,16 +7,16 @@
 // 32-bit integer or floating-point samples open too: map tiles read their bands raw (bands.ts);
 // IIIF images of them are refused (501) by the 8-bit pipeline.
 
-import { GeoTIFF, getDecoder, type GeoTIFFImage } from "geotiff";
+import { GeoTIFF, getDecoder, type GeoTIFFImage, type ImageFileDirectory } from "geotiff";
 import { HttpError, unsupported } from "../../shared/errors";
 import type { SourceInfo } from "../../shared/protocol";
 import type { Source } from "../source/source";
 import { untilAborted } from "../../shared/abort";
 import { WorkBudget, type Reservation } from "../work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
-import { BlockReader, checkStoredRange } from "./block-reader";
+import { BlockReader, checkStoredRange, type LevelLayout } from "./block-reader";
 import { readGeoreference, type SourceGeo } from "./georeference";
-import { blockBytes, blockParameters, COMPRESSION, registerCodecs } from "./codecs";
+import { blockBytes, blockParameters, COMPRESSION, registerCodecs, type BlockParameters } from "./codecs";
 import { GeoTiffSource } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "../../shared/levels";
 import { compactWindow, type PixelView, type Pixels } from "./pixels";
@@ -66,6 +66,8 @@ export interface CogLevel extends LevelSize {
   blocks?: BlockReader;
   /** The level's transparency mask (GDAL writes one per level), when the file has them. */
   mask?: GeoTIFFImage;
+  /** The mask's blocks through the decoded-block cache, when it is tiled as GDAL writes it. */
+  maskBlocks?: BlockReader;
 }
 
 export class Cog {
@@ -106,6 +108,7 @@ export class Cog {
         levels.map(async (level, i) => {
           level.blocks = await blockReaderFor(source, `${identity}/${i}`, level, cache);
           if (!level.blocks) await checkRasterRanges(source, level);
+          level.maskBlocks = level.mask && (await maskReaderFor(source, `${identity}/${i}/mask`, level, level.mask, cache));
         }),
       );
     } catch (e) {
@@ -349,8 +352,36 @@ async function blockReaderFor(source: Source, keyPrefix: string, level: CogLevel
   const colour = photometric === PHOTOMETRIC.blackIsZero ? 1 : 3;
   const channels = (colour + (hasAlpha(level.image) ? 1 : 0)) as 1 | 2 | 3 | 4;
   if (params.samplesPerPixel < channels) return undefined;
+  return readerOf(source, keyPrefix, level, dir, params, compression, channels, cache);
+}
+
+/**
+ * A block reader for a level's transparency mask, so that a tile's mask blocks are inflated
+ * once and kept with the image's: GDAL writes masks tiled, one sample of 1 bit (unpacked to a
+ * byte a pixel when decoded) or 8 bits. Else undefined, and the mask is read through geotiff.js.
+ */
+async function maskReaderFor(source: Source, keyPrefix: string, level: CogLevel, mask: GeoTIFFImage, cache: DecodedBlockCache): Promise<BlockReader | undefined> {
+  const dir = mask.getFileDirectory();
+  const params = await blockParameters(dir);
+  const bits = params.bitsPerSample[0];
+  if (!dir.hasTag("TileWidth") || params.samplesPerPixel !== 1 || (bits !== 1 && bits !== 8) || (bits === 1 && params.predictor !== 1)) return undefined;
+  const compression = (dir.getValue("Compression") as number | undefined) ?? COMPRESSION.none;
+  return readerOf(source, keyPrefix, { width: level.width, height: level.height, tileWidth: params.tileWidth, tileHeight: params.tileHeight }, dir, params, compression, 1, cache);
+}
+
+async function readerOf(
+  source: Source,
+  keyPrefix: string,
+  size: Pick<CogLevel, "width" | "height" | "tileWidth" | "tileHeight">,
+  dir: ImageFileDirectory,
+  params: BlockParameters,
+  compression: number,
+  channels: LevelLayout["channels"],
+  cache: DecodedBlockCache,
+): Promise<BlockReader> {
   const decoder = await getDecoder(compression, params as never);
-  return new BlockReader(source, keyPrefix, { width: level.width, height: level.height, tileWidth: level.tileWidth, tileHeight: level.tileHeight, params, compression, channels }, dir, decoder, cache);
+  const { width, height, tileWidth, tileHeight } = size;
+  return new BlockReader(source, keyPrefix, { width, height, tileWidth, tileHeight, params, compression, channels }, dir, decoder, cache);
 }
 
 /**

@@ -5,23 +5,34 @@
 // pixel under an output pixel counts. Each band is resampled on its own: only that band's valid
 // pixels take part and their weights are renormalised, so one band's nodata never bleeds into
 // another band, nor into its own neighbours' values.
+//
+// This is most of a tile's time, so the loops are written for speed: an output pixel's weights
+// are computed once for all its bands, and a band whose window is valid everywhere, at a pixel
+// whose whole neighbourhood lies in the window, is summed without any per-neighbour test.
 import type { Resampling } from "../../shared/maps/tile-request";
 import type { Plane } from "../cog/bands";
 
-export interface Kernel {
-  /** Half-width in source pixels at scale 1. */
-  radius: number;
-  weight(distance: number): number;
+/** Where each output pixel samples the window read, and how. */
+export interface Sampling {
+  /** Each output pixel's source position, in the window's pixels (NaN: no source). */
+  xs: Float64Array;
+  ys: Float64Array;
+  /** 1 where the output pixel's centre falls inside the level; the others stay invalid. */
+  covered: Uint8Array;
+  resampling: Resampling;
+  /** Output pixels per source pixel along each axis (below 1: the kernel widens). */
+  scaleX: number;
+  scaleY: number;
 }
 
-export const KERNELS: Record<Exclude<Resampling, "nearest">, Kernel> = {
-  bilinear: { radius: 1, weight: (d) => Math.max(0, 1 - Math.abs(d)) },
-  cubic: { radius: 2, weight: keysCubic },
-};
+/** Half-width in source pixels at scale 1. */
+const RADIUS = { bilinear: 1, cubic: 2 };
 
-/** Keys' cubic convolution with a = −0.5. */
-function keysCubic(distance: number): number {
+/** The weight of a pixel `distance` (in kernel units) from the position. */
+export function kernelWeight(kernel: Exclude<Resampling, "nearest">, distance: number): number {
   const x = Math.abs(distance);
+  if (kernel === "bilinear") return x < 1 ? 1 - x : 0;
+  // Keys' cubic convolution with a = −0.5.
   if (x < 1) return (1.5 * x - 2.5) * x * x + 1;
   if (x < 2) return ((-0.5 * x + 2.5) * x - 4) * x + 2;
   return 0;
@@ -32,83 +43,102 @@ const MIN_WEIGHT = 1e-5;
 
 /** How far beyond a position a kernel reads, in source pixels, at `scale`. */
 export function kernelReach(resampling: Resampling, scale: number): number {
-  return resampling === "nearest" ? 0 : Math.ceil(KERNELS[resampling].radius / Math.min(1, scale));
+  return resampling === "nearest" ? 0 : Math.ceil(RADIUS[resampling] / Math.min(1, scale));
 }
 
 /**
- * Resamples `plane` at the positions `xs`, `ys` (window pixels; NaN: no source) into `values`
- * and `valid`, for the output pixels whose `covered` is 1 (the others are left invalid).
- * `scaleX`, `scaleY`: output pixels per source pixel along each axis.
+ * Resamples every plane (one window, one band each) at the sampling's positions into the
+ * band's `values` and `valid`, which start zeroed.
  */
-export function resample(
-  plane: Plane,
-  xs: Float64Array,
-  ys: Float64Array,
-  covered: Uint8Array,
-  resampling: Resampling,
-  scaleX: number,
-  scaleY: number,
-  values: Float32Array,
-  valid: Uint8Array,
-): void {
-  if (resampling === "nearest") return nearest(plane, xs, ys, covered, values, valid);
-  const kernel = KERNELS[resampling];
-  const sx = Math.min(1, scaleX);
-  const sy = Math.min(1, scaleY);
-  const rx = Math.ceil(kernel.radius / sx);
-  const ry = Math.ceil(kernel.radius / sy);
-  const wx = new Float64Array(2 * rx);
-  const wy = new Float64Array(2 * ry);
-  const { width, height, values: src, valid: ok } = plane;
-  for (let o = 0; o < xs.length; o++) {
-    if (!covered[o]) continue;
-    // Pixel centres sit at i + 0.5: the kernel is centred on the position less half a pixel.
-    // As GDAL's warper, an output pixel whose own source pixel is invalid stays invalid: the
-    // kernel smooths values, never grows the data into its nodata.
-    const cx = Math.floor(xs[o] + 1e-10);
-    const cy = Math.floor(ys[o] + 1e-10);
-    if (cx < 0 || cy < 0 || cx >= plane.width || cy >= plane.height || !plane.valid[cy * plane.width + cx]) continue;
-    const px = xs[o] - 0.5;
-    const py = ys[o] - 0.5;
-    const ix = Math.floor(px);
-    const iy = Math.floor(py);
-    const fx = px - ix;
-    const fy = py - iy;
-    for (let k = 0; k < 2 * rx; k++) wx[k] = kernel.weight((k + 1 - rx - fx) * sx);
-    for (let k = 0; k < 2 * ry; k++) wy[k] = kernel.weight((k + 1 - ry - fy) * sy);
-    let sum = 0;
-    let weights = 0;
-    for (let j = 0; j < 2 * ry; j++) {
-      const y = iy + 1 - ry + j;
-      if (y < 0 || y >= height || wy[j] === 0) continue;
-      const row = y * width;
-      for (let i = 0; i < 2 * rx; i++) {
-        const x = ix + 1 - rx + i;
-        if (x < 0 || x >= width || !ok[row + x]) continue;
-        const w = wx[i] * wy[j];
-        sum += w * src[row + x];
-        weights += w;
-      }
-    }
-    if (weights > MIN_WEIGHT) {
-      values[o] = sum / weights;
-      valid[o] = 1;
+export function resample(planes: Plane[], sampling: Sampling, values: Float32Array[], valid: Uint8Array[]): void {
+  if (planes.length === 0) return;
+  if (sampling.resampling === "nearest") nearest(planes, sampling, values, valid);
+  else convolve(planes, sampling, sampling.resampling, values, valid);
+}
+
+/** The index of the window pixel holding output pixel `o`'s position; −1 when none does or `o` is not covered. */
+function holding({ xs, ys, covered }: Sampling, o: number, width: number, height: number): number {
+  if (!covered[o]) return -1;
+  // GDAL's slack: a position a hair below a pixel boundary belongs to the pixel above it.
+  const x = Math.floor(xs[o] + 1e-10);
+  const y = Math.floor(ys[o] + 1e-10);
+  return x < 0 || y < 0 || x >= width || y >= height ? -1 : y * width + x;
+}
+
+function nearest(planes: Plane[], sampling: Sampling, values: Float32Array[], valid: Uint8Array[]): void {
+  const { width, height } = planes[0];
+  for (let o = 0; o < sampling.xs.length; o++) {
+    const i = holding(sampling, o, width, height);
+    if (i < 0) continue;
+    for (let b = 0; b < planes.length; b++) {
+      if (!planes[b].valid[i]) continue;
+      values[b][o] = planes[b].values[i];
+      valid[b][o] = 1;
     }
   }
 }
 
-function nearest(plane: Plane, xs: Float64Array, ys: Float64Array, covered: Uint8Array, values: Float32Array, valid: Uint8Array): void {
-  const { width, height, values: src, valid: ok } = plane;
+function convolve(planes: Plane[], sampling: Sampling, kernel: Exclude<Resampling, "nearest">, values: Float32Array[], valid: Uint8Array[]): void {
+  const { xs, ys, scaleX, scaleY } = sampling;
+  const { width, height } = planes[0];
+  const sx = Math.min(1, scaleX);
+  const sy = Math.min(1, scaleY);
+  const rx = Math.ceil(RADIUS[kernel] / sx);
+  const ry = Math.ceil(RADIUS[kernel] / sy);
+  const nx = 2 * rx;
+  const ny = 2 * ry;
+  const wx = new Float64Array(nx);
+  const wy = new Float64Array(ny);
+  // Bands valid over the whole window never need their neighbours' validity looked at.
+  const wholly = planes.map((p) => !p.valid.includes(0));
   for (let o = 0; o < xs.length; o++) {
-    if (!covered[o]) continue;
-    // GDAL's slack: a position a hair below a pixel boundary belongs to the pixel above it.
-    const x = Math.floor(xs[o] + 1e-10);
-    const y = Math.floor(ys[o] + 1e-10);
-    if (x < 0 || y < 0 || x >= width || y >= height) continue;
-    const i = y * width + x;
-    if (ok[i]) {
-      values[o] = src[i];
-      valid[o] = 1;
+    // As GDAL's warper, an output pixel whose own source pixel is invalid stays invalid: the
+    // kernel smooths values, never grows the data into its nodata.
+    const centre = holding(sampling, o, width, height);
+    if (centre < 0) continue;
+    // Pixel centres sit at i + 0.5: the kernel is centred on the position less half a pixel.
+    const px = xs[o] - 0.5;
+    const py = ys[o] - 0.5;
+    const x0 = Math.floor(px) + 1 - rx;
+    const y0 = Math.floor(py) + 1 - ry;
+    const fx = px - Math.floor(px);
+    const fy = py - Math.floor(py);
+    let sumX = 0;
+    let sumY = 0;
+    for (let k = 0; k < nx; k++) sumX += wx[k] = kernelWeight(kernel, (k + 1 - rx - fx) * sx);
+    for (let k = 0; k < ny; k++) sumY += wy[k] = kernelWeight(kernel, (k + 1 - ry - fy) * sy);
+    const inside = x0 >= 0 && y0 >= 0 && x0 + nx <= width && y0 + ny <= height;
+    for (let b = 0; b < planes.length; b++) {
+      const { values: src, valid: ok } = planes[b];
+      if (!ok[centre]) continue;
+      let sum = 0;
+      let weights = 0;
+      if (inside && wholly[b]) {
+        for (let j = 0, row = y0 * width + x0; j < ny; j++, row += width) {
+          let line = 0;
+          for (let i = 0; i < nx; i++) line += wx[i] * src[row + i];
+          sum += wy[j] * line;
+        }
+        weights = sumX * sumY;
+      } else {
+        // At the window's edge or near an invalid pixel: only the band's valid pixels count.
+        for (let j = 0; j < ny; j++) {
+          const y = y0 + j;
+          if (y < 0 || y >= height || wy[j] === 0) continue;
+          const row = y * width;
+          for (let i = 0; i < nx; i++) {
+            const x = x0 + i;
+            if (x < 0 || x >= width || !ok[row + x]) continue;
+            const w = wx[i] * wy[j];
+            sum += w * src[row + x];
+            weights += w;
+          }
+        }
+      }
+      if (weights > MIN_WEIGHT) {
+        values[b][o] = sum / weights;
+        valid[b][o] = 1;
+      }
     }
   }
 }

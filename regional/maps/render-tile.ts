@@ -12,6 +12,15 @@ import { encoderFor } from "../encode/formats";
 import type { Reservation } from "../work-budget";
 import { warpTile, type WarpedTile } from "./warp";
 
+/**
+ * Map tiles' PNG: rows filtered adaptively, zlib level 5. Measured with sharp on 234 tiles of
+ * the UTM RGB fixture: unfiltered level 6 (sharp's default) 38.9 KB in 2.7 ms a tile; adaptive
+ * filtering at level 6 (GDAL's libpng) 22.3 KB in 6.7 ms, at 5 23.1 KB in 4.1 ms, at 3 25.1 KB in
+ * 3.6 ms; a palette 10.9 KB but lossy and 54 ms. A tile is encoded once and sent on every view,
+ * so 40 % fewer bytes are worth 1.4 ms; level 6's last 3 % are not worth 2.6 ms more.
+ */
+const TILE_PNG = { adaptiveFiltering: true, compressionLevel: 5 };
+
 export interface RenderedTile {
   body: Buffer;
   contentType: string;
@@ -67,6 +76,7 @@ export async function encodeTile(tile: WarpedTile, req: TileRequest, ranges: [nu
   }
   const img = sharp(out, { raw: { width, height, channels: channels as 1 | 2 | 3 | 4 } });
   // One band stays grey (with alpha) in the file, not expanded to RGB.
-  const body = await encoder.encode(colour === 1 ? img.toColourspace("b-w") : img);
+  const pixels = colour === 1 ? img.toColourspace("b-w") : img;
+  const body = req.format === "png" ? await pixels.png(TILE_PNG).toBuffer() : await encoder.encode(pixels);
   return { body, contentType: CONTENT_TYPES[req.format] };
 }

@@ -7,13 +7,13 @@
 // skips the resampling: its pixels are copied.
 import { badRequest, notFound } from "../../shared/errors";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
-import { tileSide, type Resampling, type TileRequest } from "../../shared/maps/tile-request";
+import { tileSide, type TileRequest } from "../../shared/maps/tile-request";
 import { tileCost, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
 import type { Cog, LevelWindow } from "../cog/cog";
 import { bandLayout, readBands, sampleType } from "../cog/bands";
 import type { Reservation } from "../work-budget";
 import { inSetCrs, setConversion } from "./crs";
-import { kernelReach, resample } from "./kernels";
+import { kernelReach, resample, type Sampling } from "./kernels";
 import { invertAffine, sourceCoordinates, type Affine } from "./transformer";
 
 export interface WarpedTile {
@@ -26,21 +26,12 @@ export interface WarpedTile {
 }
 
 /** What a tile reads and how it resamples, decided before any pixel is fetched. */
-export interface TilePlan {
+export interface TilePlan extends Sampling {
   side: number;
   /** One-based bands rendered. */
   bands: number[];
   /** The level and window read; absent when the tile misses the data (nothing is read). */
   read?: TileRead;
-  /** Each output pixel's source position, in the read window's pixels. */
-  xs: Float64Array;
-  ys: Float64Array;
-  /** 1 where the output pixel's centre falls inside the level. */
-  covered: Uint8Array;
-  resampling: Resampling;
-  /** Output pixels per source pixel along each axis (below 1: the kernel widens). */
-  scaleX: number;
-  scaleY: number;
 }
 
 /** Within this, a position is on a pixel boundary and a scale is one. */
@@ -65,8 +56,8 @@ export function planTile(cog: Cog, req: TileRequest): TilePlan {
 
   const [left, , , top] = tileBounds(tms, req.z, req.x, req.y);
   const cell = tms.tileMatrices[req.z].cellSize / req.scale;
-  const index = overviewFor(cog, cell / tiling.resolution);
   const full = cog.levels[0];
+  const index = overviewFor(cog, cell / levelResolution(geo.pixelToCrs, full, tiling));
   const level = cog.levels[index];
   // Set CRS → source CRS → full-resolution pixel → this level's pixel.
   const toPixel = invertAffine(geo.pixelToCrs);
@@ -137,7 +128,7 @@ export async function warpPlanned(cog: Cog, plan: TilePlan, req: TileRequest, si
   try {
     const planes = await readBands(cog, read.level, read.window, plan.bands, req.nodata, signal, (work ?? own)!);
     signal.throwIfAborted();
-    planes.forEach((plane, b) => resample(plane, plan.xs, plan.ys, plan.covered, plan.resampling, plan.scaleX, plan.scaleY, bands[b], valid[b]));
+    resample(planes, plan, bands, valid);
     return { width: side, height: side, bands, valid };
   } finally {
     own?.release();
@@ -164,6 +155,19 @@ export function overviewFor(cog: Pick<Cog, "levels">, ratio: number): number {
     if (Math.abs(ratioOf(i) - ratio) < 0.1) break;
   }
   return i;
+}
+
+/**
+ * The source's resolution gdalwarp (GDAL 3.6) chooses the level by: for square pixels, the
+ * resolution it suggests for the whole image (the diagonal's); for pixels that are not square,
+ * the width of a source column along the output's x axis (the image's extent in the set's CRS
+ * over its columns), whether the columns are the coarser axis or the finer, as measured with
+ * GDAL 3.6 on sources of 30 × 20 m and 20 × 30 m pixels.
+ */
+function levelResolution(pixelToCrs: Affine, full: { width: number }, tiling: { resolution: number; bounds: number[] }): number {
+  const column = Math.hypot(pixelToCrs[1], pixelToCrs[4]);
+  const row = Math.hypot(pixelToCrs[2], pixelToCrs[5]);
+  return column === row ? tiling.resolution : (tiling.bounds[2] - tiling.bounds[0]) / full.width;
 }
 
 /** Whether every output pixel centre is a source pixel centre, one source pixel apart: a copy. */

@@ -11,7 +11,7 @@ import { LocalCatalog } from "../../regional/source/local";
 import { WorkBudget } from "../../regional/work-budget";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { gdalWindow, makeMapFixtures } from "./map-helpers";
-import { signedGet, startDecoder } from "./regional-helpers";
+import { RecordingCatalog, signedGet, startDecoder } from "./regional-helpers";
 
 let dir: string;
 let catalog: LocalCatalog;
@@ -47,6 +47,24 @@ describe("band reads", () => {
       const gdal = gdalWindow(dir, "rgb-utm", level, [...window], [1, 2, 3]);
       expect(gdal.mask[0].includes(0) && gdal.mask[0].includes(1), "the window crosses the mask's edge").toBe(true);
       planes.forEach((p, b) => expect(differences(p.valid, gdal.mask[b]), `level ${level} band ${b + 1} validity`).toBe(0));
+    }
+  });
+
+  it("read a window's mask once: the same window again reads and decodes nothing", async () => {
+    const recording = new RecordingCatalog(catalog);
+    const cog = await Cog.open(await recording.open("rgb-utm", undefined));
+    const work = new WorkBudget().tryReserve(1, "test");
+    const read = () => readBands(cog, 1, [100, 150, 410, 581], [1, 2, 3], undefined, new AbortController().signal, work);
+    try {
+      const first = await read();
+      expect(first[0].valid.includes(0) && first[0].valid.includes(1), "the window crosses the mask's edge").toBe(true);
+      const bytes = recording.bytesRead();
+      const again = await read();
+      expect(recording.bytesRead() - bytes, "bytes read again").toBe(0);
+      expect(differences(again[0].valid, first[0].valid)).toBe(0);
+    } finally {
+      work.release();
+      await cog.close();
     }
   });
 

@@ -7,7 +7,9 @@ import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Cog } from "../../regional/cog/cog";
 import { conversion, TMS_CRS } from "../../regional/maps/crs";
-import { KERNELS, resample } from "../../regional/maps/kernels";
+import { kernelWeight, resample } from "../../regional/maps/kernels";
+import type { Plane } from "../../regional/cog/bands";
+import type { Resampling } from "../../shared/maps/tile-request";
 import { renderTile } from "../../regional/maps/render-tile";
 import { sourceCoordinates } from "../../regional/maps/transformer";
 import { planTile, warpTile } from "../../regional/maps/warp";
@@ -77,29 +79,50 @@ describe("the approximate transformer", () => {
 
 describe("kernels", () => {
   it("weigh as GDAL's: bilinear's tent, Keys cubic with a = −0.5", () => {
-    expect([0, 0.25, 0.5, 1].map(KERNELS.bilinear.weight)).toEqual([1, 0.75, 0.5, 0]);
-    const cubic = [0, 0.5, 1, 1.5, 2].map(KERNELS.cubic.weight);
+    expect([0, 0.25, 0.5, 1].map((d) => kernelWeight("bilinear", d))).toEqual([1, 0.75, 0.5, 0]);
+    const cubic = [0, 0.5, 1, 1.5, 2].map((d) => kernelWeight("cubic", d));
     expect(cubic).toEqual([1, 0.5625, 0, -0.0625, 0]);
   });
+
+  /** One output pixel at (x, y) of `plane`, resampled with `kernel`: its value, or undefined when invalid. */
+  function sampleAt(plane: Plane, x: number, y: number, resampling: Resampling): number | undefined {
+    const values = [new Float32Array(1)];
+    const valid = [new Uint8Array(1)];
+    resample([plane], { xs: Float64Array.of(x), ys: Float64Array.of(y), covered: Uint8Array.of(1), resampling, scaleX: 1, scaleY: 1 }, values, valid);
+    return valid[0][0] ? values[0][0] : undefined;
+  }
 
   it("renormalise over a band's own valid pixels, so nodata never bleeds into a value", () => {
     // Two columns: 10 (valid) | 1e9 (nodata). A position a quarter pixel right of the first centre.
     const plane = { width: 2, height: 1, values: Float32Array.of(10, 1e9), valid: Uint8Array.of(1, 0) };
-    const values = new Float32Array(1);
-    const valid = new Uint8Array(1);
-    for (const kernel of ["bilinear", "cubic"] as const) {
-      resample(plane, Float64Array.of(0.75), Float64Array.of(0.5), Uint8Array.of(1), kernel, 1, 1, values, valid);
-      expect([values[0], valid[0]], kernel).toEqual([10, 1]);
-    }
+    for (const kernel of ["bilinear", "cubic"] as const) expect(sampleAt(plane, 0.75, 0.5, kernel), kernel).toBe(10);
     // Both valid: bilinear's weights 0.75 and 0.25.
     plane.valid[1] = 1;
     plane.values[1] = 20;
-    resample(plane, Float64Array.of(0.75), Float64Array.of(0.5), Uint8Array.of(1), "bilinear", 1, 1, values, valid);
-    expect(values[0]).toBeCloseTo(12.5, 5);
+    expect(sampleAt(plane, 0.75, 0.5, "bilinear")).toBeCloseTo(12.5, 5);
+  });
+
+  it("renormalise inside the window too, where the whole neighbourhood is in it but one neighbour is invalid", () => {
+    // 6 × 6 of 10 with one nodata pixel of 1e9 beside the position: in reach of both kernels.
+    const values = new Float32Array(36).fill(10);
+    const valid = new Uint8Array(36).fill(1);
+    values[2 * 6 + 3] = 1e9;
+    valid[2 * 6 + 3] = 0;
+    for (const kernel of ["bilinear", "cubic"] as const) expect(sampleAt({ width: 6, height: 6, values, valid }, 3.25, 3.25, kernel), kernel).toBeCloseTo(10, 4);
+    // The pixel's own source pixel invalid: the output is invalid.
+    expect(sampleAt({ width: 6, height: 6, values, valid }, 3.5, 2.5, "cubic")).toBeUndefined();
   });
 });
 
 describe("rendered tiles", () => {
+  it("are PNGs with filtered rows: well under the size of the same pixels written unfiltered", async () => {
+    const cog = await open("rgb-utm");
+    const body = (await renderTile(cog, request(tileAt(cog, "WebMercatorQuad", 12), "resampling=bilinear"))).body;
+    const { data, info } = await sharp(body).raw().toBuffer({ resolveWithObject: true });
+    const unfiltered = await sharp(data, { raw: info }).png({ adaptiveFiltering: false }).toBuffer();
+    expect(body.length / unfiltered.length).toBeLessThan(0.8);
+  });
+
   it("are transparent where the data is not, in png; black there in jpg; 512² at @2x", async () => {
     const cog = await open("rgb-utm");
     const edge = tileAt(cog, "WebMercatorQuad", 9, 0.02, 0.5);
