@@ -5,7 +5,7 @@
 // Each fixture's pixels are computed here and written raw; a VRT gives GDAL their type, CRS,
 // geotransform and nodata value, and `gdal_translate -of COG` writes the COG with its overviews.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
@@ -166,21 +166,35 @@ export const MAP_FIXTURES = { utmRgb, utmDem, wgs84Uint16, mercatorGrey } as con
 
 /** The fixture's file path, made first if missing. Safe to call from test files running at once. */
 export function mapFixture(fixture: MapFixture): string {
-  const file = path.join(MAP_FIXTURE_DIR, `${fixture.id}.tif`);
+  return cached(fixture.id, (out, scratch) => {
+    const raw = path.join(scratch, "pixels.raw");
+    writeFileSync(raw, rawPixels(fixture));
+    writeFileSync(path.join(scratch, "pixels.vrt"), vrt(fixture, raw));
+    gdal("gdal_translate", "-of", "COG", ...fixture.cog, path.join(scratch, "pixels.vrt"), out);
+  });
+}
+
+/**
+ * `{id}.tif` in MAP_FIXTURE_DIR, written by `make(out, scratch)` if missing, in a private folder
+ * and renamed into place at the end: test files making the same fixture at once each write their
+ * own copy, and none sees a half-written one.
+ */
+function cached(id: string, make: (out: string, scratch: string) => void): string {
+  const file = path.join(MAP_FIXTURE_DIR, `${id}.tif`);
   if (existsSync(file)) return file;
   mkdirSync(MAP_FIXTURE_DIR, { recursive: true });
-  // Private names, renamed into place at the end: a concurrent maker writes its own copy.
-  const part = `${file}.${process.pid}`;
+  const scratch = mkdtempSync(path.join(MAP_FIXTURE_DIR, `.${id}-`));
   try {
-    writeFileSync(`${part}.raw`, rawPixels(fixture));
-    writeFileSync(`${part}.vrt`, vrt(fixture, `${part}.raw`));
-    execFileSync("gdal_translate", ["-q", "-of", "COG", ...fixture.cog, `${part}.vrt`, part]);
-    renameSync(part, file);
+    const out = path.join(scratch, `${id}.tif`);
+    make(out, scratch);
+    renameSync(out, file);
   } finally {
-    for (const f of [part, `${part}.raw`, `${part}.vrt`]) rmSync(f, { force: true });
+    rmSync(scratch, { recursive: true, force: true });
   }
   return file;
 }
+
+const gdal = (tool: string, ...args: string[]) => execFileSync(tool, ["-q", ...args]);
 
 /** The tile of `tms` at zoom `z` that holds the fixture's place (the centre of that pixel), as GDAL projects it. */
 export async function tileHolding(fixture: MapFixture, place: string, tms: TileMatrixSet, z: number): Promise<{ x: number; y: number }> {
@@ -195,6 +209,70 @@ export async function tileHolding(fixture: MapFixture, place: string, tms: TileM
 /** Every fixture made; returns the folder a LocalCatalog serves them from. */
 export function mapFixtures(): string {
   for (const fixture of Object.values(MAP_FIXTURES)) mapFixture(fixture);
+  return MAP_FIXTURE_DIR;
+}
+
+// The decoder's map unit tests (map-bands, map-warp, map-tile-route) read these by id; their
+// assertions depend on these pixels and places (windows across the mask's edge, values inside a
+// rescale range), so they stay as they were when each test made them in a temp folder.
+
+/** A float32 DEM in UTM 33N, 30 m pixels, values ~20–300: a nodata (−9999) block and west strip. */
+const demUnit: MapFixture = {
+  id: "dem",
+  crs: "EPSG:32633",
+  width: 600,
+  height: 500,
+  geoTransform: [500000, 30, 0, 5000000, 0, -30],
+  dataType: "Float32",
+  bands: 1,
+  nodata: -9999,
+  cog: ["-co", "COMPRESS=DEFLATE", "-co", "PREDICTOR=YES", ...COG_TILES],
+  value(col, row) {
+    if (col < 20 || (row >= 100 && row < 160 && col >= 200 && col < 300)) return -9999;
+    return 100 + 50 * Math.sin(col / 40) + 30 * Math.cos(row / 25) + col * 0.2;
+  },
+  places: {},
+};
+
+/** A 4-band uint16 image in lon/lat, 0.001° pixels, each band its own ramp (most values past 255). */
+const u16Unit: MapFixture = {
+  id: "u16",
+  crs: "EPSG:4326",
+  width: 400,
+  height: 300,
+  geoTransform: [10, 0.001, 0, 50, 0, -0.001],
+  dataType: "UInt16",
+  bands: 4,
+  cog: ["-co", "COMPRESS=DEFLATE", ...COG_TILES],
+  value: (col, row, band) => (col * (band + 1) * 37 + row * 11) % 65536,
+  places: {},
+};
+
+const SAMPLES = fileURLToPath(new URL("../../samples/", import.meta.url));
+const TEST_PATTERN = path.join(SAMPLES, "test-pattern.tif");
+
+/**
+ * The unit tests' fixtures, made if missing, in MAP_FIXTURE_DIR (returned, for a LocalCatalog):
+ * - `rgb-utm`: the test pattern placed on 14°–15°E, 45°–46°N and warped to UTM 33N (bilinear),
+ *   a JPEG COG whose internal mask (from the warp's alpha) leaves the curved edges out;
+ * - `dem`, `u16`: above;
+ * - `no-overviews`: the test pattern as a 3000² RGB COG over 0°–60°E, 0°–60°N without overviews,
+ *   so a zoom-0 tile reads every block of it;
+ * - `test-pattern`: the bundled sample, not georeferenced.
+ */
+export function mapUnitFixtures(): string {
+  cached("rgb-utm", (out, scratch) => {
+    const [lonLat, alpha] = [path.join(scratch, "lonlat.tif"), path.join(scratch, "alpha.tif")];
+    gdal("gdal_translate", "-a_srs", "EPSG:4326", "-a_ullr", "14", "46", "15", "45", TEST_PATTERN, lonLat);
+    gdal("gdalwarp", "-t_srs", "EPSG:32633", "-dstalpha", "-r", "bilinear", lonLat, alpha);
+    gdal("gdal_translate", "-of", "COG", "-co", "COMPRESS=JPEG", "-co", "BLOCKSIZE=256", alpha, out);
+  });
+  mapFixture(demUnit);
+  mapFixture(u16Unit);
+  cached("no-overviews", (out) =>
+    gdal("gdal_translate", "-of", "COG", "-outsize", "3000", "3000", "-co", "OVERVIEWS=NONE", "-co", "COMPRESS=DEFLATE", "-a_srs", "EPSG:4326", "-a_ullr", "0", "60", "60", "0", TEST_PATTERN, out),
+  );
+  cached("test-pattern", (out) => copyFileSync(TEST_PATTERN, out));
   return MAP_FIXTURE_DIR;
 }
 
