@@ -1,8 +1,10 @@
 // The georeferenced COGs the map tests and bench:maps read, made with GDAL from synthetic but
 // structured pixels (gradients for smooth areas, hard-edged shapes so that a resampling or a
 // half-pixel error shows), into a git-ignored folder, once: a later call finds them there.
+// MAP_FIXTURES are the four held against GDAL's warps (map-*-vs-gdal, bench:maps);
+// mapUnitFixtures() makes the smaller ones the decoder's map unit tests read.
 //
-// Each fixture's pixels are computed here and written raw; a VRT gives GDAL their type, CRS,
+// Most fixtures' pixels are computed here and written raw; a VRT gives GDAL their type, CRS,
 // geotransform and nodata value, and `gdal_translate -of COG` writes the COG with its overviews.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -37,7 +39,8 @@ export interface MapFixture {
   places: Record<string, [number, number]>;
 }
 
-const COG_TILES = ["-co", "BLOCKSIZE=256", "-co", "OVERVIEWS=AUTO"];
+/** gdal_translate's `-co` arguments for a COG of 256 px blocks with overviews, and `options`. */
+const cogOptions = (...options: string[]) => [...options, "BLOCKSIZE=256", "OVERVIEWS=AUTO"].flatMap((option) => ["-co", option]);
 /** Web Mercator cell size at zoom 12 (the OGC WebMercatorQuad constant halved 12 times). */
 const MERCATOR_Z12_CELL = 156543.03392804097 / 2 ** 12;
 const HALF_EARTH = 20037508.3427892;
@@ -62,7 +65,7 @@ const utmRgb: MapFixture = {
   geoTransform: [440000, 10, 0, 5045000, 0, -10],
   dataType: "Byte",
   bands: 3,
-  cog: ["-co", "COMPRESS=JPEG", "-co", "QUALITY=90", ...COG_TILES],
+  cog: cogOptions("COMPRESS=JPEG", "QUALITY=90"),
   value(col, row, band) {
     if (col >= 1024 && row < 1024) return checker(col, row, 48) ? 230 : 25;
     if (Math.abs(Math.hypot(col - 700, row - 1300) - 420) < 12) return 255;
@@ -96,7 +99,7 @@ const utmDem: MapFixture = {
   dataType: "Float32",
   bands: 1,
   nodata: -9999,
-  cog: ["-co", "COMPRESS=DEFLATE", ...COG_TILES],
+  cog: cogOptions("COMPRESS=DEFLATE"),
   value(col, row) {
     if ((col < 40 && row > 700) || (row < 30 && col > 400 && col < 620)) return -9999;
     if (LAKES.some(([centre, r]) => inDisc(col, row, centre, r))) return -9999;
@@ -120,7 +123,7 @@ const wgs84Uint16: MapFixture = {
   geoTransform: [10.2, 0.0005, 0, 49.6, 0, -0.0004],
   dataType: "UInt16",
   bands: 4,
-  cog: ["-co", "COMPRESS=DEFLATE", ...COG_TILES],
+  cog: cogOptions("COMPRESS=DEFLATE"),
   value(col, row, band) {
     switch (band) {
       case 0:
@@ -152,7 +155,7 @@ const mercatorGrey: MapFixture = {
   dataType: "Byte",
   bands: 1,
   nodata: 0,
-  cog: ["-co", "COMPRESS=DEFLATE", ...COG_TILES],
+  cog: cogOptions("COMPRESS=DEFLATE"),
   value(col, row) {
     if (col + row < 300) return 0;
     if (checker(col, row, 64) && col > 512 && row > 512) return 250;
@@ -226,7 +229,7 @@ const demUnit: MapFixture = {
   dataType: "Float32",
   bands: 1,
   nodata: -9999,
-  cog: ["-co", "COMPRESS=DEFLATE", "-co", "PREDICTOR=YES", ...COG_TILES],
+  cog: cogOptions("COMPRESS=DEFLATE", "PREDICTOR=YES"),
   value(col, row) {
     if (col < 20 || (row >= 100 && row < 160 && col >= 200 && col < 300)) return -9999;
     return 100 + 50 * Math.sin(col / 40) + 30 * Math.cos(row / 25) + col * 0.2;
@@ -243,7 +246,7 @@ const u16Unit: MapFixture = {
   geoTransform: [10, 0.001, 0, 50, 0, -0.001],
   dataType: "UInt16",
   bands: 4,
-  cog: ["-co", "COMPRESS=DEFLATE", ...COG_TILES],
+  cog: cogOptions("COMPRESS=DEFLATE"),
   value: (col, row, band) => (col * (band + 1) * 37 + row * 11) % 65536,
   places: {},
 };
@@ -265,7 +268,7 @@ export function mapUnitFixtures(): string {
     const [lonLat, alpha] = [path.join(scratch, "lonlat.tif"), path.join(scratch, "alpha.tif")];
     gdal("gdal_translate", "-a_srs", "EPSG:4326", "-a_ullr", "14", "46", "15", "45", TEST_PATTERN, lonLat);
     gdal("gdalwarp", "-t_srs", "EPSG:32633", "-dstalpha", "-r", "bilinear", lonLat, alpha);
-    gdal("gdal_translate", "-of", "COG", "-co", "COMPRESS=JPEG", "-co", "BLOCKSIZE=256", alpha, out);
+    gdal("gdal_translate", "-of", "COG", ...cogOptions("COMPRESS=JPEG"), alpha, out);
   });
   mapFixture(demUnit);
   mapFixture(u16Unit);
@@ -300,22 +303,22 @@ function rawPixels(f: MapFixture): Uint8Array {
 
 function vrt(f: MapFixture, raw: string): string {
   const { bytes } = SAMPLE[f.dataType];
+  const plane = f.width * f.height * bytes;
   const colours = f.bands === 3 && f.dataType === "Byte" ? ["Red", "Green", "Blue"] : [];
-  const bands = Array.from(
-    { length: f.bands },
-    (_, b) =>
-      `<VRTRasterBand dataType="${f.dataType}" band="${b + 1}" subClass="VRTRawRasterBand">` +
-      (colours[b] ? `<ColorInterp>${colours[b]}</ColorInterp>` : "") +
-      (f.nodata === undefined ? "" : `<NoDataValue>${f.nodata}</NoDataValue>`) +
-      `<SourceFilename relativeToVRT="0">${raw}</SourceFilename>` +
-      `<ImageOffset>${b * f.width * f.height * bytes}</ImageOffset><PixelOffset>${bytes}</PixelOffset>` +
-      `<LineOffset>${f.width * bytes}</LineOffset><ByteOrder>LSB</ByteOrder></VRTRasterBand>`,
+  /** A band that is the plane at `offset` in the raw file, `size` bytes a sample; `inner`: its other elements. */
+  const rawBand = (attributes: string, offset: number, size: number, inner = "") =>
+    `<VRTRasterBand ${attributes} subClass="VRTRawRasterBand">${inner}<SourceFilename relativeToVRT="0">${raw}</SourceFilename>` +
+    `<ImageOffset>${offset}</ImageOffset><PixelOffset>${size}</PixelOffset><LineOffset>${f.width * size}</LineOffset><ByteOrder>LSB</ByteOrder></VRTRasterBand>`;
+  const bands = Array.from({ length: f.bands }, (_, b) =>
+    rawBand(
+      `dataType="${f.dataType}" band="${b + 1}"`,
+      b * plane,
+      bytes,
+      (colours[b] ? `<ColorInterp>${colours[b]}</ColorInterp>` : "") + (f.nodata === undefined ? "" : `<NoDataValue>${f.nodata}</NoDataValue>`),
+    ),
   );
   // The mask follows the bands in the raw file; the COG driver writes it as an internal mask.
-  const mask = f.mask
-    ? `<MaskBand><VRTRasterBand dataType="Byte" subClass="VRTRawRasterBand"><SourceFilename relativeToVRT="0">${raw}</SourceFilename>` +
-      `<ImageOffset>${f.bands * f.width * f.height * bytes}</ImageOffset><PixelOffset>1</PixelOffset><LineOffset>${f.width}</LineOffset></VRTRasterBand></MaskBand>`
-    : "";
+  const mask = f.mask ? `<MaskBand>${rawBand('dataType="Byte"', f.bands * plane, 1)}</MaskBand>` : "";
   return (
     `<VRTDataset rasterXSize="${f.width}" rasterYSize="${f.height}">` +
     `<SRS>${f.crs}</SRS><GeoTransform>${f.geoTransform.join(", ")}</GeoTransform>` +
