@@ -7,7 +7,7 @@
 // Most fixtures' pixels are computed here and written raw; a VRT gives GDAL their type, CRS,
 // geotransform and nodata value, and `gdal_translate -of COG` writes the COG with its overviews.
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
@@ -179,8 +179,9 @@ export function mapFixture(fixture: MapFixture): string {
 
 /**
  * `{id}.tif` in MAP_FIXTURE_DIR, written by `make(out, scratch)` if missing, in a private folder
- * and renamed into place at the end: test files making the same fixture at once each write their
- * own copy, and none sees a half-written one.
+ * and linked into place at the end: test files making the same fixture at once each write their
+ * own copy, none sees a half-written one, and the first in place stays (a file replaced under a
+ * test is a new version to LocalCatalog, which answers the old one 410).
  */
 function cached(id: string, make: (out: string, scratch: string) => void): string {
   const file = path.join(MAP_FIXTURE_DIR, `${id}.tif`);
@@ -190,7 +191,11 @@ function cached(id: string, make: (out: string, scratch: string) => void): strin
   try {
     const out = path.join(scratch, `${id}.tif`);
     make(out, scratch);
-    renameSync(out, file);
+    try {
+      linkSync(out, file);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e; // another test file's copy is in place
+    }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
