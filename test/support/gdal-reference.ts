@@ -1,7 +1,7 @@
 // What GDAL makes of the map fixtures, for the tests to hold Tessera's answers against: a tile
 // warped by gdalwarp (same bounds, size, target CRS and resampling; GDAL's default error
-// threshold and overview choice), the grid gdalwarp suggests for a CRS, points moved between
-// CRSs, and what gdalinfo reports. All through one GDAL process (gdal-worker.py, Debian's
+// threshold and overview choice), a window of bands and their masks as GDAL reads them, the grid
+// gdalwarp suggests for a CRS, points moved between CRSs, and what gdalinfo reports. All through one GDAL process (gdal-worker.py, Debian's
 // python3-gdal) per test file, which runs gdalwarp's and gdalinfo's own library entry points
 // with their command-line arguments.
 import { spawn } from "node:child_process";
@@ -55,6 +55,23 @@ export function gdalSuggestedWarpOutput(file: string, crs: string): Promise<{ ge
 /** `gdalinfo -json`'s report of a file. */
 export function gdalInfo(file: string): Promise<Record<string, unknown>> {
   return call({ op: "info", file });
+}
+
+/**
+ * GDAL's own read of a window [x0, y0, x1, y1] of `file`'s level (0 = full resolution, n = its
+ * nth overview): each of `bands` (from 1) as stored, and its mask band (1 valid, 0 not).
+ */
+export async function gdalWindow(file: string, level: number, window: readonly number[], bands: number[]): Promise<{ values: Float64Array[]; mask: Uint8Array[] }> {
+  const [x0, y0, x1, y1] = window;
+  const out = await call<{ values: string; masks: string }>({ op: "read", file, level, window, bands });
+  const values = Buffer.from(out.values, "base64");
+  const all = new Float64Array(Uint8Array.prototype.slice.call(values).buffer);
+  const masks = Buffer.from(out.masks, "base64");
+  const n = (x1 - x0) * (y1 - y0);
+  return {
+    values: bands.map((_, i) => all.slice(i * n, (i + 1) * n)),
+    mask: bands.map((_, i) => Uint8Array.from(masks.subarray(i * n, (i + 1) * n), (m) => (m > 0 ? 1 : 0))),
+  };
 }
 
 /** Points [x, y] from CRS `from` to CRS `to`, x (easting, longitude) first. */

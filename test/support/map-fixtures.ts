@@ -1,11 +1,13 @@
 // The georeferenced COGs the map tests and bench:maps read, made with GDAL from synthetic but
 // structured pixels (gradients for smooth areas, hard-edged shapes so that a resampling or a
 // half-pixel error shows), into a git-ignored folder, once: a later call finds them there.
+// MAP_FIXTURES are the four held against GDAL's warps (map-*-vs-gdal, bench:maps);
+// mapUnitFixtures() makes the smaller ones the decoder's map unit tests read.
 //
-// Each fixture's pixels are computed here and written raw; a VRT gives GDAL their type, CRS,
+// Most fixtures' pixels are computed here and written raw; a VRT gives GDAL their type, CRS,
 // geotransform and nodata value, and `gdal_translate -of COG` writes the COG with its overviews.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
@@ -37,7 +39,8 @@ export interface MapFixture {
   places: Record<string, [number, number]>;
 }
 
-const COG_TILES = ["-co", "BLOCKSIZE=256", "-co", "OVERVIEWS=AUTO"];
+/** gdal_translate's `-co` arguments for a COG of 256 px blocks with overviews, and `options`. */
+const cogOptions = (...options: string[]) => [...options, "BLOCKSIZE=256", "OVERVIEWS=AUTO"].flatMap((option) => ["-co", option]);
 /** Web Mercator cell size at zoom 12 (the OGC WebMercatorQuad constant halved 12 times). */
 const MERCATOR_Z12_CELL = 156543.03392804097 / 2 ** 12;
 const HALF_EARTH = 20037508.3427892;
@@ -62,7 +65,7 @@ const utmRgb: MapFixture = {
   geoTransform: [440000, 10, 0, 5045000, 0, -10],
   dataType: "Byte",
   bands: 3,
-  cog: ["-co", "COMPRESS=JPEG", "-co", "QUALITY=90", ...COG_TILES],
+  cog: cogOptions("COMPRESS=JPEG", "QUALITY=90"),
   value(col, row, band) {
     if (col >= 1024 && row < 1024) return checker(col, row, 48) ? 230 : 25;
     if (Math.abs(Math.hypot(col - 700, row - 1300) - 420) < 12) return 255;
@@ -96,7 +99,7 @@ const utmDem: MapFixture = {
   dataType: "Float32",
   bands: 1,
   nodata: -9999,
-  cog: ["-co", "COMPRESS=DEFLATE", ...COG_TILES],
+  cog: cogOptions("COMPRESS=DEFLATE"),
   value(col, row) {
     if ((col < 40 && row > 700) || (row < 30 && col > 400 && col < 620)) return -9999;
     if (LAKES.some(([centre, r]) => inDisc(col, row, centre, r))) return -9999;
@@ -120,7 +123,7 @@ const wgs84Uint16: MapFixture = {
   geoTransform: [10.2, 0.0005, 0, 49.6, 0, -0.0004],
   dataType: "UInt16",
   bands: 4,
-  cog: ["-co", "COMPRESS=DEFLATE", ...COG_TILES],
+  cog: cogOptions("COMPRESS=DEFLATE"),
   value(col, row, band) {
     switch (band) {
       case 0:
@@ -152,7 +155,7 @@ const mercatorGrey: MapFixture = {
   dataType: "Byte",
   bands: 1,
   nodata: 0,
-  cog: ["-co", "COMPRESS=DEFLATE", ...COG_TILES],
+  cog: cogOptions("COMPRESS=DEFLATE"),
   value(col, row) {
     if (col + row < 300) return 0;
     if (checker(col, row, 64) && col > 512 && row > 512) return 250;
@@ -166,21 +169,40 @@ export const MAP_FIXTURES = { utmRgb, utmDem, wgs84Uint16, mercatorGrey } as con
 
 /** The fixture's file path, made first if missing. Safe to call from test files running at once. */
 export function mapFixture(fixture: MapFixture): string {
-  const file = path.join(MAP_FIXTURE_DIR, `${fixture.id}.tif`);
+  return cached(fixture.id, (out, scratch) => {
+    const raw = path.join(scratch, "pixels.raw");
+    writeFileSync(raw, rawPixels(fixture));
+    writeFileSync(path.join(scratch, "pixels.vrt"), vrt(fixture, raw));
+    gdal("gdal_translate", "-of", "COG", ...fixture.cog, path.join(scratch, "pixels.vrt"), out);
+  });
+}
+
+/**
+ * `{id}.tif` in MAP_FIXTURE_DIR, written by `make(out, scratch)` if missing, in a private folder
+ * and linked into place at the end: test files making the same fixture at once each write their
+ * own copy, none sees a half-written one, and the first in place stays (a file replaced under a
+ * test is a new version to LocalCatalog, which answers the old one 410).
+ */
+function cached(id: string, make: (out: string, scratch: string) => void): string {
+  const file = path.join(MAP_FIXTURE_DIR, `${id}.tif`);
   if (existsSync(file)) return file;
   mkdirSync(MAP_FIXTURE_DIR, { recursive: true });
-  // Private names, renamed into place at the end: a concurrent maker writes its own copy.
-  const part = `${file}.${process.pid}`;
+  const scratch = mkdtempSync(path.join(MAP_FIXTURE_DIR, `.${id}-`));
   try {
-    writeFileSync(`${part}.raw`, rawPixels(fixture));
-    writeFileSync(`${part}.vrt`, vrt(fixture, `${part}.raw`));
-    execFileSync("gdal_translate", ["-q", "-of", "COG", ...fixture.cog, `${part}.vrt`, part]);
-    renameSync(part, file);
+    const out = path.join(scratch, `${id}.tif`);
+    make(out, scratch);
+    try {
+      linkSync(out, file);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e; // another test file's copy is in place
+    }
   } finally {
-    for (const f of [part, `${part}.raw`, `${part}.vrt`]) rmSync(f, { force: true });
+    rmSync(scratch, { recursive: true, force: true });
   }
   return file;
 }
+
+const gdal = (tool: string, ...args: string[]) => execFileSync(tool, ["-q", ...args]);
 
 /** The tile of `tms` at zoom `z` that holds the fixture's place (the centre of that pixel), as GDAL projects it. */
 export async function tileHolding(fixture: MapFixture, place: string, tms: TileMatrixSet, z: number): Promise<{ x: number; y: number }> {
@@ -195,6 +217,70 @@ export async function tileHolding(fixture: MapFixture, place: string, tms: TileM
 /** Every fixture made; returns the folder a LocalCatalog serves them from. */
 export function mapFixtures(): string {
   for (const fixture of Object.values(MAP_FIXTURES)) mapFixture(fixture);
+  return MAP_FIXTURE_DIR;
+}
+
+// The decoder's map unit tests (map-bands, map-warp, map-tile-route) read these by id; their
+// assertions depend on these pixels and places (windows across the mask's edge, values inside a
+// rescale range), so they stay as they were when each test made them in a temp folder.
+
+/** A float32 DEM in UTM 33N, 30 m pixels, values ~20–300: a nodata (−9999) block and west strip. */
+const demUnit: MapFixture = {
+  id: "dem",
+  crs: "EPSG:32633",
+  width: 600,
+  height: 500,
+  geoTransform: [500000, 30, 0, 5000000, 0, -30],
+  dataType: "Float32",
+  bands: 1,
+  nodata: -9999,
+  cog: cogOptions("COMPRESS=DEFLATE", "PREDICTOR=YES"),
+  value(col, row) {
+    if (col < 20 || (row >= 100 && row < 160 && col >= 200 && col < 300)) return -9999;
+    return 100 + 50 * Math.sin(col / 40) + 30 * Math.cos(row / 25) + col * 0.2;
+  },
+  places: {},
+};
+
+/** A 4-band uint16 image in lon/lat, 0.001° pixels, each band its own ramp (most values past 255). */
+const u16Unit: MapFixture = {
+  id: "u16",
+  crs: "EPSG:4326",
+  width: 400,
+  height: 300,
+  geoTransform: [10, 0.001, 0, 50, 0, -0.001],
+  dataType: "UInt16",
+  bands: 4,
+  cog: cogOptions("COMPRESS=DEFLATE"),
+  value: (col, row, band) => (col * (band + 1) * 37 + row * 11) % 65536,
+  places: {},
+};
+
+const SAMPLES = fileURLToPath(new URL("../../samples/", import.meta.url));
+const TEST_PATTERN = path.join(SAMPLES, "test-pattern.tif");
+
+/**
+ * The unit tests' fixtures, made if missing, in MAP_FIXTURE_DIR (returned, for a LocalCatalog):
+ * - `rgb-utm`: the test pattern placed on 14°–15°E, 45°–46°N and warped to UTM 33N (bilinear),
+ *   a JPEG COG whose internal mask (from the warp's alpha) leaves the curved edges out;
+ * - `dem`, `u16`: above;
+ * - `no-overviews`: the test pattern as a 3000² RGB COG over 0°–60°E, 0°–60°N without overviews,
+ *   so a zoom-0 tile reads every block of it;
+ * - `test-pattern`: the bundled sample, not georeferenced.
+ */
+export function mapUnitFixtures(): string {
+  cached("rgb-utm", (out, scratch) => {
+    const [lonLat, alpha] = [path.join(scratch, "lonlat.tif"), path.join(scratch, "alpha.tif")];
+    gdal("gdal_translate", "-a_srs", "EPSG:4326", "-a_ullr", "14", "46", "15", "45", TEST_PATTERN, lonLat);
+    gdal("gdalwarp", "-t_srs", "EPSG:32633", "-dstalpha", "-r", "bilinear", lonLat, alpha);
+    gdal("gdal_translate", "-of", "COG", ...cogOptions("COMPRESS=JPEG"), alpha, out);
+  });
+  mapFixture(demUnit);
+  mapFixture(u16Unit);
+  cached("no-overviews", (out) =>
+    gdal("gdal_translate", "-of", "COG", "-outsize", "3000", "3000", "-co", "OVERVIEWS=NONE", "-co", "COMPRESS=DEFLATE", "-a_srs", "EPSG:4326", "-a_ullr", "0", "60", "60", "0", TEST_PATTERN, out),
+  );
+  cached("test-pattern", (out) => copyFileSync(TEST_PATTERN, out));
   return MAP_FIXTURE_DIR;
 }
 
@@ -222,22 +308,22 @@ function rawPixels(f: MapFixture): Uint8Array {
 
 function vrt(f: MapFixture, raw: string): string {
   const { bytes } = SAMPLE[f.dataType];
+  const plane = f.width * f.height * bytes;
   const colours = f.bands === 3 && f.dataType === "Byte" ? ["Red", "Green", "Blue"] : [];
-  const bands = Array.from(
-    { length: f.bands },
-    (_, b) =>
-      `<VRTRasterBand dataType="${f.dataType}" band="${b + 1}" subClass="VRTRawRasterBand">` +
-      (colours[b] ? `<ColorInterp>${colours[b]}</ColorInterp>` : "") +
-      (f.nodata === undefined ? "" : `<NoDataValue>${f.nodata}</NoDataValue>`) +
-      `<SourceFilename relativeToVRT="0">${raw}</SourceFilename>` +
-      `<ImageOffset>${b * f.width * f.height * bytes}</ImageOffset><PixelOffset>${bytes}</PixelOffset>` +
-      `<LineOffset>${f.width * bytes}</LineOffset><ByteOrder>LSB</ByteOrder></VRTRasterBand>`,
+  /** A band that is the plane at `offset` in the raw file, `size` bytes a sample; `inner`: its other elements. */
+  const rawBand = (attributes: string, offset: number, size: number, inner = "") =>
+    `<VRTRasterBand ${attributes} subClass="VRTRawRasterBand">${inner}<SourceFilename relativeToVRT="0">${raw}</SourceFilename>` +
+    `<ImageOffset>${offset}</ImageOffset><PixelOffset>${size}</PixelOffset><LineOffset>${f.width * size}</LineOffset><ByteOrder>LSB</ByteOrder></VRTRasterBand>`;
+  const bands = Array.from({ length: f.bands }, (_, b) =>
+    rawBand(
+      `dataType="${f.dataType}" band="${b + 1}"`,
+      b * plane,
+      bytes,
+      (colours[b] ? `<ColorInterp>${colours[b]}</ColorInterp>` : "") + (f.nodata === undefined ? "" : `<NoDataValue>${f.nodata}</NoDataValue>`),
+    ),
   );
   // The mask follows the bands in the raw file; the COG driver writes it as an internal mask.
-  const mask = f.mask
-    ? `<MaskBand><VRTRasterBand dataType="Byte" subClass="VRTRawRasterBand"><SourceFilename relativeToVRT="0">${raw}</SourceFilename>` +
-      `<ImageOffset>${f.bands * f.width * f.height * bytes}</ImageOffset><PixelOffset>1</PixelOffset><LineOffset>${f.width}</LineOffset></VRTRasterBand></MaskBand>`
-    : "";
+  const mask = f.mask ? `<MaskBand>${rawBand('dataType="Byte"', f.bands * plane, 1)}</MaskBand>` : "";
   return (
     `<VRTDataset rasterXSize="${f.width}" rasterYSize="${f.height}">` +
     `<SRS>${f.crs}</SRS><GeoTransform>${f.geoTransform.join(", ")}</GeoTransform>` +

@@ -1,26 +1,24 @@
 // Sources of every sample type open; map tiles read their bands raw, with each band's validity
 // from the file's internal masks, an alpha band, its nodata or the request's, against GDAL's
 // reading of the same windows. IIIF images of non-8-bit sources stay 501.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { Cog } from "../../regional/cog/cog";
 import { readBands } from "../../regional/cog/bands";
 import { LocalCatalog } from "../../regional/source/local";
 import { WorkBudget } from "../../regional/work-budget";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
-import { gdalWindow, makeMapFixtures } from "./map-helpers";
+import { gdalWindow } from "../support/gdal-reference";
+import { mapUnitFixtures } from "../support/map-fixtures";
 import { RecordingCatalog, signedGet, startDecoder } from "./regional-helpers";
 
 let dir: string;
 let catalog: LocalCatalog;
-beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "tessera-bands-"));
-  makeMapFixtures(dir);
+beforeAll(() => {
+  dir = mapUnitFixtures();
   catalog = new LocalCatalog(dir);
 }, 60_000);
-afterAll(() => rm(dir, { recursive: true, force: true }));
+const file = (id: string) => path.join(dir, `${id}.tif`);
 
 async function bandsOf(id: string, level: number, window: [number, number, number, number], bands: number[], nodata?: number) {
   const cog = await Cog.open(await catalog.open(id, undefined));
@@ -44,7 +42,7 @@ describe("band reads", () => {
   it("take validity from the file's internal mask, at full resolution and on an overview", async () => {
     for (const [level, window] of [[0, [0, 0, 300, 400]], [1, [100, 150, 410, 581]]] as const) {
       const planes = await bandsOf("rgb-utm", level, [...window], [1, 2, 3]);
-      const gdal = gdalWindow(dir, "rgb-utm", level, [...window], [1, 2, 3]);
+      const gdal = await gdalWindow(file("rgb-utm"), level, [...window], [1, 2, 3]);
       expect(gdal.mask[0].includes(0) && gdal.mask[0].includes(1), "the window crosses the mask's edge").toBe(true);
       planes.forEach((p, b) => expect(differences(p.valid, gdal.mask[b]), `level ${level} band ${b + 1} validity`).toBe(0));
     }
@@ -71,7 +69,7 @@ describe("band reads", () => {
   it("read float samples raw, invalid at the file's nodata or the request's", async () => {
     const window: [number, number, number, number] = [180, 80, 330, 180];
     const [plane] = await bandsOf("dem", 0, window, [1]);
-    const gdal = gdalWindow(dir, "dem", 0, window, [1]);
+    const gdal = await gdalWindow(file("dem"), 0, window, [1]);
     expect(differences(plane.values, Float32Array.from(gdal.values[0])), "values").toBe(0);
     expect(differences(plane.valid, gdal.mask[0]), "validity").toBe(0);
     expect(plane.valid.includes(0)).toBe(true);
@@ -83,7 +81,7 @@ describe("band reads", () => {
   it("read 16-bit bands in any order, every value as stored", async () => {
     const window: [number, number, number, number] = [250, 100, 400, 300];
     const planes = await bandsOf("u16", 0, window, [4, 2]);
-    const gdal = gdalWindow(dir, "u16", 0, window, [4, 2]);
+    const gdal = await gdalWindow(file("u16"), 0, window, [4, 2]);
     planes.forEach((p, i) => expect(differences(p.values, gdal.values[i]), `band ${[4, 2][i]}`).toBe(0));
     expect(planes[0].values.some((v) => v > 255)).toBe(true);
   });

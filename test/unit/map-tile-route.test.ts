@@ -1,9 +1,5 @@
 // The decoder's tile route over HTTP: statuses, headers, and the same admission as images (the
 // precise estimate, the DO's grant, the work budget's 413), on GDAL-made fixtures.
-import { execFileSync } from "node:child_process";
-import { copyFile, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalCatalog } from "../../regional/source/local";
@@ -11,28 +7,21 @@ import { WorkBudget } from "../../regional/work-budget";
 import { ADMISSION_DEFAULTS } from "../../shared/admission-config";
 import { ESTIMATE_HEADER, NEEDED_HEADER } from "../../shared/cost";
 import { DECODER, GRANT_HEADER, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
-import { makeMapFixtures } from "./map-helpers";
-import { SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+import { mapUnitFixtures } from "../support/map-fixtures";
+import { signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let dir: string;
 let decoder: Decoder;
 const versions: Record<string, string> = {};
 
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "tessera-tile-route-"));
-  makeMapFixtures(dir);
-  await copyFile(path.join(SAMPLES, "test-pattern.tif"), path.join(dir, "test-pattern.tif"));
-  // 3000² RGB over 60° of longitude and latitude, without overviews: a zoom-0 tile reads all of it.
-  execFileSync("gdal_translate", ["-q", "-of", "COG", "-outsize", "3000", "3000", "-co", "OVERVIEWS=NONE", "-co", "COMPRESS=DEFLATE", "-a_srs", "EPSG:4326", "-a_ullr", "0", "60", "60", "0", path.join(SAMPLES, "test-pattern.tif"), path.join(dir, "no-overviews.tif")]);
+  dir = mapUnitFixtures();
   decoder = await startDecoder(new LocalCatalog(dir));
   for (const id of ["rgb-utm", "dem", "test-pattern", "no-overviews"]) {
     versions[id] = ((await (await signedGet(decoder, DECODER.info(id))).json()) as SourceInfo).version;
   }
 }, 60_000);
-afterAll(async () => {
-  await decoder?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => decoder?.close());
 
 const tilePath = (id: string, canonical: string) => DECODER.tile(id, canonical, versions[id]);
 

@@ -1,7 +1,5 @@
 // The warp of map tiles: the approximate transformer's error bound, the kernels' weights, and
 // rendered tiles' formats, values and refusals. Tiles against gdalwarp's are map-tiles-vs-gdal's.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,19 +14,15 @@ import { planTile, warpTile } from "../../regional/maps/warp";
 import { LocalCatalog } from "../../regional/source/local";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { parseTileRequest } from "../../shared/maps/tile-request";
-import { makeMapFixtures } from "./map-helpers";
+import { mapUnitFixtures } from "../support/map-fixtures";
 
-let dir: string;
 let catalog: LocalCatalog;
 const cogs: Cog[] = [];
-beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), "tessera-warp-"));
-  makeMapFixtures(dir);
-  catalog = new LocalCatalog(dir);
+beforeAll(() => {
+  catalog = new LocalCatalog(mapUnitFixtures());
 }, 60_000);
 afterAll(async () => {
   await Promise.all(cogs.map((c) => c.close()));
-  await rm(dir, { recursive: true, force: true });
 });
 
 async function open(id: string): Promise<Cog> {
