@@ -20,8 +20,10 @@ export type ExpressionNode =
   | { kind: "number"; value: number }
   | { kind: "band"; name: string }
   | { kind: "negate"; operand: ExpressionNode }
-  | { kind: "binary"; operator: "+" | "-" | "*" | "/"; left: ExpressionNode; right: ExpressionNode }
+  | { kind: "binary"; operator: BinaryOperator; left: ExpressionNode; right: ExpressionNode }
   | { kind: "call"; name: FunctionName; args: ExpressionNode[] };
+
+type BinaryOperator = "+" | "-" | "*" | "/";
 
 export interface ExpressionProgram {
   /** One tree per output channel, in the text's order. */
@@ -115,19 +117,19 @@ export function parseExpressions(text: string, bandNames: readonly string[]): Ex
   };
 
   function expression(): ExpressionNode {
-    let left = term();
-    while (isSymbol("+") || isSymbol("-")) {
-      const operator = (tokens[next++] as { text: "+" | "-" }).text;
-      left = { kind: "binary", operator, left, right: term() };
-    }
-    return left;
+    return leftToRight(["+", "-"], term);
   }
 
   function term(): ExpressionNode {
-    let left = unary();
-    while (isSymbol("*") || isSymbol("/")) {
-      const operator = (tokens[next++] as { text: "*" | "/" }).text;
-      left = { kind: "binary", operator, left, right: unary() };
+    return leftToRight(["*", "/"], unary);
+  }
+
+  /** `operand (operator operand)*`, folded from the left: `a - b - c` is `(a - b) - c`. */
+  function leftToRight(operators: readonly BinaryOperator[], operand: () => ExpressionNode): ExpressionNode {
+    let left = operand();
+    for (let t = peek(); t.kind === "symbol" && (operators as readonly string[]).includes(t.text); t = peek()) {
+      next++;
+      left = { kind: "binary", operator: t.text as BinaryOperator, left, right: operand() };
     }
     return left;
   }
@@ -241,7 +243,7 @@ function evaluate(node: ExpressionNode, inputs: ReadonlyMap<string, Float64Array
   }
 }
 
-function applyBinary(operator: "+" | "-" | "*" | "/", a: number, b: number): number {
+function applyBinary(operator: BinaryOperator, a: number, b: number): number {
   switch (operator) {
     case "+":
       return a + b;
