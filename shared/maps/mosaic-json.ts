@@ -45,3 +45,142 @@ const isQuadkey = (s: string) => s.length <= MAX_MOSAIC_ZOOM && /^[0-3]*$/.test(
 function quoted(s: string): string {
   return JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}…` : s);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The document.
+
+/** How much a document may ask of a tier; the caller may lower any of them. */
+export interface MosaicLimits {
+  /** Characters of JSON text, checked before parsing. */
+  maxDocumentLength: number;
+  maxQuadkeys: number;
+  maxAssetsPerQuadkey: number;
+  /** Asset entries over all quadkeys: what the index holds in memory. */
+  maxTotalAssets: number;
+  /** Characters of an asset, `asset_prefix` included. */
+  maxAssetLength: number;
+}
+
+export const DEFAULT_MOSAIC_LIMITS: MosaicLimits = {
+  maxDocumentLength: 32 * 1024 * 1024,
+  maxQuadkeys: 100_000,
+  maxAssetsPerQuadkey: 1000,
+  maxTotalAssets: 1_000_000,
+  maxAssetLength: 2048,
+};
+
+export interface MosaicJson {
+  minzoom: number;
+  maxzoom: number;
+  /** The zoom of every quadkey in the index (`quadkey_zoom`, else `minzoom`). */
+  quadkeyZoom: number;
+  /** West, south, east, north in degrees. */
+  bounds: [number, number, number, number];
+  /** Put before every asset when it is looked up ("" when the document has none). */
+  assetPrefix: string;
+  /** The index's quadkeys in lexical order, which puts a tile's descendants next to each other. */
+  quadkeys: readonly string[];
+  /** Each quadkey's assets in paint order, a repeat within a list dropped. */
+  assets: ReadonlyMap<string, readonly string[]>;
+}
+
+/**
+ * Parses a MosaicJSON 0.0.3 document's text. Unknown fields are ignored, as the format asks;
+ * every missing, mistyped or out-of-range field we use, and every limit passed, is a 400.
+ */
+export function parseMosaicJson(text: string, limits: Partial<MosaicLimits> = {}): MosaicJson {
+  const max = { ...DEFAULT_MOSAIC_LIMITS, ...limits };
+  if (text.length > max.maxDocumentLength) {
+    throw badRequest(`mosaic document is ${text.length} characters, more than the ${max.maxDocumentLength} allowed`);
+  }
+  let root: unknown;
+  try {
+    root = JSON.parse(text);
+  } catch {
+    // The parser's own message quotes the text: not echoed back.
+    throw badRequest("mosaic document is not valid JSON");
+  }
+  if (!isObject(root)) throw badRequest("mosaic document must be a JSON object");
+  if (field(root, "mosaicjson") !== "0.0.3") throw badRequest(`mosaicjson must be "0.0.3"`);
+  // The index is read as WebMercatorQuad quadkeys: another grid's would name other ground.
+  const tms = field(root, "tilematrixset");
+  if (tms !== undefined && !(isObject(tms) && field(tms, "id") === "WebMercatorQuad")) {
+    throw badRequest("tilematrixset: only WebMercatorQuad quadkeys are read");
+  }
+  const minzoom = zoom(root, "minzoom", 0, MAX_MOSAIC_ZOOM);
+  const maxzoom = zoom(root, "maxzoom", minzoom, MAX_MOSAIC_ZOOM);
+  const quadkeyZoom = field(root, "quadkey_zoom") === undefined ? minzoom : zoom(root, "quadkey_zoom", minzoom, maxzoom);
+  const prefix = field(root, "asset_prefix") ?? "";
+  if (typeof prefix !== "string") throw badRequest("asset_prefix must be a string");
+  const tiles = field(root, "tiles");
+  if (!isObject(tiles)) throw badRequest("tiles must be an object of quadkeys to asset lists");
+  return {
+    minzoom,
+    maxzoom,
+    quadkeyZoom,
+    bounds: parseBounds(field(root, "bounds")),
+    assetPrefix: prefix,
+    ...parseIndex(tiles, quadkeyZoom, prefix.length, max),
+  };
+}
+
+function parseIndex(tiles: Record<string, unknown>, quadkeyZoom: number, prefixLength: number, max: MosaicLimits) {
+  const keys = Object.keys(tiles);
+  if (keys.length > max.maxQuadkeys) throw badRequest(`tiles has ${keys.length} quadkeys, more than the ${max.maxQuadkeys} allowed`);
+  // Sorted before validation as well as for lookups, so the first bad key reported is always the same.
+  keys.sort();
+  const assets = new Map<string, readonly string[]>();
+  let total = 0;
+  for (const key of keys) {
+    const path = `tiles[${quoted(key)}]`;
+    if (!isQuadkey(key)) throw badRequest(`${path} is not a quadkey (digits 0–3)`);
+    if (key.length !== quadkeyZoom) throw badRequest(`${path} is a quadkey of zoom ${key.length}, not the index's zoom ${quadkeyZoom}`);
+    const list = tiles[key];
+    if (!Array.isArray(list)) throw badRequest(`${path} must be a list of assets`);
+    if (list.length > max.maxAssetsPerQuadkey) {
+      throw badRequest(`${path} lists ${list.length} assets, more than the ${max.maxAssetsPerQuadkey} allowed`);
+    }
+    total += list.length;
+    if (total > max.maxTotalAssets) throw badRequest(`${path} takes tiles past the ${max.maxTotalAssets} assets allowed in all`);
+    list.forEach((asset, i) => checkAsset(asset, `${path}[${i}]`, prefixLength, max.maxAssetLength));
+    assets.set(key, [...new Set<string>(list)]);
+  }
+  return { quadkeys: keys, assets };
+}
+
+function checkAsset(asset: unknown, path: string, prefixLength: number, maxLength: number): void {
+  if (typeof asset !== "string") throw badRequest(`${path} must be a string`);
+  if (asset === "") throw badRequest(`${path} is empty`);
+  if (prefixLength + asset.length > maxLength) {
+    throw badRequest(`${path} is ${prefixLength + asset.length} characters with asset_prefix, more than the ${maxLength} allowed`);
+  }
+  // Neither a store key nor a URL holds control characters; they would reach logs and labels.
+  if (/[\u0000-\u001f\u007f]/.test(asset)) throw badRequest(`${path} holds a control character`);
+}
+
+function parseBounds(bounds: unknown): [number, number, number, number] {
+  if (!Array.isArray(bounds) || bounds.length !== 4) throw badRequest("bounds must be [west, south, east, north]");
+  const limits = [180, 90, 180, 90];
+  bounds.forEach((v, i) => {
+    if (typeof v !== "number" || !Number.isFinite(v) || Math.abs(v) > limits[i]) {
+      throw badRequest(`bounds[${i}] must be a number of degrees within ±${limits[i]}`);
+    }
+  });
+  const [west, south, east, north] = bounds as number[];
+  // Tessera serves nothing across the antimeridian, so west < east as well as south < north.
+  if (!(west < east && south < north)) throw badRequest("bounds must have west < east and south < north");
+  return [west, south, east, north];
+}
+
+function zoom(root: Record<string, unknown>, name: string, min: number, max: number): number {
+  const value = field(root, name);
+  if (!Number.isInteger(value) || (value as number) < min || (value as number) > max) {
+    throw badRequest(`${name} must be a whole number in ${min}–${max}`);
+  }
+  return value as number;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** An own property only: a document without `minzoom` must not find one on a prototype. */
+const field = (o: Record<string, unknown>, name: string): unknown => (Object.hasOwn(o, name) ? o[name] : undefined);
