@@ -124,6 +124,42 @@ export function parseMosaicJson(text: string, limits: Partial<MosaicLimits> = {}
   };
 }
 
+/**
+ * The assets to paint on web-mercator tile z/x/y, first painted first, each asset once: at the
+ * index's zoom, its quadkey's list; finer, its ancestor's list at the index's zoom; coarser, the
+ * lists of every index quadkey under it, in lexical order, each asset where it first appears.
+ * Empty outside minzoom–maxzoom or where the index has nothing: the caller's transparent tile.
+ */
+export function mosaicAssets(mosaic: MosaicJson, z: number, x: number, y: number): string[] {
+  const quadkey = tileToQuadkey(z, x, y);
+  if (z < mosaic.minzoom || z > mosaic.maxzoom) return [];
+  const found = new Set<string>();
+  if (z >= mosaic.quadkeyZoom) {
+    for (const asset of mosaic.assets.get(quadkey.slice(0, mosaic.quadkeyZoom)) ?? []) found.add(asset);
+  } else {
+    // The descendants are the sorted keys from the first one at or after the prefix, as long as
+    // they start with it: a binary search and a walk over the keys present, however sparse.
+    const keys = mosaic.quadkeys;
+    for (let i = firstAtOrAfter(keys, quadkey); i < keys.length && keys[i].startsWith(quadkey); i++) {
+      // A Set keeps insertion order, so each asset stays where it first appeared.
+      for (const asset of mosaic.assets.get(keys[i])!) found.add(asset);
+    }
+  }
+  return [...found].map((asset) => mosaic.assetPrefix + asset);
+}
+
+/** The index of the first of the sorted `keys` that is not before `key`. */
+function firstAtOrAfter(keys: readonly string[], key: string): number {
+  let low = 0;
+  let high = keys.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (keys[mid] < key) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
 function parseIndex(tiles: Record<string, unknown>, quadkeyZoom: number, prefixLength: number, max: MosaicLimits) {
   const keys = Object.keys(tiles);
   if (keys.length > max.maxQuadkeys) throw badRequest(`tiles has ${keys.length} quadkeys, more than the ${max.maxQuadkeys} allowed`);

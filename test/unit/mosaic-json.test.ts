@@ -1,7 +1,8 @@
 // MosaicJSON 0.0.3 as both tiers read it: quadkeys, the document as a publisher (or an attacker)
 // writes it, and which assets a tile paints, in which order.
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_MOSAIC_LIMITS, parseMosaicJson, quadkeyToTile, tileToQuadkey } from "../../shared/maps/mosaic-json";
+import { DEFAULT_MOSAIC_LIMITS, mosaicAssets, parseMosaicJson, quadkeyToTile, tileToQuadkey } from "../../shared/maps/mosaic-json";
 import { HttpError } from "../../shared/errors";
 
 /** Runs `f` and returns the 400 it throws, failing the test on anything else. */
@@ -128,5 +129,85 @@ describe("parseMosaicJson", () => {
   });
   it("defaults to at most 100 000 quadkeys and 1 000 assets a quadkey", () => {
     expect(DEFAULT_MOSAIC_LIMITS).toMatchObject({ maxQuadkeys: 100_000, maxAssetsPerQuadkey: 1000 });
+  });
+});
+
+describe("mosaicAssets", () => {
+  // Index at zoom 3 over zooms 1–6, its keys written out of lexical order on purpose; "03" (tile
+  // 2/1/1) has three children in the index, sharing assets "a" and "x".
+  const m = parseMosaicJson(
+    doc({
+      minzoom: 1,
+      quadkey_zoom: 3,
+      maxzoom: 6,
+      asset_prefix: "",
+      tiles: { "033": ["x", "a"], "030": ["a", "b"], "100": ["far"], "031": ["c", "a", "x"], "020": ["d"] },
+    }),
+  );
+  const at = (quadkey: string) => {
+    const { z, x, y } = quadkeyToTile(quadkey);
+    return mosaicAssets(m, z, x, y);
+  };
+
+  it("at the index's zoom, paints the tile's own quadkey's list in its order", () => {
+    expect(at("033")).toEqual(["x", "a"]);
+    expect(at("031")).toEqual(["c", "a", "x"]);
+  });
+  it("finer than the index, paints its ancestor's list", () => {
+    expect(at("0331")).toEqual(["x", "a"]);
+    expect(at("031220")).toEqual(["c", "a", "x"]); // zoom 6, the maxzoom
+  });
+  it("coarser than the index, visits its descendants in lexical order, each asset where it first appears", () => {
+    // 030 [a b], 031 [c a x], 033 [x a]: not the document's order (033 first), and "a", "x" once.
+    expect(at("03")).toEqual(["a", "b", "c", "x"]);
+    // Zoom 1: 020 [d] comes before the 03x keys; 100, outside "0", stays out.
+    expect(at("0")).toEqual(["d", "a", "b", "c", "x"]);
+  });
+  it("paints nothing outside minzoom–maxzoom or where no quadkey matches", () => {
+    expect(at("")).toEqual([]); // zoom 0 < minzoom 1, though every key lies under it
+    expect(at("0331000")).toEqual([]); // zoom 7 > maxzoom 6
+    expect(at("032")).toEqual([]);
+    expect(at("2")).toEqual([]);
+    expect(at("0321")).toEqual([]);
+  });
+  it("puts asset_prefix before every asset", () => {
+    const prefixed = parseMosaicJson(doc({ asset_prefix: "cogs/" }));
+    expect(mosaicAssets(prefixed, 2, 2, 1)).toEqual(["cogs/a.tif", "cogs/b.tif"]); // quadkey "12", above "120"
+  });
+  it("refuses a tile outside its zoom's matrix", () => {
+    expect(badRequestOf(() => mosaicAssets(m, 3, 8, 0)).message).toMatch(/x 8/);
+  });
+  it("finds a sparse zoom-30 index's keys from zoom 0 without visiting 4^30 quadkeys", () => {
+    const deep = parseMosaicJson(
+      doc({ minzoom: 0, quadkey_zoom: 30, maxzoom: 30, tiles: { ["3".repeat(30)]: ["se"], ["0".repeat(30)]: ["nw"] } }),
+    );
+    expect(mosaicAssets(deep, 0, 0, 0)).toEqual(["nw", "se"]);
+    expect(mosaicAssets(deep, 1, 1, 1)).toEqual(["se"]);
+  });
+
+  it("coarser than the index, equals its four children's lookups joined in order, first occurrences kept", () => {
+    const index = fc.integer({ min: 1, max: 5 }).chain((zoom) =>
+      fc.record({
+        zoom: fc.constant(zoom),
+        tiles: fc.dictionary(
+          fc.string({ unit: fc.constantFrom("0", "1", "2", "3"), minLength: zoom, maxLength: zoom }),
+          fc.array(fc.constantFrom("a", "b", "c", "d", "e", "f"), { maxLength: 6 }), // few names: many repeats
+          { maxKeys: 40 },
+        ),
+        // A tile above the index's zoom: a prefix of some quadkey.
+        tile: fc.string({ unit: fc.constantFrom("0", "1", "2", "3"), maxLength: zoom - 1 }),
+      }),
+    );
+    fc.assert(
+      fc.property(index, ({ zoom, tiles, tile }) => {
+        const mosaic = parseMosaicJson(doc({ minzoom: 0, quadkey_zoom: zoom, maxzoom: zoom, tiles }));
+        const lookup = (quadkey: string) => {
+          const { z, x, y } = quadkeyToTile(quadkey);
+          return mosaicAssets(mosaic, z, x, y);
+        };
+        const children = ["0", "1", "2", "3"].flatMap((digit) => lookup(tile + digit));
+        expect(lookup(tile)).toEqual([...new Set(children)]);
+      }),
+    );
   });
 });
