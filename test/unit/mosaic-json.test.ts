@@ -104,6 +104,7 @@ describe("parseMosaicJson", () => {
     ["a key of another zoom", doc({ tiles: { "12": ["a.tif"] } }), /tiles\["12"\].*3/],
     ["keys of mixed lengths", doc({ tiles: { "120": ["a.tif"], "1200": ["b.tif"] } }), /tiles\["1200"\]/],
     ["a __proto__ key", doc().replace(`"tiles":{`, `"tiles":{"__proto__":["x.tif"],`), /tiles\["__proto__"\]/],
+    ["a minzoom only under __proto__", doc({ minzoom: undefined }).replace("{", `{"__proto__":{"minzoom":2},`), /minzoom/],
     ["a constructor key", doc({ tiles: { constructor: ["a.tif"] } }), /tiles\["constructor"\]/],
     ["assets not a list", doc({ tiles: { "120": "a.tif" } }), /tiles\["120"\]/],
     ["a number as asset", doc({ tiles: { "120": ["a.tif", 7] } }), /tiles\["120"\]\[1\]/],
