@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { badConfig, intVar } from "../shared/config";
 import { DEFAULT_SHARED_WORK_TIMEOUT_MS } from "./abort";
 import { DEFAULT_BLOCK_CACHE_BYTES } from "./cog/block-cache";
+import { DEFAULT_MOSAIC_MAX_ASSETS } from "./mosaic/mosaic-tile";
 import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT } from "./request-limiter";
 import { DEFAULT_REQUEST_TIMEOUT_MS } from "./server";
 import { LocalCatalog } from "./source/local";
@@ -29,6 +30,7 @@ export interface DecoderConfig {
   prefetchRing: number;
   workBudgetBytes: number;
   blockCacheBytes: number;
+  mosaicMaxAssets: number;
 }
 
 const MIB = 1024 * 1024;
@@ -51,6 +53,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): DecoderConfig 
     prefetchRing: intVar(env, "TESSERA_PREFETCH_RING", { fallback: 8, max: 1024 }),
     workBudgetBytes: MIB * intVar(env, "TESSERA_WORK_BUDGET_MB", { fallback: DEFAULT_WORK_BUDGET_BYTES / MIB, min: 1, max: 1 << 20 }),
     blockCacheBytes: MIB * intVar(env, "TESSERA_BLOCK_CACHE_MB", { fallback: DEFAULT_BLOCK_CACHE_BYTES / MIB, max: 1 << 20 }),
+    mosaicMaxAssets: intVar(env, "TESSERA_MOSAIC_MAX_ASSETS", { fallback: DEFAULT_MOSAIC_MAX_ASSETS, min: 1, max: 10_000 }),
   };
 }
 

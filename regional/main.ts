@@ -5,7 +5,7 @@
 //   TESSERA_DECODER_SECRET    HMAC secret shared with the edge      (required)
 //   TESSERA_DECODER_CAPACITY  decodes run well at once              (os.availableParallelism())
 //   TESSERA_SOURCE            local | s3                            (local)
-//   TESSERA_DATA_DIR          local: directory of <id>.tif          (<repo>/samples)
+//   TESSERA_DATA_DIR          local: directory of <id>.tif (or <id>.mosaic.json, <id>.stac.json) (<repo>/samples)
 //   TESSERA_S3_ENDPOINT       s3: endpoint URL (RGW, MinIO; unset = AWS)
 //   TESSERA_S3_BUCKET         s3: bucket                            (required for s3)
 //   TESSERA_S3_PREFIX         s3: key prefix                        ("")
@@ -18,6 +18,7 @@
 //   TESSERA_PREFETCH_RING           header blocks per snapshot; 0 = no prefetch (8)
 //   TESSERA_WORK_BUDGET_MB          work budget (active work, not RSS)         (512)
 //   TESSERA_BLOCK_CACHE_MB          decoded-block cache cap                    (256)
+//   TESSERA_MOSAIC_MAX_ASSETS       most assets a mosaic tile may paint; more is 413 (32)
 //   UV_THREADPOOL_SIZE              libuv pool: decodes/encodes at once; = the decoder's cores
 //   TESSERA_EDGE_URL and the other registration variables: see heartbeat.ts
 //
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
     prefetchRing: config.prefetchRing,
     budget: new WorkBudget(config.workBudgetBytes),
     blockCache: new DecodedBlockCache(config.blockCacheBytes),
+    mosaicMaxAssets: config.mosaicMaxAssets,
   });
   server.on("error", (err) => {
     jsonLog({ level: "error", msg: "server error", error: err.message });

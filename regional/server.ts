@@ -36,10 +36,14 @@ import {
   type SignedLimits,
 } from "../shared/protocol";
 import { withDeadline } from "./abort";
-import { CogCache } from "./cog-cache";
+import { CogCache, type Opened } from "./cog-cache";
 import { DecodedBlockCache } from "./cog/block-cache";
+import { Cog } from "./cog/cog";
+import { Mosaic, mosaicIsMapOnly } from "./mosaic/mosaic";
+import { DEFAULT_MOSAIC_MAX_ASSETS, withMosaicTile, type MosaicTileOptions } from "./mosaic/mosaic-tile";
+import { assetCatalog } from "./source/asset-catalog";
+import { AssetSources } from "./source/assets";
 import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
-import type { Cog } from "./cog/cog";
 import { renderDirectJpeg } from "./jpeg-encode";
 import { passthroughTile, storedTile } from "./passthrough";
 import { checkSupported, configureSharp, render } from "./render";
@@ -80,6 +84,10 @@ export interface DecoderOptions {
   prefetchRing?: number;
   /** Bound on work shared by many requests: a source open, header and tile-table reads (default 10 s). */
   sharedWorkTimeoutMs?: number;
+  /** Where mosaics' assets come from, under the access policy (default: store keys of `catalog` only). */
+  assets?: AssetSources;
+  /** Most assets a mosaic tile may paint (default 32); more is 413. */
+  mosaicMaxAssets?: number;
   /** Receives one structured record per line (default: JSON on stdout, errors on stderr). */
   log?: (record: LogRecord) => void;
 }
@@ -121,12 +129,23 @@ export function createDecoderServer(options: DecoderOptions): Server {
   const defaultTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const runtime = runtimeMetrics(budget, limiter, transfers, blockCache, () => cogs.size);
   const metricsRegistry = Registry.merge([registry, runtime.registry]);
-  const cogs = new CogCache(options.catalog, options.cogCacheSize, {
-    cache: blockCache,
-    budget,
-    prefetchRing: options.prefetchRing,
-    sharedWorkTimeoutMs: options.sharedWorkTimeoutMs,
-  });
+  const cogOptions = { cache: blockCache, budget, prefetchRing: options.prefetchRing, sharedWorkTimeoutMs: options.sharedWorkTimeoutMs };
+  const cogs = new CogCache<Cog | Mosaic>(
+    options.catalog,
+    (source) => (source.document ? Mosaic.open(source) : Cog.open(source, cogOptions)),
+    options.cogCacheSize,
+    cogOptions,
+  );
+  // A mosaic's members: opened through the access policy, with zero prefetch (a tile reads a
+  // small window of each of many files), each kept at one snapshot while cached.
+  const assets = options.assets ?? new AssetSources((key, signal) => options.catalog.openKey(key, signal));
+  const mosaicTiles: MosaicTileOptions = {
+    members: new CogCache<Cog>(assetCatalog(assets), (source) => Cog.open(source, { ...cogOptions, prefetchRing: 0 }), options.cogCacheSize, {
+      ...cogOptions,
+      rememberVersions: true,
+    }),
+    maxAssets: options.mosaicMaxAssets ?? DEFAULT_MOSAIC_MAX_ASSETS,
+  };
 
   /** Requests that named themselves with REQUEST_ID_HEADER, for the DO's cancel. */
   const cancellable = new Map<string, AbortController>();
@@ -171,7 +190,11 @@ export function createDecoderServer(options: DecoderOptions): Server {
         res.destroy();
       });
   });
-  server.on("close", () => cogs.closeAll());
+  server.on("close", () => {
+    cogs.closeAll();
+    mosaicTiles.members.closeAll();
+    void assets.close();
+  });
   return server;
 
   async function handle(req: IncomingMessage, url: URL, controller: AbortController): Promise<Answer> {
@@ -204,6 +227,9 @@ export function createDecoderServer(options: DecoderOptions): Server {
     }
     if (parts[0] === "invalidate" && parts.length === 2) {
       requireMethod(req, "POST");
+      // invalidate_source(mosaic, member): the member's next lookup opens a fresh snapshot.
+      const member = url.searchParams.get("member");
+      if (member !== null) return json(200, { id: parts[1], member, dropped: mosaicTiles.members.invalidate(member) });
       return json(200, { id: parts[1], dropped: cogs.invalidate(parts[1]) });
     }
     requireMethod(req, "GET");
@@ -263,8 +289,8 @@ export function createDecoderServer(options: DecoderOptions): Server {
   }
 
   async function info(id: string, version: string | undefined, signal: AbortSignal): Promise<Answer> {
-    return withCog(id, version, signal, async (cog) => {
-      const body = cog.info(id);
+    return withCog(id, version, signal, async (opened) => {
+      const body = opened.info(id);
       return json(200, body, { [VERSION_HEADER]: body.version });
     });
   }
@@ -276,6 +302,10 @@ export function createDecoderServer(options: DecoderOptions): Server {
    */
   async function file(id: string, version: string | undefined, deadline: AbortSignal, client: AbortSignal): Promise<Answer> {
     const source = await options.catalog.open(id, version, deadline);
+    if (source.document) {
+      await source.close();
+      throw mosaicIsMapOnly(id);
+    }
     return {
       status: 200,
       headers: {
@@ -297,6 +327,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
     // Syntax first: a malformed request costs no I/O.
     const parsed = parseImageRequest(parts, 3);
     return withCog(id, version, signal, async (cog) => {
+      if (cog instanceof Mosaic) throw mosaicIsMapOnly(id);
       // Sources of other than 8-bit samples are map tiles only.
       if (cog.imageRefusal) throw cog.imageRefusal;
       // `max` resolves within what this decoder can render; explicit sizes are the edge's to
@@ -315,7 +346,11 @@ export function createDecoderServer(options: DecoderOptions): Server {
   async function tile(id: string, path: TilePathParams, query: URLSearchParams, version: string | undefined, signal: AbortSignal, grant: Grant | undefined): Promise<Answer> {
     // Syntax first: a malformed request costs no I/O.
     const req = parseTileRequest(path, query);
-    return withCog(id, version, signal, async (cog) => decode(cog, prepareTile(cog, id, req), signal, grant));
+    return withCog(id, version, signal, async (opened) =>
+      opened instanceof Mosaic
+        ? withMosaicTile(opened, id, req, mosaicTiles, signal, (prepared) => decode(opened, prepared, signal, grant))
+        : decode(opened, prepareTile(opened, id, req), signal, grant),
+    );
   }
 
   /**
@@ -324,7 +359,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
    * decoder's work budget (one exclusive retry, 413 when it can never fit). The answer carries
    * the precise estimate, and its encoded bytes stay reserved until the last one is written.
    */
-  async function decode(cog: Cog, prepared: PreparedDecode, signal: AbortSignal, grant: Grant | undefined): Promise<Answer> {
+  async function decode(opened: Opened, prepared: PreparedDecode, signal: AbortSignal, grant: Grant | undefined): Promise<Answer> {
     const { cost, what } = prepared;
     if (grant && cost > grant.bytes) throw new GrantExceeded(cost);
     const work = grant ? budget.takeGranted(cost) : await admitWork(budget, cost, what, signal, () => runtime.budgetRetries.inc());
@@ -337,7 +372,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
         status: 200,
         headers: {
           "content-type": out.contentType,
-          [VERSION_HEADER]: cog.source.version,
+          [VERSION_HEADER]: opened.source.version,
           // The precise peak-memory estimate, for the DO's classifier-disagreement count.
           [ESTIMATE_HEADER]: String(cost),
         },
@@ -363,7 +398,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
     id: string,
     version: string | undefined,
     signal: AbortSignal,
-    fn: (cog: Cog) => Promise<Answer>,
+    fn: (opened: Cog | Mosaic) => Promise<Answer>,
   ): Promise<Answer> {
     return cogs.use(id, version, signal, async (cog) => {
       try {

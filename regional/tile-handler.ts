@@ -2,26 +2,19 @@
 // a georeferenced source, parsed by the server (400) before the source is opened. Everything else
 // that can be refused is refused before any pixel I/O: a source that is not georeferenced (404),
 // one across the antimeridian (501), a band past its count, float data without a rescale, or
-// rescale ranges that are not one per band (400). Its cost is tileCost with the window the warp
-// will really read, so the server admits it like an image: within the DO's grant, the work
-// budget, 413 or GrantExceeded.
+// rescale ranges that are not one per band (400). Its cost is the window the warp will really
+// read, so the server admits it like an image: within the DO's grant, the work budget, 413 or
+// GrantExceeded. A COG's tile is a mosaic of one asset (maps/compose-tile.ts).
 import { notFound } from "../shared/errors";
 import { acrossAntimeridian } from "../shared/maps/antimeridian";
 import { canonicalTile, type TileRequest } from "../shared/maps/tile-request";
 import type { Cog } from "./cog/cog";
-import { encodeTile, valueRanges } from "./maps/render-tile";
-import { plannedCost, planTile, warpPlanned } from "./maps/warp";
+import { cogAsset, composeTile } from "./maps/compose-tile";
 import type { PreparedDecode } from "./prepared-decode";
 
 /** The tile's decode, costed and ready to run on the opened source. */
 export function prepareTile(cog: Cog, id: string, req: TileRequest): PreparedDecode {
   if (!cog.geo) throw notFound(`source "${id}" is not georeferenced`);
   if (cog.geo.info.crossesAntimeridian) throw acrossAntimeridian(id);
-  const ranges = valueRanges(cog, req);
-  const plan = planTile(cog, req);
-  return {
-    cost: plannedCost(cog, plan),
-    what: `${id} ${canonicalTile(req)}`,
-    render: async (signal, work) => encodeTile(await warpPlanned(cog, plan, req, signal, work), req, ranges),
-  };
+  return composeTile([cogAsset(cog, req, id)], req, `${id} ${canonicalTile(req)}`);
 }

@@ -46,6 +46,19 @@ export interface SourceInfo {
   maxArea?: number;
   /** Absent for a source that is not georeferenced (or whose CRS no EPSG code names). */
   georeference?: Georeference;
+  /** Present for a mosaic (MosaicJSON or STAC): a map only, no IIIF image. */
+  mosaic?: MosaicSummary;
+}
+
+/** A mosaic's shape, as the edge needs it to cost a tile before any decode. */
+export interface MosaicSummary {
+  kind: "mosaic" | "stac";
+  /** Distinct assets (MosaicJSON) or items (STAC) in all. */
+  assets: number;
+  /** The most assets one index quadkey lists (STAC: every item). */
+  maxAssetsPerKey: number;
+  /** The zoom the index's quadkeys are at (STAC: 0, one key for the world). */
+  quadkeyZoom: number;
 }
 
 /** Every /file path starts so: transfers, not decodes, to the admission DO. */
@@ -64,8 +77,12 @@ export const DECODER = {
     `/v1/tiles/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
   /** The source's stored bytes, unchanged. */
   file: (id: string, version: string) => `${DECODER_FILE_PREFIX}${encodeURIComponent(id)}?version=${encodeURIComponent(version)}`,
-  /** POST: forget every opened snapshot of the source; the next request opens the current one. */
-  invalidate: (id: string) => `/v1/invalidate/${encodeURIComponent(id)}`,
+  /**
+   * POST: forget every opened snapshot of the source; the next request opens the current one.
+   * With `member`, forget that asset of the mosaic instead (invalidate_source(mosaic, member)).
+   */
+  invalidate: (id: string, member?: string) =>
+    `/v1/invalidate/${encodeURIComponent(id)}${member === undefined ? "" : `?member=${encodeURIComponent(member)}`}`,
   /** POST: stop the I/O of the request with this REQUEST_ID_HEADER; its answer still ends it. */
   cancel: (requestId: string) => `/v1/cancel/${encodeURIComponent(requestId)}`,
 };

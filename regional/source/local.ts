@@ -1,4 +1,5 @@
-// Local-file sources: `<dir>/<id>.tif`, one snapshot per (size, mtime) validator.
+// Local-file sources: `<dir>/<id>.tif` (or a mosaic's `<id>.mosaic.json` / `<id>.stac.json`), one
+// snapshot per (size, mtime) validator.
 // The embedded default for `npm start` and the unit tests. A pinned source keeps one open
 // FileHandle and re-checks the validator before answering each read, so a file replaced or
 // rewritten underneath fails the read (502) instead of yielding bytes of another version.
@@ -7,7 +8,7 @@ import { fstatSync } from "node:fs";
 import { open, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { HttpError, notFound, versionGone } from "../../shared/errors";
-import type { Source, SourceCatalog } from "./source";
+import { SOURCE_FILES, type Source, type SourceCatalog, type SourceDocument } from "./source";
 import { isValidSourceId } from "./source-id";
 
 
@@ -27,13 +28,27 @@ export class LocalCatalog implements SourceCatalog {
 
   async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
     if (!isValidSourceId(id)) throw notFound(`unknown source "${id}"`);
-    const source = await openLocalFile(path.join(this.dir, `${id}.tif`), `local:${id}`, signal);
+    let source: Source | undefined;
+    for (const { suffix, document } of SOURCE_FILES) {
+      const key = `${id}${suffix}`;
+      source = await openLocalFile(path.join(this.dir, key), `local:${id}`, signal, document && { kind: document, key });
+      if (source) break;
+    }
     if (!source) throw notFound(`unknown source "${id}"`);
     // A local directory keeps only the current version of each file.
     if (version !== undefined && version !== source.version) {
       await source.close();
       throw versionGone(`source "${id}" version no longer available`);
     }
+    return source;
+  }
+
+  async openKey(key: string, signal?: AbortSignal): Promise<Source> {
+    // The access policy has refused keys that climb out; this keeps the directory a jail anyway.
+    const file = path.resolve(this.dir, key);
+    if (!file.startsWith(path.resolve(this.dir) + path.sep)) throw notFound(`no object "${key}"`);
+    const source = await openLocalFile(file, `local:${key}`, signal);
+    if (!source) throw notFound(`no object "${key}"`);
     return source;
   }
 
@@ -53,7 +68,7 @@ export class LocalCatalog implements SourceCatalog {
  * The file at `file` as a Source pinned to its current version, errors labelled `label`;
  * undefined when there is no such file (or it is a directory).
  */
-export async function openLocalFile(file: string, label: string, signal?: AbortSignal): Promise<Source | undefined> {
+export async function openLocalFile(file: string, label: string, signal?: AbortSignal, document?: SourceDocument): Promise<Source | undefined> {
   throwIfAborted(signal);
   let handle: FileHandle;
   try {
@@ -65,7 +80,7 @@ export async function openLocalFile(file: string, label: string, signal?: AbortS
   try {
     const st = await handle.stat();
     throwIfAborted(signal);
-    if (st.isFile()) return new LocalSource(handle, label, localVersion(st), st.size, st.mtimeMs);
+    if (st.isFile()) return new LocalSource(handle, label, localVersion(st), st.size, st.mtimeMs, document);
   } catch (e) {
     await handle.close();
     throw e;
@@ -88,6 +103,7 @@ class LocalSource implements Source {
     readonly version: string,
     readonly size: number,
     private readonly mtimeMs: number,
+    readonly document?: SourceDocument,
   ) {}
 
   async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {

@@ -7,16 +7,17 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   type GetObjectCommandInput,
+  type HeadObjectCommandOutput,
   type S3Client,
 } from "@aws-sdk/client-s3";
-import { catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry } from "../../shared/catalog.js";
+import { catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry, type SnapshotPolicy } from "../../shared/catalog.js";
 import { HttpError, notFound, versionGone } from "../../shared/errors.js";
-import type { Source, SourceCatalog } from "./source.js";
+import { SOURCE_FILES, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
 
 export interface S3CatalogConfig {
   client: S3Client;
   bucket: string;
-  /** Key prefix; source id `x` lives at `<prefix>x.tif`. */
+  /** Key prefix; source id `x` lives at `<prefix>x.tif` (or `.mosaic.json`, `.stac.json`). */
   prefix: string;
 }
 
@@ -58,40 +59,53 @@ export class S3SourceCatalog implements SourceCatalog {
   }
 
   async open(id: string, requested: string | undefined, signal?: AbortSignal): Promise<Source> {
-    const { client, bucket, prefix } = this.cfg;
     if (id === "") throw notFound("empty source id");
     const entry = await this.entry(id, signal);
     const version = requested ?? entry.pin;
-    const key = `${prefix}${id}.tif`;
-    const label = `s3://${bucket}/${key}`;
+    for (const { suffix, document } of SOURCE_FILES) {
+      const key = `${this.cfg.prefix}${id}${suffix}`;
+      const head = await this.head(key, version, signal);
+      if (head) return this.pinned(key, head, entry.policy, document && { kind: document, key });
+    }
+    if (version === undefined) throw notFound(`unknown source "${id}"`);
+    throw versionGone(`source "${id}" has no version "${version}"`);
+  }
+
+  async openKey(key: string, signal?: AbortSignal): Promise<Source> {
+    const head = await this.head(key, undefined, signal);
+    if (!head) throw notFound(`no object s3://${this.cfg.bucket}/${key}`);
+    return this.pinned(key, head, NO_ENTRY.policy);
+  }
+
+  /**
+   * The object at `key` (pinned to `version` when given); undefined when it has no such key or
+   * version. 404: no such key/version, or the current version is a delete marker. 405: the
+   * VersionId names a delete marker. 400: a VersionId the store cannot parse. 412: the ETag pin is
+   * gone. From the client's side all of them mean "this source (version) does not exist".
+   */
+  private async head(key: string, version: string | undefined, signal?: AbortSignal): Promise<HeadObjectCommandOutput | undefined> {
+    const { client, bucket } = this.cfg;
     const byEtag = version !== undefined && isEtag(version);
-    let head;
     try {
-      head = await client.send(
-        new HeadObjectCommand({
-          Bucket: bucket,
-          Key: key,
-          VersionId: byEtag ? undefined : version,
-          IfMatch: byEtag ? version : undefined,
-        }),
+      return await client.send(
+        new HeadObjectCommand({ Bucket: bucket, Key: key, VersionId: byEtag ? undefined : version, IfMatch: byEtag ? version : undefined }),
         { abortSignal: signal },
       );
     } catch (e) {
       rethrowIfAborted(signal, e);
       const status = statusOf(e);
       const name = nameOf(e);
-      // 404: no such key/version, or the current version is a delete marker. 405: the VersionId
-      // names a delete marker. 400: a VersionId the store cannot parse. 412: the ETag pin is gone.
-      // From the client's side all of them mean "this source (version) does not exist".
-      const missing =
-        status === 404 || name === "NotFound" || name === "NoSuchKey" || name === "NoSuchVersion";
-      if (missing && version === undefined) throw notFound(`unknown source "${id}"`);
-      const badVersion = status === 400 || status === 405 || status === 412;
-      if (missing || (version !== undefined && badVersion)) {
-        throw versionGone(`source "${id}" has no version "${version}"`);
-      }
-      throw storeFailure("HeadObject", label, e);
+      const missing = status === 404 || name === "NotFound" || name === "NoSuchKey" || name === "NoSuchVersion";
+      const badVersion = version !== undefined && (status === 400 || status === 405 || status === 412);
+      if (missing || badVersion) return undefined;
+      throw storeFailure("HeadObject", `s3://${bucket}/${key}`, e);
     }
+  }
+
+  /** A Source pinned to what `head` found, if the snapshot policy lets it be served. */
+  private pinned(key: string, head: HeadObjectCommandOutput, policy: SnapshotPolicy, document?: SourceDocument): Source {
+    const { client, bucket } = this.cfg;
+    const label = `s3://${bucket}/${key}`;
     const size = head.ContentLength;
     if (size === undefined || !Number.isSafeInteger(size) || size < 0) {
       throw badGateway(`S3 HeadObject for ${label} returned no object size`);
@@ -103,10 +117,10 @@ export class S3SourceCatalog implements SourceCatalog {
     const versionId = head.VersionId;
     const overwritable = !versionId || versionId === NULL_VERSION;
     const validated = !overwritable || (etag !== undefined && !etag.startsWith("W/"));
-    if (validated) return new S3Source(client, bucket, key, label, size, versionId, etag);
-    if (entry.policy === "AssumeImmutable") {
+    if (validated) return new S3Source(client, bucket, key, label, size, versionId, etag, undefined, document);
+    if (policy === "AssumeImmutable") {
       // Served as the publisher promised: unconditional reads, known by whatever identity it has.
-      return new S3Source(client, bucket, key, label, size, undefined, undefined, `${etag ?? "unvalidated"}:${size}`);
+      return new S3Source(client, bucket, key, label, size, undefined, undefined, `${etag ?? "unvalidated"}:${size}`, document);
     }
     throw badGateway(
       `${label} has neither a VersionId nor a strong ETag, and its policy RequireValidator refuses an object ` +
@@ -142,6 +156,7 @@ class S3Source implements Source {
     private readonly versionId: string | undefined,
     private readonly etag: string | undefined,
     assumedVersion?: string,
+    readonly document?: SourceDocument,
   ) {
     // The "null" version is read by that name (it stays readable once a newer version exists)
     // but known by its ETag: an in-place overwrite must not share cache keys with the old bytes.

@@ -14,7 +14,26 @@ export interface Source {
    */
   read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
   close(): Promise<void>;
+  /** Set when the source is a mosaic's document rather than a COG. */
+  readonly document?: SourceDocument;
 }
+
+/**
+ * What a source id names besides a COG (`{id}.tif`): a MosaicJSON document (`{id}.mosaic.json`)
+ * or a STAC document (`{id}.stac.json`), found in that order. `key` is the document's store key,
+ * which the assets it names by relative path are resolved against.
+ */
+export interface SourceDocument {
+  kind: "mosaic" | "stac";
+  key: string;
+}
+
+/** The file names a source id may have in a catalog, in the order they are looked for. */
+export const SOURCE_FILES: readonly { suffix: string; document?: SourceDocument["kind"] }[] = [
+  { suffix: ".tif" },
+  { suffix: ".mosaic.json", document: "mosaic" },
+  { suffix: ".stac.json", document: "stac" },
+];
 
 /** Maps a public source id to a Source. */
 export interface SourceCatalog {
@@ -23,6 +42,11 @@ export interface SourceCatalog {
    * Unknown ids throw HttpError not_found; versions that no longer exist, version_gone (both 404).
    */
   open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source>;
+  /**
+   * Opens the object at store `key` (a mosaic's asset, a style document) pinned to its current
+   * version; 404 when there is none. The caller has checked the key against the access policy.
+   */
+  openKey(key: string, signal?: AbortSignal): Promise<Source>;
   /** A human-readable description of where sources come from, for the startup log. */
   readonly description: string;
 }

@@ -135,6 +135,9 @@ export class RecordingCatalog implements SourceCatalog {
     };
     return src;
   }
+  openKey(key: string, signal?: AbortSignal): Promise<Source> {
+    return this.inner.openKey(key, signal);
+  }
   bytesRead(): number {
     return this.reads.reduce((n, r) => n + r.length, 0);
   }
@@ -158,6 +161,10 @@ export class GatedCatalog implements SourceCatalog {
     private readonly options = { noticesAbort: true },
   ) {
     this.close();
+  }
+
+  openKey(key: string, signal?: AbortSignal): Promise<Source> {
+    return this.inner.openKey(key, signal);
   }
 
   /** Lets every held and future tile read through. */

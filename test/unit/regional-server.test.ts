@@ -204,6 +204,7 @@ describe("GET /v1/file", () => {
         opened();
         return source;
       },
+      openKey: (key) => local.openKey(key),
     };
     const d = await startDecoder(late);
     const file = realpathSync(path.join(fixtures.dir, "deflate.tif"));

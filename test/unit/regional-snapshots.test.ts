@@ -58,6 +58,9 @@ class HangingCatalog implements SourceCatalog {
   constructor(private readonly inner: SourceCatalog) {
     this.reset();
   }
+  openKey(key: string, signal?: AbortSignal): Promise<Source> {
+    return this.inner.openKey(key, signal);
+  }
   reset() {
     this.readStarted = new Promise((r) => (this.started = r));
   }
@@ -107,6 +110,9 @@ describe("unexpected failures", () => {
     const broken: SourceCatalog = {
       description: "broken",
       open: async () => {
+        throw new TypeError("secret internal detail at /some/path");
+      },
+      openKey: async () => {
         throw new TypeError("secret internal detail at /some/path");
       },
     };

@@ -1,0 +1,139 @@
+// A map tile painted from one or more assets: a single COG is a mosaic of one. Every band an
+// asset brings is warped on its own (one band's nodata never reaches another's interpolation);
+// each asset's tuple (its source bands before channels, its evaluated channels after) is reduced
+// by pixel selection in paint order; the colouring then runs once on the result. The plan is
+// made and costed before any pixel I/O, so a mosaic tile is admitted like any tile: one
+// reservation, permit and deadline for all of its child reads.
+import { badRequest } from "../../shared/errors";
+import { parseExpressions, evaluateExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
+import type { TileRequest as PlainTileRequest } from "../../shared/maps/tile-request";
+import type { PixelSelection } from "./pixel-selection";
+
+// TEMPORARY until the style fields land on TileRequest.
+type TileRequest = PlainTileRequest & { expression?: string; stage?: "before_channels" | "after_channels"; pixelSelection?: PixelSelection; rankChannel?: number };
+import type { Cog } from "../cog/cog";
+import { bandLayout } from "../cog/bands";
+import type { PreparedDecode } from "../prepared-decode";
+import type { Reservation } from "../work-budget";
+import { pixelSelection, type AssetTuple } from "./pixel-selection";
+import { encodeTile, valueRanges } from "./render-tile";
+import { plannedCost, planTile, warpPlanned, type TilePlan } from "./warp";
+
+/** One band an asset brings: its name in expressions, and where it is stored. */
+export interface AssetBand {
+  name: string;
+  cog: Cog;
+  /** One-based band in `cog`. */
+  band: number;
+}
+
+/** One asset a tile paints: a COG, or a STAC item's chosen assets. */
+export interface TileAsset {
+  label: string;
+  /** Each band the style reads, in the asset's band order (the tuple before channels). */
+  bands: AssetBand[];
+}
+
+/** The bands of `cog` a request reads (its expression's, its bidx, or the COG's own colour bands), named b1…bN. */
+export function cogAsset(cog: Cog, req: TileRequest, label: string): TileAsset {
+  const { count, defaults } = bandLayout(cog.levels[0].image);
+  let numbers = req.bidx ?? defaults;
+  if (req.expression) {
+    const names = Array.from({ length: count }, (_, i) => `b${i + 1}`);
+    numbers = parseExpressions(req.expression, names).bands.map((name) => Number(name.slice(1)));
+  }
+  // Before channels, the tuple is the bands read, each once, by band number.
+  const sorted = [...new Set(numbers)].sort((a, b) => a - b);
+  return { label, bands: sorted.map((band) => ({ name: `b${band}`, cog, band })) };
+}
+
+/** The request's output channels, as band names, when it has no expression: its bidx or the asset's own. */
+function channelNames(req: TileRequest, asset: TileAsset): string[] {
+  if (req.bidx) return req.bidx.map((b) => `b${b}`);
+  return asset.bands.map((b) => b.name);
+}
+
+interface PlannedRead {
+  cog: Cog;
+  bands: AssetBand[];
+  plan: TilePlan;
+}
+
+/**
+ * The tile's decode over `assets` (in paint order), costed with every asset's real window:
+ * the warps, the reducer's planes, and the tile. `maxAssets` is checked by the caller.
+ */
+export function composeTile(assets: TileAsset[], req: TileRequest, what: string): PreparedDecode {
+  const first = assets[0];
+  const program = req.expression ? parseExpressions(req.expression, first.bands.map((b) => b.name)) : undefined;
+  const stage = req.stage ?? "after_channels";
+  const components = stage === "before_channels" ? first.bands.length : (program?.channels.length ?? channelNames(req, first).length);
+  for (const asset of assets) {
+    if (asset.bands.length !== first.bands.length) {
+      throw badRequest(`the assets differ: ${first.label} brings ${first.bands.length} bands and ${asset.label} ${asset.bands.length}; choose the bands with bidx or an expression`);
+    }
+  }
+  const reads = assets.map((asset) => planReads(asset, req));
+  const side = reads[0][0].plan.side;
+  const pixels = side * side;
+  // The reducer's planes: two a component (value, validity); the stack statistics keep every asset's.
+  const stacked = req.pixelSelection === "median" || req.pixelSelection === "stdev" || req.pixelSelection === "mean";
+  const reducing = pixels * components * 5 * (stacked ? assets.length + 1 : 2);
+  const cost = reads.flat().reduce((sum, r) => sum + plannedCost(r.cog, r.plan), 0) + reducing;
+  const ranges = valueRanges(first.bands[0].cog, req);
+  return {
+    cost,
+    what,
+    render: async (signal, work) => {
+      const reducer = pixelSelection({ mode: req.pixelSelection ?? "first", rankChannel: req.rankChannel, components, pixels });
+      for (let i = 0; i < assets.length && !reducer.done; i++) {
+        const planes = await warpAsset(reads[i], req, signal, work);
+        reducer.add(stage === "before_channels" ? tupleOf(assets[i].bands.map((b) => planes.get(b.name)!)) : channels(program, req, assets[i], planes, pixels));
+      }
+      const reduced = reducer.result();
+      const out = stage === "before_channels" ? afterReduction(program, req, first, reduced, pixels) : reduced;
+      return encodeTile({ width: side, height: side, bands: out.bands, valid: out.valid }, req, ranges);
+    },
+  };
+}
+
+/** One warp plan a COG of the asset, reading all of that COG's bands the asset needs at once. */
+function planReads(asset: TileAsset, req: TileRequest): PlannedRead[] {
+  const byCog = new Map<Cog, AssetBand[]>();
+  for (const band of asset.bands) byCog.set(band.cog, [...(byCog.get(band.cog) ?? []), band]);
+  return [...byCog].map(([cog, bands]) => ({ cog, bands, plan: planTile(cog, { ...req, bidx: bands.map((b) => b.band) }) }));
+}
+
+/** The asset's bands warped to the tile, by name. */
+async function warpAsset(reads: PlannedRead[], req: TileRequest, signal: AbortSignal, work: Reservation): Promise<Map<string, BandPlane>> {
+  const planes = new Map<string, BandPlane>();
+  for (const { cog, bands, plan } of reads) {
+    const warped = await warpPlanned(cog, plan, req, signal, work);
+    bands.forEach((b, i) => planes.set(b.name, { values: warped.bands[i], valid: warped.valid[i] }));
+  }
+  return planes;
+}
+
+const tupleOf = (planes: BandPlane[]): AssetTuple => ({ bands: planes.map((p) => p.values), valid: planes.map((p) => p.valid) });
+
+/** An asset's output channels: its expression's results, or its bands in the request's order. */
+function channels(program: ExpressionProgram | undefined, req: TileRequest, asset: TileAsset, planes: Map<string, BandPlane>, pixels: number): AssetTuple {
+  if (program) return evaluateExpressions(program, planes, pixels);
+  // Before channels, lastband* has dropped its deciding band: the others are the channels.
+  return tupleOf(channelNames(req, asset).filter((name) => planes.has(name)).map((name) => planes.get(name)!));
+}
+
+/**
+ * Before channels, the reduced tuple's components are the first asset's bands (less the last for
+ * lastband*); the channels are computed from them once, after reduction.
+ */
+function afterReduction(program: ExpressionProgram | undefined, req: TileRequest, first: TileAsset, reduced: AssetTuple, pixels: number): AssetTuple {
+  if (req.pixelSelection === "count") return reduced;
+  const planes = new Map<string, BandPlane>();
+  reduced.bands.forEach((values, i) => planes.set(first.bands[i].name, { values, valid: reduced.valid[i] }));
+  if (program) {
+    const missing = program.bands.find((name) => !planes.has(name));
+    if (missing) throw badRequest(`the expression reads ${missing}, which ${req.pixelSelection} drops (it decides on the last band)`);
+  }
+  return channels(program, req, { ...first, bands: first.bands.filter((b) => planes.has(b.name)) }, planes, pixels);
+}

@@ -1,0 +1,63 @@
+// A mosaic's tile on the decoder: the assets the tile paints (413 past the configured most), each
+// leased from the members' cache (zero prefetch, pinned to one snapshot while cached), then one
+// composed decode over all of them. The members stay leased until the decode has run, so the
+// request's one reservation, permit and deadline cover every child read.
+import { HttpError } from "../../shared/errors";
+import { EMPTY_TILES } from "../../shared/maps/empty-tile";
+import { canonicalTile, type TileRequest } from "../../shared/maps/tile-request";
+import type { Cog } from "../cog/cog";
+import type { CogCache } from "../cog-cache";
+import { cogAsset, composeTile, type TileAsset } from "../maps/compose-tile";
+import type { PreparedDecode } from "../prepared-decode";
+import { assetLabel } from "../source/assets";
+import type { AssetRef, Mosaic } from "./mosaic";
+
+/** Most assets a mosaic tile may paint (TESSERA_MOSAIC_MAX_ASSETS). */
+export const DEFAULT_MOSAIC_MAX_ASSETS = 32;
+
+export interface MosaicTileOptions {
+  members: CogCache<Cog>;
+  maxAssets: number;
+}
+
+/** Runs `decode` on the prepared tile of `mosaic`, its members held open until it settles. */
+export async function withMosaicTile<R>(
+  mosaic: Mosaic,
+  id: string,
+  req: TileRequest,
+  options: MosaicTileOptions,
+  signal: AbortSignal,
+  decode: (prepared: PreparedDecode) => Promise<R>,
+): Promise<R> {
+  const what = `${id} ${canonicalTile(req)}`;
+  const refs = mosaic.index.assetsFor(req);
+  if (refs.length === 0) return decode(emptyTile(req, what));
+  if (refs.length > options.maxAssets) {
+    throw new HttpError("too_large", `tile ${canonicalTile(req)} of mosaic "${id}" paints ${refs.length} assets, more than the ${options.maxAssets} a tile may`);
+  }
+  const leases = new Map<string, Awaited<ReturnType<CogCache<Cog>["lease"]>>>();
+  try {
+    const assets = new Set(refs.flatMap((r) => (r.kind === "cog" ? [r.asset] : r.bands.map((b) => b.asset))));
+    // One at a time: opens share the store's connections with every other request's reads.
+    for (const asset of assets) leases.set(asset, await options.members.lease(asset, undefined, signal));
+    const cogOf = (asset: string) => {
+      const cog = leases.get(asset)!.opened;
+      if (!cog.geo) throw new HttpError("bad_gateway", `mosaic "${id}": asset ${assetLabel(asset)} is not georeferenced`);
+      return cog;
+    };
+    return await decode(composeTile(refs.map((r) => tileAsset(r, req, cogOf)), req, what));
+  } finally {
+    for (const lease of leases.values()) lease.release();
+  }
+}
+
+function tileAsset(ref: AssetRef, req: TileRequest, cogOf: (asset: string) => Cog): TileAsset {
+  if (ref.kind === "cog") return cogAsset(cogOf(ref.asset), req, assetLabel(ref.asset));
+  return { label: ref.label, bands: ref.bands.map((b) => ({ name: b.name, cog: cogOf(b.asset), band: b.band })) };
+}
+
+/** Where the index names no asset: the transparent tile, as outside the data. */
+function emptyTile(req: TileRequest, what: string): PreparedDecode {
+  const body = Buffer.from(EMPTY_TILES[req.scale]);
+  return { cost: body.length, what, render: async () => ({ body, contentType: "image/png" }) };
+}
