@@ -6,6 +6,7 @@
 // A snapshot's metadata never changes, so it is kept a year; when a read of its bytes finds the
 // version gone, the caller forgets it, and the next lookup remembers the 404 instead.
 import { HttpError, notFound } from "../shared/errors";
+import { mosaicIsMapOnly } from "../shared/maps/mosaic-json";
 import { DECODER, type SourceInfo } from "../shared/protocol";
 import { viaAdmission } from "./admission-client";
 import type { EdgeConfig, Env } from "./env";
@@ -36,6 +37,13 @@ function remember(key: string, info: SourceInfo, expires: number, config: EdgeCo
 export async function forgetSourceInfo(source: SourceRef): Promise<void> {
   local.delete(infoKey(source));
   await caches.default.delete(infoKey(source));
+}
+
+/** sourceInfo of a source the IIIF routes serve: a mosaic is a map only (404 there). */
+export async function imageSourceInfo(...args: Parameters<typeof sourceInfo>): Promise<SourceInfo> {
+  const info = await sourceInfo(...args);
+  if (info.mosaic) throw mosaicIsMapOnly(args[0].id);
+  return info;
 }
 
 export async function sourceInfo(

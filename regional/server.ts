@@ -3,6 +3,7 @@
 //
 //   GET /health                                  → { ok, capacity }            (unauthenticated)
 //   GET /v1/info/{id}?version=V                  → SourceInfo JSON
+//   GET /v1/styles/{name}                        → a stored Raster Style document (style-handler.ts)
 //   GET /v1/image/{id}/{region}/{size}/{rotation}/{quality}.{format}?version=V → image bytes
 //   GET /v1/tiles/{id}/{tileMatrixSet}/{z}/{x}/{y}[@2x].{ext}?{query}&version=V → a map tile (tile-handler.ts)
 //
@@ -39,7 +40,8 @@ import { withDeadline } from "./abort";
 import { CogCache, type Opened } from "./cog-cache";
 import { DecodedBlockCache } from "./cog/block-cache";
 import { Cog } from "./cog/cog";
-import { Mosaic, mosaicIsMapOnly } from "./mosaic/mosaic";
+import { Mosaic, type MosaicAssets } from "./mosaic/mosaic";
+import { mosaicIsMapOnly } from "../shared/maps/mosaic-json";
 import { DEFAULT_MOSAIC_MAX_ASSETS, withMosaicTile, type MosaicTileOptions } from "./mosaic/mosaic-tile";
 import { assetCatalog } from "./source/asset-catalog";
 import { AssetSources } from "./source/assets";
@@ -55,6 +57,7 @@ import type { SourceCatalog } from "./source/source";
 import { admitWork, WorkBudget, type Reservation } from "./work-budget";
 import type { PreparedDecode } from "./prepared-decode";
 import { prepareTile } from "./tile-handler";
+import { readStyle } from "./style-handler";
 import { parseTileRequest, type TilePathParams } from "../shared/maps/tile-request";
 import { renderCost } from "./work-estimate";
 
@@ -130,12 +133,6 @@ export function createDecoderServer(options: DecoderOptions): Server {
   const runtime = runtimeMetrics(budget, limiter, transfers, blockCache, () => cogs.size);
   const metricsRegistry = Registry.merge([registry, runtime.registry]);
   const cogOptions = { cache: blockCache, budget, prefetchRing: options.prefetchRing, sharedWorkTimeoutMs: options.sharedWorkTimeoutMs };
-  const cogs = new CogCache<Cog | Mosaic>(
-    options.catalog,
-    (source) => (source.document ? Mosaic.open(source) : Cog.open(source, cogOptions)),
-    options.cogCacheSize,
-    cogOptions,
-  );
   // A mosaic's members: opened through the access policy, with zero prefetch (a tile reads a
   // small window of each of many files), each kept at one snapshot while cached.
   const assets = options.assets ?? new AssetSources((key, signal) => options.catalog.openKey(key, signal));
@@ -146,6 +143,16 @@ export function createDecoderServer(options: DecoderOptions): Server {
     }),
     maxAssets: options.mosaicMaxAssets ?? DEFAULT_MOSAIC_MAX_ASSETS,
   };
+  const mosaicAssets: MosaicAssets = {
+    open: (asset, signal) => assets.open(asset, signal),
+    georeference: (asset, signal) => mosaicTiles.members.use(asset, undefined, signal, async (cog) => cog.geo?.info),
+  };
+  const cogs = new CogCache<Cog | Mosaic>(
+    options.catalog,
+    (source) => (source.document ? Mosaic.open(source, mosaicAssets) : Cog.open(source, cogOptions)),
+    options.cogCacheSize,
+    cogOptions,
+  );
 
   /** Requests that named themselves with REQUEST_ID_HEADER, for the DO's cancel. */
   const cancellable = new Map<string, AbortController>();
@@ -245,6 +252,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
     // ends with its client, not its deadline (which bounds the open, before the headers).
     const routes: Record<string, [number, RequestLimiter, (s: AbortSignal) => Promise<Answer>]> = {
       info: [2, limiter, (s) => info(id, version, s)],
+      styles: [2, limiter, (s) => style(id, s)],
       file: [2, transfers, (s) => file(id, version, s, controller.signal)],
       image: [6, limiter, (s) => image(id, { region, size, rotation, qualityFormat }, version, s, grant)],
       tiles: [6, limiter, (s) => tile(id, { tileMatrixSet: region, z: size, x: rotation, y: qualityFormat }, tileQuery, version, s, grant)],
@@ -293,6 +301,11 @@ export function createDecoderServer(options: DecoderOptions): Server {
       const body = opened.info(id);
       return json(200, body, { [VERSION_HEADER]: body.version });
     });
+  }
+
+  async function style(name: string, signal: AbortSignal): Promise<Answer> {
+    const { text, version } = await readStyle(options.catalog, name, signal);
+    return { status: 200, headers: { "content-type": "application/json; charset=utf-8", [VERSION_HEADER]: version }, body: Buffer.from(text) };
   }
 
   /**

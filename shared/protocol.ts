@@ -75,6 +75,8 @@ export const DECODER = {
   /** A web-map tile; `canonical` is canonicalTile()'s `path` or `path?query`. */
   tile: (id: string, canonical: string, version: string) =>
     `/v1/tiles/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
+  /** A stored Raster Style document (`{prefix}{name}.style.json`): its text, once the schema accepts it. */
+  style: (name: string) => `/v1/styles/${encodeURIComponent(name)}`,
   /** The source's stored bytes, unchanged. */
   file: (id: string, version: string) => `${DECODER_FILE_PREFIX}${encodeURIComponent(id)}?version=${encodeURIComponent(version)}`,
   /**

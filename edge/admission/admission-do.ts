@@ -90,7 +90,8 @@ export class AdmissionDO extends DurableObject<Env> {
         return new Response(null, { status: 204 });
       }
       if (url.pathname.startsWith(INVALIDATE_DO_PATH)) {
-        return await this.invalidate(decodeURIComponent(url.pathname.slice(INVALIDATE_DO_PATH.length)), request.signal);
+        const id = decodeURIComponent(url.pathname.slice(INVALIDATE_DO_PATH.length));
+        return await this.invalidate(id, url.searchParams.get("member") ?? undefined, request.signal);
       }
       if (url.pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfer(url.pathname + url.search, request.signal);
       const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
@@ -384,14 +385,15 @@ export class AdmissionDO extends DurableObject<Env> {
   }
 
   /**
-   * Tells every live decoder to forget its opened snapshots of `id`. Admitted like any costly
+   * Tells every live decoder to forget its opened snapshots of `id` (with `member`, of that
+   * asset of the mosaic `id`: invalidate_source(mosaic, member)). Admitted like any costly
    * dynamic route, in the full partition (no memory: it decodes nothing). Answers how many
    * decoders confirmed and how many snapshots they dropped; 502 when none of several confirmed.
    */
-  private async invalidate(id: string, client: AbortSignal): Promise<Response> {
+  private async invalidate(id: string, member: string | undefined, client: AbortSignal): Promise<Response> {
     const lease = await this.lease("full", 0, client);
     try {
-      const path = DECODER.invalidate(id);
+      const path = DECODER.invalidate(id, member);
       const live = this.decoders.live(Date.now());
       const dropped = await Promise.all(
         live.map(async (decoder): Promise<number | undefined> => {
@@ -410,6 +412,7 @@ export class AdmissionDO extends DurableObject<Env> {
       if (live.length > 0 && confirmed.length === 0) throw new HttpError("bad_gateway", "no decoder confirmed the invalidation");
       return Response.json({
         id,
+        ...(member !== undefined && { member }),
         decoders: live.length,
         invalidated: confirmed.length,
         dropped: confirmed.reduce((sum, n) => sum + n, 0),

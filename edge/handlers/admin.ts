@@ -1,7 +1,9 @@
 // POST /admin/sources/{id}/invalidate: a publisher's "serve the current version now". Every
 // decoder forgets its opened snapshots of the source and this edge location forgets its
 // metadata, so the next request learns the current version (other locations within
-// INFO_MAX_AGE). Needs `Authorization: Bearer <ADMIN_TOKEN>`; without ADMIN_TOKEN set the route
+// INFO_MAX_AGE). With `?member={asset}` (invalidate_source(mosaic, member)), the decoders forget
+// that asset of the mosaic instead, so its next lookup opens a fresh snapshot; tiles already
+// cached keep the mosaic document's version and expire as tiles do. Needs `Authorization: Bearer <ADMIN_TOKEN>`; without ADMIN_TOKEN set the route
 // refuses everyone. A body, if any, is read under BODY_READ_TIMEOUT and ignored.
 import type { IRequest } from "itty-router";
 import { callAdmission } from "../admission-client";
@@ -22,10 +24,13 @@ export async function invalidateHandler(req: IRequest, env: Env): Promise<Respon
   const { id, version } = sourceRef(req.params.id);
   // A snapshot never changes, so there is nothing to invalidate under one.
   if (version !== undefined) throw badRequest("invalidate a source by its plain id, not a snapshot {id}@{version}");
+  const member = new URL(req.url).searchParams.get("member");
+  if (member === "") throw badRequest("member must name an asset of the mosaic");
   await forgetSourceInfo({ id });
+  const query = member === null ? "" : `?member=${encodeURIComponent(member)}`;
   const res = await callAdmission(
     env,
-    new Request(`https://admission${INVALIDATE_DO_PATH}${encodeURIComponent(id)}`, { method: "POST", signal: req.signal }),
+    new Request(`https://admission${INVALIDATE_DO_PATH}${encodeURIComponent(id)}${query}`, { method: "POST", signal: req.signal }),
   );
   if (!res.ok) throw await errorFromResponse(res);
   return new Response(res.body, { headers: { "content-type": "application/json", "cache-control": "no-store" } });

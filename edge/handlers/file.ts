@@ -6,13 +6,13 @@ import { DECODER } from "../../shared/protocol";
 import { viaAdmission } from "../admission-client";
 import { edgeConfig, type Env } from "../env";
 import { bytesCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
-import { sourceInfo } from "../source-info";
+import { imageSourceInfo } from "../source-info";
 import type { SourceRef } from "./params";
 
 export async function fileHandler(source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
   const config = edgeConfig(env);
   const { id } = source;
-  const info = await sourceInfo(source, env, config, ctx, req.signal);
+  const info = await imageSourceInfo(source, env, config, ctx, req.signal);
   const headers = { "cache-control": bytesCacheControl(config, source) };
   const etag = await strongEtag("file", id, info.version);
   if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);

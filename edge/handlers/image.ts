@@ -10,7 +10,7 @@ import { ASSUMED_CHANNELS, estimateRequest } from "../../shared/cost";
 import { coarseCost } from "../admission-client";
 import { edgeConfig, type Env } from "../env";
 import { bytesCacheControl } from "../http-cache";
-import { sourceInfo } from "../source-info";
+import { imageSourceInfo } from "../source-info";
 import { segment } from "../../shared/path-segment";
 import { cachedDecode } from "./cached-decode";
 import type { SourceHandler } from "./follow-version";
@@ -31,7 +31,7 @@ export const imageHandler =
       },
       version,
     );
-    const info = await sourceInfo(source, env, config, ctx, req.signal);
+    const info = await imageSourceInfo(source, env, config, ctx, req.signal);
     const limits = { width: info.width, height: info.height, ...servedLimits(config.limits, info) };
     const resolved = resolveImageRequest(parsed, limits);
     // The 3.0 form with the size spelled out names the pixels whatever the API version and the

@@ -6,7 +6,7 @@ import { TILE_MATRIX_SETS } from "../../shared/maps/tile-matrix-sets";
 import { VERSION_HEADER } from "../../shared/protocol";
 import { edgeConfig, type Env } from "../env";
 import { documentCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
-import { sourceInfo } from "../source-info";
+import { imageSourceInfo } from "../source-info";
 import type { SourceHandler } from "./follow-version";
 import { citedSource, publicBase, serviceId, type SourceRef } from "./params";
 import { tileJsonUrl } from "./tilejson";
@@ -15,7 +15,7 @@ export const infoHandler =
   (version: ApiVersion): SourceHandler =>
   async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> => {
     const config = edgeConfig(env);
-    const info = await sourceInfo(source, env, config, ctx, req.signal);
+    const info = await imageSourceInfo(source, env, config, ctx, req.signal);
     // The id viewers build image URLs from, and a citation of the exact version.
     const cited = citedSource(source, info, config);
     const base = serviceId(req, config, version, cited);

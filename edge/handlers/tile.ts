@@ -1,18 +1,20 @@
 // GET /tiles/{id}/{tileMatrixSetId}/{z}/{x}/{y}[@2x].{png|jpg|webp}
-// Parse (400 before the source is looked up) → the source on the set → a tile outside its
+// Parse (400 before the source is looked up) → its stored style, if it names one → the source on
+// the set → a tile outside its
 // bounds is the transparent PNG, without a decode; any other is its canonical form through the
 // cache, admission and the decoder, as an image is.
 import type { IRequest } from "itty-router";
 import { ASSUMED_CHANNELS } from "../../shared/cost";
 import { badRequest } from "../../shared/errors";
 import { EMPTY_TILES } from "../../shared/maps/empty-tile";
-import { coarseTileRead, tileCost } from "../../shared/maps/tile-cost";
+import { coarseTileRead, mosaicTileCost, tileCost } from "../../shared/maps/tile-cost";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { canonicalTile, parseTileRequest, tileSide, type TileRequest } from "../../shared/maps/tile-request";
 import { segment } from "../../shared/path-segment";
 import { VERSION_HEADER } from "../../shared/protocol";
 import { coarseCost } from "../admission-client";
 import { edgeConfig, type Env } from "../env";
+import { withStoredStyle } from "../style-document";
 import { bytesCacheControl, matchesIfNoneMatch, notModified } from "../http-cache";
 import { cachedDecode, decodedEtag, type DecodeRequest } from "./cached-decode";
 import type { SourceHandler } from "./follow-version";
@@ -22,10 +24,11 @@ import { pathId, publicBase, type SourceRef } from "./params";
 export const tileHandler: SourceHandler = async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext) => {
   const config = edgeConfig(env);
   const { tileMatrixSetId, z, x, y } = req.params;
-  const tile = parseTileRequest(
+  const parsed = parseTileRequest(
     { tileMatrixSet: segment(tileMatrixSetId, "tile matrix set"), z: segment(z, "zoom"), x: segment(x, "column"), y: segment(y, "tile") },
     new URL(req.url).searchParams,
   );
+  const tile = await withStoredStyle(parsed, env, config, ctx, req.signal);
   const { info, tiling } = await mapSource(source, tile.tileMatrixSet, req, env, config, ctx);
   const tms = tileMatrixSet(tile.tileMatrixSet);
   const read = coarseTileRead(info, tiling, tileBounds(tms, tile.z, tile.x, tile.y), tms.tileMatrices[tile.z].cellSize / tile.scale);
@@ -42,7 +45,9 @@ export const tileHandler: SourceHandler = async (source: SourceRef, req: IReques
     // Before any decode the edge knows neither the bands nor the sample size: the requested
     // bands (else RGB) of 8-bit samples; the decoder tells the DO its precise estimate.
     cost: () => {
-      const shape = { tileWidth: info.tileWidth, tileHeight: info.tileHeight, bands: tile.bidx?.length ?? ASSUMED_CHANNELS, bytesPerSample: 1 };
+      const bands = tile.bidx?.length ?? ASSUMED_CHANNELS;
+      if (info.mosaic) return coarseCost(mosaicTileCost(info.mosaic, tile.z, tileSide(tile), bands), config);
+      const shape = { tileWidth: info.tileWidth, tileHeight: info.tileHeight, bands, bytesPerSample: 1 };
       return coarseCost(tileCost(shape, read, tileSide(tile)), config);
     },
   };

@@ -5,6 +5,7 @@ import type { IRequest } from "itty-router";
 import { segment } from "../../shared/path-segment";
 import { VERSION_HEADER } from "../../shared/protocol";
 import { edgeConfig, type Env } from "../env";
+import { withStoredStyle } from "../style-document";
 import { documentAnswer, documentCacheControl } from "../http-cache";
 import type { SourceHandler } from "./follow-version";
 import { mapSource } from "./map-source";
@@ -17,7 +18,8 @@ export const tileJsonUrl = (base: string, source: SourceRef, tileMatrixSetId: st
 
 export const tileJsonHandler: SourceHandler = async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext) => {
   const config = edgeConfig(env);
-  const template = parseTileTemplate(segment(req.params.tileMatrixSetId, "tile matrix set"), new URL(req.url).searchParams);
+  const parsed = parseTileTemplate(segment(req.params.tileMatrixSetId, "tile matrix set"), new URL(req.url).searchParams);
+  const template = await withStoredStyle(parsed, env, config, ctx, req.signal);
   const { info, georeference, tiling } = await mapSource(source, template.tileMatrixSet, req, env, config, ctx);
   const cited = citedSource(source, info, config);
   const [west, south, east, north] = georeference.lonLatBounds;
@@ -30,7 +32,8 @@ export const tileJsonHandler: SourceHandler = async (source: SourceRef, req: IRe
     center: [(west + east) / 2, (south + north) / 2, tiling.minZoom],
     minzoom: tiling.minZoom,
     maxzoom: tiling.maxZoom,
-    links: [{ rel: "alternate", type: "application/ld+json", title: "IIIF Image API 3.0", href: `${serviceId(req, config, 3, cited)}/info.json` }],
+    // A mosaic is a map only: it has no IIIF image to link to.
+    links: info.mosaic ? [] : [{ rel: "alternate", type: "application/ld+json", title: "IIIF Image API 3.0", href: `${serviceId(req, config, 3, cited)}/info.json` }],
   };
   return documentAnswer(req, JSON.stringify(doc), {
     "content-type": "application/json",

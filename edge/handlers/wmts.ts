@@ -9,6 +9,7 @@ import { CONTENT_TYPES, type TileRequest } from "../../shared/maps/tile-request"
 import { segment } from "../../shared/path-segment";
 import { VERSION_HEADER, type SourceTiling } from "../../shared/protocol";
 import { edgeConfig, type Env } from "../env";
+import { withStoredStyle } from "../style-document";
 import { documentAnswer, documentCacheControl } from "../http-cache";
 import type { SourceHandler } from "./follow-version";
 import { mapSource } from "./map-source";
@@ -26,7 +27,8 @@ const WMTS_SETS: Record<string, { crs: string; wellKnownScaleSet?: string }> = {
 
 export const wmtsHandler: SourceHandler = async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext) => {
   const config = edgeConfig(env);
-  const template = parseTileTemplate(segment(req.params.tileMatrixSetId, "tile matrix set"), new URL(req.url).searchParams);
+  const parsed = parseTileTemplate(segment(req.params.tileMatrixSetId, "tile matrix set"), new URL(req.url).searchParams);
+  const template = await withStoredStyle(parsed, env, config, ctx, req.signal);
   const { info, georeference, tiling } = await mapSource(source, template.tileMatrixSet, req, env, config, ctx);
   const base = publicBase(req, config);
   const cited = citedSource(source, info, config);

@@ -2,16 +2,14 @@
 // assets each tile paints. Its members are COGs opened on demand (store keys or HTTP(S) URLs,
 // under the access policy); a mosaic is tiled on WebMercatorQuad, the grid MosaicJSON's quadkeys
 // index, and is a map only: it has no IIIF image.
-import { HttpError, notFound } from "../../shared/errors";
-import { mosaicAssets, parseMosaicJson, type MosaicJson } from "../../shared/maps/mosaic-json";
-import { tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { HttpError } from "../../shared/errors";
+import { MOSAIC_TMS, mosaicAssets, parseMosaicJson, type MosaicJson } from "../../shared/maps/mosaic-json";
+import { assetBandNames, loadStac } from "../../shared/maps/stac";
+import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import type { TileRequest } from "../../shared/maps/tile-request";
 import type { Georeference, MosaicSummary, SourceInfo } from "../../shared/protocol";
 import { conversion, LON_LAT, TMS_CRS } from "../maps/crs";
 import type { Source } from "../source/source";
-
-/** The one tile matrix set mosaics are served on. */
-export const MOSAIC_TMS = "WebMercatorQuad";
 
 /** One asset a tile paints: a COG whose bands the request chooses, or a STAC item's chosen bands. */
 export type AssetRef =
@@ -36,11 +34,15 @@ export class Mosaic {
     readonly index: MosaicIndex,
   ) {}
 
-  /** Reads and checks the document behind `source`; a broken document is the store's fault (502). */
-  static async open(source: Source, signal?: AbortSignal): Promise<Mosaic> {
+  /**
+   * Reads and checks the document behind `source`; a broken document is the store's fault (502).
+   * `assets` opens what the document links to (a STAC catalog's items, a member to learn zooms).
+   */
+  static async open(source: Source, assets: MosaicAssets, signal?: AbortSignal): Promise<Mosaic> {
     const text = await readDocument(source, signal);
     try {
-      return new Mosaic(source, mosaicJsonIndex(parseMosaicJson(text)));
+      const index = source.document?.kind === "stac" ? await stacIndex(text, source.document.key, assets, signal) : mosaicJsonIndex(parseMosaicJson(text));
+      return new Mosaic(source, index);
     } catch (e) {
       if (e instanceof HttpError && e.kind === "bad_request") throw new HttpError("bad_gateway", `mosaic document ${source.label}: ${e.message}`);
       throw e;
@@ -76,7 +78,15 @@ export class Mosaic {
 /** A document is read whole; one past the largest a mosaic may be is refused before reading. */
 const MAX_DOCUMENT_BYTES = 32 * 1024 * 1024;
 
-async function readDocument(source: Source, signal?: AbortSignal): Promise<string> {
+/** How a mosaic reaches what its document names, under the access policy. */
+export interface MosaicAssets {
+  /** The asset's bytes as a Source (the caller closes it). */
+  open(asset: string, signal?: AbortSignal): Promise<Source>;
+  /** Where the COG at `asset` lies, once opened (its zooms stand for a STAC source's). */
+  georeference(asset: string, signal?: AbortSignal): Promise<Georeference | undefined>;
+}
+
+export async function readDocument(source: Source, signal?: AbortSignal): Promise<string> {
   if (source.size > MAX_DOCUMENT_BYTES) {
     throw new HttpError("bad_gateway", `mosaic document ${source.label} is ${source.size} bytes, more than the ${MAX_DOCUMENT_BYTES} a document may be`);
   }
@@ -100,6 +110,62 @@ function mosaicJsonIndex(doc: MosaicJson): MosaicIndex {
   };
 }
 
+/**
+ * A STAC Item, ItemCollection or static catalog: its items (a catalog's linked documents read
+ * through `assets`), each painting the tiles its bbox meets, in document order; the bands each
+ * brings are the request's `assets=` (and `asset_bidx`). Its zooms are those of its first item's
+ * first asset.
+ */
+async function stacIndex(text: string, key: string, assets: MosaicAssets, signal?: AbortSignal): Promise<MosaicIndex> {
+  const load = async (href: string) => {
+    const source = await assets.open(href, signal);
+    try {
+      return await readDocument(source, signal);
+    } finally {
+      await source.close();
+    }
+  };
+  const items = await loadStac(text, key, load);
+  if (items.length === 0) throw new HttpError("bad_gateway", `STAC document ${key} has no items`);
+  const firstAsset = Object.values(items[0].assets)[0];
+  if (!firstAsset) throw new HttpError("bad_gateway", `STAC item ${items[0].id} has no assets`);
+  const tiling = (await assets.georeference(firstAsset.href, signal))?.tiling[MOSAIC_TMS];
+  if (!tiling) throw new HttpError("bad_gateway", `STAC item ${items[0].id}: its asset is not a georeferenced COG on ${MOSAIC_TMS}`);
+  const bounds: [number, number, number, number] = [
+    Math.min(...items.map((i) => i.bbox[0])),
+    Math.min(...items.map((i) => i.bbox[1])),
+    Math.max(...items.map((i) => i.bbox[2])),
+    Math.max(...items.map((i) => i.bbox[3])),
+  ];
+  const tms = tileMatrixSet(MOSAIC_TMS);
+  return {
+    kind: "stac",
+    bounds,
+    minzoom: tiling.minZoom,
+    maxzoom: tiling.maxZoom,
+    summary: { kind: "stac", assets: items.length, maxAssetsPerKey: items.length, quadkeyZoom: 0 },
+    assetsFor: (req) => {
+      if (req.tileMatrixSet !== MOSAIC_TMS) return [];
+      const tile = lonLatOfMercator(tileBounds(tms, req.z, req.x, req.y));
+      return items
+        .filter((item) => item.bbox[0] < tile[2] && item.bbox[2] > tile[0] && item.bbox[1] < tile[3] && item.bbox[3] > tile[1])
+        .map((item) => ({
+          kind: "item" as const,
+          label: item.id,
+          bands: assetBandNames(item, req.assets ?? [], req.assetBidx).map((b) => ({ name: b.name, asset: b.href, band: b.band })),
+        }));
+    },
+  };
+}
+
+/** Web Mercator bounds [minX, minY, maxX, maxY] as [west, south, east, north] degrees. */
+function lonLatOfMercator([x0, y0, x1, y1]: [number, number, number, number]): [number, number, number, number] {
+  const toLonLat = conversion(TMS_CRS[MOSAIC_TMS], LON_LAT);
+  const [w, s] = toLonLat(x0, y0);
+  const [e, n] = toLonLat(x1, y1);
+  return [w, s, e, n];
+}
+
 /** Where a mosaic lies: its lon/lat bounds, on WebMercatorQuad between its zooms. */
 export function mosaicGeoreference(bounds: [number, number, number, number], minZoom: number, maxZoom: number): Georeference {
   const toMercator = conversion(LON_LAT, TMS_CRS[MOSAIC_TMS]);
@@ -117,6 +183,3 @@ export function mosaicGeoreference(bounds: [number, number, number, number], min
     tiling: { [MOSAIC_TMS]: { bounds: [x0, y0, x1, y1], minZoom: Math.min(minZoom, top), maxZoom: top, resolution: tms.tileMatrices[top].cellSize } },
   };
 }
-
-/** A mosaic asked for what only a single image has. */
-export const mosaicIsMapOnly = (id: string) => notFound(`source "${id}" is a mosaic: it is served as map tiles only, under /tiles/${id}/${MOSAIC_TMS}/…`);

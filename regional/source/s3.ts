@@ -54,8 +54,11 @@ const NULL_VERSION = "null";
 export class S3SourceCatalog implements SourceCatalog {
   readonly description: string;
 
+  readonly prefix: string;
+
   constructor(private readonly cfg: S3CatalogConfig) {
     this.description = `s3://${cfg.bucket}/${cfg.prefix}<id>.tif`;
+    this.prefix = cfg.prefix;
   }
 
   async open(id: string, requested: string | undefined, signal?: AbortSignal): Promise<Source> {

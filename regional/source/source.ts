@@ -49,4 +49,9 @@ export interface SourceCatalog {
   openKey(key: string, signal?: AbortSignal): Promise<Source>;
   /** A human-readable description of where sources come from, for the startup log. */
   readonly description: string;
+  /**
+   * The store key every source id is put after (`{prefix}{id}.tif`; "" for a local directory):
+   * where style documents live, and the store keys mosaics may name by default.
+   */
+  readonly prefix?: string;
 }

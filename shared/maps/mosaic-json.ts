@@ -3,7 +3,14 @@
 // to choose a tile's assets, the edge to count them for admission. The document comes from a
 // publisher's bucket, so it is validated as an attacker might write it: every failure is a 400
 // naming the field, never a crash or an unbounded amount of work.
-import { badRequest } from "../errors";
+import { badRequest, notFound } from "../errors";
+
+/** The one tile matrix set mosaics are served on: the grid of MosaicJSON's quadkeys. */
+export const MOSAIC_TMS = "WebMercatorQuad";
+
+/** A mosaic asked for what only a single image has (an IIIF image, its file). */
+export const mosaicIsMapOnly = (id: string) =>
+  notFound(`source "${id}" is a mosaic: it is served as map tiles only, under /tiles/${id}/${MOSAIC_TMS}/…`);
 
 /** The finest zoom a MosaicJSON document may name (quadkeys of at most 30 digits). */
 export const MAX_MOSAIC_ZOOM = 30;

@@ -3,7 +3,7 @@
 // refused exactly like images. The edge feeds it a coarse read (the level and window a tile's
 // bounds cover, mapped linearly from the source's bounds in the set's CRS); the decoder feeds it
 // the window its transformer really reads and the source's real bands and sample size.
-import type { SourceInfo, SourceTiling } from "../protocol";
+import type { MosaicSummary, SourceInfo, SourceTiling } from "../protocol";
 import { chooseLevel, windowAtLevel } from "../levels";
 
 /** One level's pixel window [x0, y0, x1, y1) a tile reads; absent when the tile misses the data. */
@@ -69,4 +69,31 @@ export function coarseTileRead(
   const outH = Math.max(1, Math.round((iy1 - iy0) / cellSize));
   const level = chooseLevel(info.levels, region, outW, outH);
   return { level, window: windowAtLevel(full, info.levels[level], region) };
+}
+
+/**
+ * The most assets a mosaic's tile at zoom `z` can paint, from the document's shape alone (the
+ * edge has no index): at or below the index's zoom, one quadkey's list; above it, the lists of
+ * every quadkey under the tile.
+ */
+export function mosaicAssetBound(mosaic: MosaicSummary, z: number): number {
+  const keys = z >= mosaic.quadkeyZoom ? 1 : 4 ** (mosaic.quadkeyZoom - z);
+  return Math.min(mosaic.assets, mosaic.maxAssetsPerKey * keys);
+}
+
+/** A stored block's side the edge assumes of a mosaic's members, whose headers it has not read. */
+const MEMBER_BLOCK = 512;
+
+/**
+ * What the edge can say of a mosaic tile before any decode: every asset it may paint read as a
+ * window twice the tile's side (a reprojected read at the level closest to the tile's
+ * resolution) in 16-bit samples, plus the reducer's planes. Costly many-asset tiles thus go to
+ * the full partition, as other dynamic work of unknown cost does; the decoder's precise estimate
+ * (every asset's real window) replaces it once the members are open.
+ */
+export function mosaicTileCost(mosaic: MosaicSummary, z: number, side: number, bands: number): number {
+  const assets = mosaicAssetBound(mosaic, z);
+  const shape = { tileWidth: MEMBER_BLOCK, tileHeight: MEMBER_BLOCK, bands, bytesPerSample: 2 };
+  const perAsset = tileCost(shape, { level: 0, window: [0, 0, 2 * side, 2 * side] }, side);
+  return assets * perAsset + side * side * bands * 5 * 2;
 }

@@ -121,3 +121,32 @@ describe("cancellation", () => {
     await src.close();
   });
 });
+
+describe("documents and store keys", () => {
+  it("finds {id}.mosaic.json, then {id}.stac.json, where there is no {id}.tif, and says which it is", async () => {
+    await writeFile(path.join(dir, "city.mosaic.json"), "{}");
+    await writeFile(path.join(dir, "scene.stac.json"), "{}");
+    await writeFile(path.join(dir, "both.stac.json"), "{}");
+    await writeFile(path.join(dir, "both.mosaic.json"), "[]");
+    const city = await catalog.open("city", undefined);
+    expect(city.document).toEqual({ kind: "mosaic", key: "city.mosaic.json" });
+    expect((await catalog.open("scene", undefined)).document).toEqual({ kind: "stac", key: "scene.stac.json" });
+    const both = await catalog.open("both", undefined);
+    expect([both.document?.kind, both.size]).toEqual(["mosaic", 2]);
+    // A COG of the same id is the source; its document is not looked at.
+    await writeFile(path.join(dir, "pattern.mosaic.json"), "{}");
+    expect((await catalog.open("pattern", undefined)).document).toBeUndefined();
+    for (const s of [city, both]) await s.close();
+  });
+
+  it("opens a store key below the directory, and never one outside it", async () => {
+    await mkdir(path.join(dir, "tiles"));
+    await writeFile(path.join(dir, "tiles", "a.tif"), "abc");
+    const a = await catalog.openKey("tiles/a.tif");
+    expect([a.size, a.label]).toEqual([3, "local:tiles/a.tif"]);
+    await a.close();
+    for (const key of ["../outside.tif", "tiles/../../outside.tif", path.join(dir, "..", "outside.tif"), "", "tiles"]) {
+      expect((await failure(catalog.openKey(key))).status, key).toBe(404);
+    }
+  });
+});

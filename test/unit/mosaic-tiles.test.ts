@@ -1,0 +1,354 @@
+// Mosaic tiles on the decoder, on GDAL-made fixtures whose pixels are known functions: every
+// pixel-selection mode, stage, rank_channel, the tuple rule and tie-breaks, checked pixel by pixel
+// against values this test computes on its own from the fixtures (which assets a tile pixel
+// reads, which are valid there, which wins); the index's order at a coarser zoom; expressions on
+// a STAC item's bands; the asset limit; `first` reading no further asset once every pixel is
+// filled; and invalidate_source(mosaic, member).
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import sharp from "sharp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DecodedBlockCache } from "../../regional/cog/block-cache";
+import { Cog } from "../../regional/cog/cog";
+import { warpTile } from "../../regional/maps/warp";
+import { LocalCatalog } from "../../regional/source/local";
+import { tileToQuadkey } from "../../shared/maps/mosaic-json";
+import { parseTileRequest } from "../../shared/maps/tile-request";
+import { DECODER } from "../../shared/protocol";
+import {
+  gridPixel,
+  MONO_MOSAIC_TILES,
+  MOSAIC_FIXTURES,
+  MOSAIC_PARENT,
+  MOSAIC_Z,
+  mosaicFixtures,
+  RGB_MOSAIC_TILES,
+  type MosaicFixture,
+} from "../support/mosaic-fixtures";
+import { RecordingCatalog, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+
+const Z = MOSAIC_Z;
+const [P, Q] = [2 * MOSAIC_PARENT.x, 2 * MOSAIC_PARENT.y];
+const { monoA, monoB, monoC, rgbA, rgbB } = MOSAIC_FIXTURES;
+const BY_KEY = new Map<string, MosaicFixture>(Object.values(MOSAIC_FIXTURES).map((f) => [f.key, f]));
+
+let dir: string;
+let catalog: RecordingCatalog;
+let decoder: Decoder;
+
+beforeAll(async () => {
+  dir = mosaicFixtures();
+  catalog = new RecordingCatalog(new LocalCatalog(dir));
+  // No decoded-block cache: every tile reads its blocks, so the bytes read show which assets a tile read.
+  decoder = await startDecoder(catalog, 3, { blockCache: new DecodedBlockCache(0), mosaicMaxAssets: 3 });
+}, 120_000);
+afterAll(() => decoder?.close());
+
+interface Tile {
+  status: number;
+  width: number;
+  channels: number;
+  data: Buffer;
+}
+
+async function tile(d: Decoder, id: string, [z, x, y]: number[], query = ""): Promise<Tile> {
+  const res = await signedGet(d, `/v1/tiles/${id}/WebMercatorQuad/${z}/${x}/${y}.png${query ? `?${query}` : ""}`);
+  if (res.status !== 200) return { status: res.status, width: 0, channels: 0, data: Buffer.from(await res.text()) };
+  const { data, info } = await sharp(Buffer.from(await res.arrayBuffer())).raw().toBuffer({ resolveWithObject: true });
+  return { status: 200, width: info.width, channels: info.channels, data };
+}
+
+/** A tile pixel's sample per asset the index lists there, in paint order; undefined where the asset is not valid (any band). */
+function samples(tiles: Record<string, string[]>, [z, x, y]: number[], px: number, py: number, bands: number[]): (number[] | undefined)[] {
+  return tiles[tileToQuadkey(Z, x >> (z - Z), y >> (z - Z))].map((key) => {
+    const f = BY_KEY.get(key)!;
+    const at = gridPixel(f, z, x, y, px, py);
+    if (!at || !bands.every((b) => f.valid(at[0], at[1], b))) return undefined;
+    return bands.map((b) => f.value(at[0], at[1], b));
+  });
+}
+
+/** Every `step`-th pixel of a 256² tile, and its offset in a tile of `channels`. */
+function* pixels(channels: number, step = 3): Generator<[number, number, number]> {
+  for (let py = 0; py < 256; py += step) for (let px = 0; px < 256; px += step) yield [px, py, (py * 256 + px) * channels];
+}
+
+/** Checks a tile against `expected` per pixel (undefined: transparent), within `tolerance` levels. */
+function expectPixels(t: Tile, expected: (px: number, py: number) => number[] | undefined, tolerance = 0): void {
+  expect(t.status, t.data.toString().slice(0, 200)).toBe(200);
+  let checked = 0;
+  for (const [px, py, at] of pixels(t.channels)) {
+    const want = expected(px, py);
+    const alpha = t.data[at + t.channels - 1];
+    if (want === undefined) {
+      expect(alpha, `(${px}, ${py}) transparent`).toBe(0);
+      continue;
+    }
+    expect(alpha, `(${px}, ${py}) opaque`).toBe(255);
+    const got = [...t.data.subarray(at, at + want.length)];
+    for (let c = 0; c < want.length; c++) expect(Math.abs(got[c] - want[c]), `(${px}, ${py}) channel ${c}: ${got} vs ${want}`).toBeLessThanOrEqual(tolerance);
+    checked++;
+  }
+  expect(checked).toBeGreaterThan(1000);
+}
+
+const clip = (v: number) => Math.max(0, Math.min(255, Math.round(v)));
+
+// The reductions, written here again from their definitions (population deviation; an even
+// count's median the mean of the middle two), over the valid assets in paint order.
+const REDUCE: Record<string, (values: number[]) => number> = {
+  first: (v) => v[0],
+  highest: (v) => Math.max(...v),
+  lowest: (v) => Math.min(...v),
+  mean: (v) => v.reduce((a, b) => a + b, 0) / v.length,
+  median: (v) => {
+    const s = [...v].sort((a, b) => a - b);
+    const m = s.length >> 1;
+    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+  },
+  stdev: (v) => {
+    const mean = v.reduce((a, b) => a + b, 0) / v.length;
+    return Math.sqrt(v.reduce((a, b) => a + (b - mean) ** 2, 0) / v.length);
+  },
+};
+
+describe("MosaicJSON: one band, three assets overlapping", () => {
+  // Tile q2 (P, Q+1) lists c, a, b, each with its own invalid pixels there.
+  const q2 = [Z, P, Q + 1];
+
+  for (const mode of Object.keys(REDUCE)) {
+    it(`pixel_selection=${mode} over the assets valid at each pixel`, async () => {
+      const t = await tile(decoder, "mono-mosaic", q2, mode === "first" ? "" : `pixel_selection=${mode}`);
+      expectPixels(
+        t,
+        (px, py) => {
+          const valid = samples(MONO_MOSAIC_TILES, q2, px, py, [0]).flatMap((s) => (s ? [s[0]] : []));
+          return valid.length ? [clip(REDUCE[mode](valid))] : undefined;
+        },
+        mode === "first" || mode === "highest" || mode === "lowest" ? 0 : 1, // float32 sums round either way at .5
+      );
+    });
+  }
+
+  it("pixel_selection=count: how many assets are valid, 0 included, everywhere opaque", async () => {
+    const t = await tile(decoder, "mono-mosaic", q2, "pixel_selection=count");
+    expectPixels(t, (px, py) => [samples(MONO_MOSAIC_TILES, q2, px, py, [0]).filter(Boolean).length]);
+  });
+
+  it("paints a coarser tile from its quadkeys' lists in lexical order, each asset once (b, a, c at the parent)", async () => {
+    const parent = [MOSAIC_PARENT.z, MOSAIC_PARENT.x, MOSAIC_PARENT.y];
+    const mosaic = await tile(decoder, "mono-mosaic", parent);
+    // Each member alone at the same tile (a single COG's tile, tested against GDAL elsewhere),
+    // laid first-valid in the order b, a, c: what the mosaic's `first` must be.
+    const alone = await Promise.all([monoB, monoA, monoC].map((f) => tile(decoder, f.id, parent)));
+    expectPixels(mosaic, (px, py) => {
+      const at = (py * 256 + px) * 2;
+      const hit = alone.find((t) => t.data[at + 1] === 255);
+      return hit && [hit.data[at]];
+    });
+    // c before a would differ where both are valid: the order is observable here.
+    let differs = 0;
+    for (const [, , at] of pixels(2, 1)) if (alone[1].data[at + 1] === 255 && alone[2].data[at + 1] === 255 && alone[1].data[at] !== alone[2].data[at]) differs++;
+    expect(differs).toBeGreaterThan(100);
+  });
+
+  it("refuses 413 a tile that would paint more assets than the configured most (3 here), naming the count", async () => {
+    const dir2 = mkdtempSync(path.join(tmpdir(), "tessera-mosaic-"));
+    try {
+      const key = tileToQuadkey(Z, P, Q + 1);
+      writeFileSync(path.join(dir2, "many.mosaic.json"), JSON.stringify({ mosaicjson: "0.0.3", minzoom: Z, maxzoom: Z, bounds: [16, 48, 17, 49], tiles: { [key]: ["a.tif", "b.tif", "c.tif", "d.tif"] } }));
+      const d = await startDecoder(new LocalCatalog(dir2), 3, { mosaicMaxAssets: 3 });
+      try {
+        const t = await tile(d, "many", [Z, P, Q + 1]);
+        expect(t.status).toBe(413);
+        expect(JSON.parse(t.data.toString()).message).toBe(`tile WebMercatorQuad/${Z}/${P}/${Q + 1}.png of mosaic "many" paints 4 assets, more than the 3 a tile may`);
+      } finally {
+        await d.close();
+      }
+    } finally {
+      rmSync(dir2, { recursive: true, force: true });
+    }
+  });
+
+  it("answers a tile inside the bounds where the index lists nothing with the transparent tile", async () => {
+    const t = await tile(decoder, "mono-mosaic", [Z, P + 2, Q + 2]);
+    expect(t.status).toBe(200);
+    expect([...new Set(t.data.filter((_, i) => i % t.channels === t.channels - 1))]).toEqual([0]);
+  });
+});
+
+describe("MosaicJSON: three bands, the tuple rule", () => {
+  // Tile (P+1, Q) lists rgb-b, then rgb-a: b wins ties.
+  const both = [Z, P + 1, Q];
+  const sample = (px: number, py: number) => samples(RGB_MOSAIC_TILES, both, px, py, [0, 1, 2]);
+
+  it("highest on rank_channel 2 keeps the winner's whole tuple; an asset with any band nodata takes no part; ties go to the earlier", async () => {
+    const t = await tile(decoder, "rgb-mosaic", both, "pixel_selection=highest&rank_channel=2");
+    let ties = 0;
+    expectPixels(t, (px, py) => {
+      const [b, a] = sample(px, py);
+      if (a && b && a[1] === b[1]) ties++;
+      if (!a || !b) return a ?? b;
+      return a[1] > b[1] ? a : b;
+    });
+    expect(ties).toBeGreaterThan(0);
+  });
+
+  it("lowest on rank_channel 3, and mean per component", async () => {
+    expectPixels(await tile(decoder, "rgb-mosaic", both, "pixel_selection=lowest&rank_channel=3"), (px, py) => {
+      const [b, a] = sample(px, py);
+      return !a || !b ? (a ?? b) : a[2] < b[2] ? a : b;
+    });
+    expectPixels(
+      await tile(decoder, "rgb-mosaic", both, "pixel_selection=mean"),
+      (px, py) => {
+        const valid = sample(px, py).filter((s): s is number[] => !!s);
+        return valid.length ? [0, 1, 2].map((c) => clip(REDUCE.mean(valid.map((v) => v[c])))) : undefined;
+      },
+      1,
+    );
+  });
+
+  it("stage: before channels ranks the source bands by band number, after channels the evaluated channels", async () => {
+    // The expression swaps R and B: rank_channel 1 is R before channels, and B after.
+    const query = "pixel_selection=highest&rank_channel=1&expression=b3;b2;b1";
+    const winner = (px: number, py: number, component: number) => {
+      const [b, a] = sample(px, py);
+      const w = !a || !b ? (a ?? b) : a[component] > b[component] ? a : b;
+      return w && [w[2], w[1], w[0]];
+    };
+    expectPixels(await tile(decoder, "rgb-mosaic", both, `${query}&stage=before_channels`), (px, py) => winner(px, py, 0));
+    expectPixels(await tile(decoder, "rgb-mosaic", both, `${query}&stage=after_channels`), (px, py) => winner(px, py, 2));
+  });
+
+  it("lastbandhigh decides on the last channel and drops it", async () => {
+    // Four channels, the last G: the asset with the higher G wins, and shows R, G, B.
+    const t = await tile(decoder, "rgb-mosaic", both, "pixel_selection=lastbandhigh&expression=b1;b2;b3;b2");
+    expectPixels(t, (px, py) => {
+      const [b, a] = sample(px, py);
+      return !a || !b ? (a ?? b) : a[1] > b[1] ? a : b;
+    });
+  });
+});
+
+describe("first reads no further asset once every pixel is filled", () => {
+  it("stops before the second asset where the first covers the tile, and reads it when the mode needs it", async () => {
+    const dir2 = mkdtempSync(path.join(tmpdir(), "tessera-mosaic-"));
+    try {
+      for (const f of [monoB, monoC]) cpSync(path.join(dir, f.key), path.join(dir2, f.key));
+      // mono-c covers tile (P+1, Q+1) whole, its masked disc elsewhere; mono-b lies there too.
+      const key = tileToQuadkey(Z, P + 1, Q + 1);
+      writeFileSync(path.join(dir2, "cb.mosaic.json"), JSON.stringify({ mosaicjson: "0.0.3", minzoom: Z, maxzoom: Z, bounds: [16, 48, 17, 49], tiles: { [key]: ["mono-c.tif", "mono-b.tif"] } }));
+      const recording = new RecordingCatalog(new LocalCatalog(dir2));
+      const d = await startDecoder(recording, 3, { blockCache: new DecodedBlockCache(0) });
+      try {
+        const at = [Z, P + 1, Q + 1];
+        expect((await tile(d, "cb", at, "pixel_selection=highest")).status).toBe(200); // opens both
+        const readOf = (id: string) => recording.reads.filter((r) => r.id === id).reduce((n, r) => n + r.length, 0);
+        const before = readOf("mono-b.tif");
+        const first = await tile(d, "cb", at);
+        expectPixels(first, (px, py) => {
+          const c = gridPixel(monoC, Z, P + 1, Q + 1, px, py)!;
+          return [monoC.value(c[0], c[1], 0)];
+        });
+        expect(readOf("mono-b.tif")).toBe(before);
+        expect((await tile(d, "cb", at, "pixel_selection=highest")).status).toBe(200);
+        expect(readOf("mono-b.tif")).toBeGreaterThan(before);
+      } finally {
+        await d.close();
+      }
+    } finally {
+      rmSync(dir2, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("invalidate_source(mosaic, member)", () => {
+  it("keeps a member at its snapshot until invalidated, then opens the fresh one", async () => {
+    const dir2 = mkdtempSync(path.join(tmpdir(), "tessera-mosaic-"));
+    try {
+      cpSync(path.join(dir, monoC.key), path.join(dir2, monoC.key));
+      const key = tileToQuadkey(Z, P + 1, Q + 1);
+      writeFileSync(path.join(dir2, "c.mosaic.json"), JSON.stringify({ mosaicjson: "0.0.3", minzoom: Z, maxzoom: Z, bounds: [16, 48, 17, 49], tiles: { [key]: ["mono-c.tif"] } }));
+      const d = await startDecoder(new LocalCatalog(dir2));
+      try {
+        const at = [Z, P + 1, Q + 1];
+        const value = async () => (await tile(d, "c", at)).data[0];
+        expect(await value()).toBe(monoC.value(256, 0, 0));
+        // A publisher replaces the member (write, then rename over it): a new version.
+        execFileSync("gdal_translate", ["-q", "-of", "COG", "-scale", "0", "255", "255", "0", path.join(dir2, monoC.key), path.join(dir2, "new.tif")]);
+        renameSync(path.join(dir2, "new.tif"), path.join(dir2, monoC.key));
+        expect(await value()).toBe(monoC.value(256, 0, 0)); // still the pinned snapshot
+        const res = await signedGet(d, DECODER.invalidate("c", "mono-c.tif"), undefined, {}, "POST");
+        expect(res.status).toBe(200);
+        expect(await res.json()).toEqual({ id: "c", member: "mono-c.tif", dropped: 1 });
+        expect(await value()).toBe(255 - monoC.value(256, 0, 0));
+      } finally {
+        await d.close();
+      }
+    } finally {
+      rmSync(dir2, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("STAC: one COG a band", () => {
+  const rawTile = async (key: string, at: number[]) => {
+    const cog = await Cog.open(await new LocalCatalog(dir).openKey(key));
+    try {
+      return await warpTile(cog, parseTileRequest({ tileMatrixSet: "WebMercatorQuad", z: String(at[0]), x: String(at[1]), y: `${at[2]}.png` }, new URLSearchParams()));
+    } finally {
+      await cog.close();
+    }
+  };
+
+  it("evaluates (B08-B04)/(B08+B04) on each band warped alone, invalid where B08 is nodata", async () => {
+    // A zoom-13 tile in the scene's middle, with B08's nodata square in it.
+    const at = [13, 4470, 2861];
+    const [b08, b04] = await Promise.all([rawTile("scene-B08.tif", at), rawTile("scene-B04.tif", at)]);
+    const t = await tile(decoder, "scene", at, "expression=(B08-B04)/(B08+B04)&rescale=-1,1");
+    let invalid = 0;
+    expectPixels(
+      t,
+      (px, py) => {
+        const i = py * 256 + px;
+        if (!b08.valid[0][i] || !b04.valid[0][i]) return (invalid++, undefined);
+        const [n, r] = [b08.bands[0][i], b04.bands[0][i]];
+        return [clip((((n - r) / (n + r)) + 1) * 127.5)];
+      },
+      1,
+    );
+    expect(invalid).toBeGreaterThan(100);
+  });
+
+  it("renders assets=B04,B03,B02 as RGB, each channel the band's own tile", async () => {
+    const at = [13, 4470, 2861];
+    const bands = await Promise.all(["scene-B04.tif", "scene-B03.tif", "scene-B02.tif"].map((k) => rawTile(k, at)));
+    const t = await tile(decoder, "scene", at, "assets=B04,B03,B02&rescale=0,2000");
+    expectPixels(t, (px, py) => {
+      const i = py * 256 + px;
+      return bands.every((b) => b.valid[0][i]) ? bands.map((b) => clip((b.bands[0][i] * 255) / 2000)) : undefined;
+    }, 1);
+  });
+
+  it("paints an ItemCollection's items in order: highest takes the second scene where both lie", async () => {
+    const at = [13, 4470, 2861];
+    const [one, two] = await Promise.all([rawTile("scene-B02.tif", at), rawTile("scene-2/B02.tif", at)]);
+    const t = await tile(decoder, "scenes", at, "assets=B02&rescale=0,2000&pixel_selection=highest");
+    let fromTwo = 0;
+    expectPixels(t, (px, py) => {
+      const i = py * 256 + px;
+      const v = [one, two].filter((b) => b.valid[0][i]).map((b) => b.bands[0][i]);
+      if (two.valid[0][i]) fromTwo++;
+      return v.length ? [clip((Math.max(...v) * 255) / 2000)] : undefined;
+    }, 1);
+    expect(fromTwo).toBeGreaterThan(100);
+  });
+
+  it("needs assets= or an expression naming them: 400", async () => {
+    const t = await tile(decoder, "scene", [13, 4470, 2861]);
+    expect(t.status).toBe(400);
+  });
+});
