@@ -5,6 +5,7 @@
 // before it is trusted and the walk through a catalog is bounded: each failure is a 400 naming
 // the document and the JSON path of the bad field, never a crash or an unbounded amount of work.
 import { badRequest, unsupported } from "../errors";
+import { field, hasControlCharacter, isObject, parseJsonObject, quoted } from "./json-fields";
 
 export interface StacItem {
   id: string;
@@ -137,15 +138,7 @@ function parseLinks(o: Record<string, unknown>, path: string, at: string): { rel
 function parseJson(text: string, maxBytes: number, at: string): Record<string, unknown> {
   // Characters first: no more UTF-8 bytes than characters is possible, and counting is skipped.
   if (text.length > maxBytes || utf8Length(text) > maxBytes) throw badRequest(`${at}STAC document is more than the ${maxBytes} bytes allowed`);
-  let root: unknown;
-  try {
-    root = JSON.parse(text);
-  } catch {
-    // The parser's own message quotes the text: not echoed back.
-    throw badRequest(`${at}STAC document is not valid JSON`);
-  }
-  if (!isObject(root)) throw badRequest(`${at}STAC document must be a JSON object`);
-  return root;
+  return parseJsonObject(text, `${at}STAC document`);
 }
 
 function utf8Length(text: string): number {
@@ -293,7 +286,7 @@ function resolved(base: string, href: string, path: string): string {
 /** The non-empty href at `path` + "href", without control characters (which would reach logs). */
 function hrefField(o: Record<string, unknown>, path: string, at: string): string {
   const href = stringField(o, "href", path, at);
-  if (/[\u0000-\u001f\u007f]/.test(href)) throw badRequest(`${at}${path}href holds a control character`);
+  if (hasControlCharacter(href)) throw badRequest(`${at}${path}href holds a control character`);
   return href;
 }
 
@@ -374,12 +367,3 @@ function stringField(o: Record<string, unknown>, name: string, path: string, at:
 /** `.key` for a plain name, `["a b"]` for any other, as a JSON path writes a member. */
 const member = (key: string) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `.${key}` : `[${quoted(key)}]`);
 
-/** A string from the document, safe to put in a message: JSON-quoted and cut short. */
-function quoted(s: string): string {
-  return JSON.stringify(s.length > 80 ? `${s.slice(0, 80)}…` : s);
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
-/** An own property only: a document without `bbox` must not find one on a prototype. */
-const field = (o: Record<string, unknown>, name: string): unknown => (Object.hasOwn(o, name) ? o[name] : undefined);
