@@ -158,13 +158,14 @@ function utf8Length(text: string): number {
 function parseItem(item: Record<string, unknown>, path: string, location: string, maxAssets: number, at: string): StacItem {
   stringField(item, "stac_version", path, at);
   const id = stringField(item, "id", path, at);
+  const bbox = parseBbox(field(item, "bbox"), `${path}bbox`, id, at);
   const properties = field(item, "properties");
   if (properties !== undefined && properties !== null && !isObject(properties)) throw badRequest(`${at}${path}properties must be an object`);
   const assets = parseAssets(field(item, "assets"), `${path}assets`, location, maxAssets, at);
   // An Item's links are not followed, but they are checked as a catalog's are.
   parseLinks(item, path, at);
   const epsg = (isObject(properties) ? epsgOf(properties, `${path}properties`, at) : undefined) ?? commonAssetEpsg(field(item, "assets") as Record<string, unknown>, path, at);
-  return { id, bbox: parseBbox(field(item, "bbox"), `${path}bbox`, id, at), assets, ...(epsg === undefined ? {} : { epsg }) };
+  return { id, bbox, assets, ...(epsg === undefined ? {} : { epsg }) };
 }
 
 function parseBbox(bbox: unknown, path: string, id: string, at: string): [number, number, number, number] {
@@ -364,6 +365,6 @@ function stringField(o: Record<string, unknown>, name: string, path: string, at:
   return value;
 }
 
-/** `.key` for a plain name, `["a b"]` for any other, as a JSON path writes a member. */
-const member = (key: string) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `.${key}` : `[${quoted(key)}]`);
+/** `.key` for a short plain name, `["a b"]` (cut short) for any other, as a JSON path writes a member. */
+const member = (key: string) => (/^[A-Za-z_][A-Za-z0-9_]{0,39}$/.test(key) ? `.${key}` : `[${quoted(key)}]`);
 

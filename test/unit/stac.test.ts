@@ -133,6 +133,7 @@ describe("loadStac: an ItemCollection", () => {
     ["assets a list", [item({ assets: [{ href: "a.tif" }] })], /^features\[0\]\.assets must be an object/],
     ["an asset a string", [item({ assets: { B04: "B04.tif" } })], /^features\[0\]\.assets\.B04 must be an object/],
     ["an href a number", [item(), item(), item(), item({ assets: { B04: { href: 4 } } })], /^features\[3\]\.assets\.B04\.href must be a string/],
+    ["an href missing under a long key", [item({ assets: { ["K".repeat(5000)]: {} } })], /^features\[0\]\.assets\["K{40}…"\]\.href must be a string$/],
     ["an href missing", [item({ assets: { "B 04": { type: "image/tiff" } } })], /^features\[0\]\.assets\["B 04"\]\.href must be a string/],
     ["an empty href", [item({ assets: { B04: { href: "" } } })], /^features\[0\]\.assets\.B04\.href is empty/],
     ["a control character in an href", [item({ assets: { B04: { href: "B04\r\n.tif" } } })], /^features\[0\]\.assets\.B04\.href holds a control/],
@@ -219,6 +220,17 @@ describe("loadStac: static catalogs", () => {
     expect(await badRequestOf(() => loadStac(text(catalog("root", [{ rel: "child", href: "sub/cat.json" }])), "root.json", load))).toBe(
       "sub/cat.json: links[0].href must be a string",
     );
+  });
+  // Resolving is not permission: hostile hrefs reach `load` and the Items as they resolve, and
+  // the loader's access policy (here: a store that only knows its own keys) decides.
+  it("hands hostile hrefs to the loader and the Items as resolved, for the access policy to refuse", async () => {
+    const { asked, load } = loader({});
+    const root = text(catalog("root", [{ rel: "child", href: "file:///etc/passwd" }]));
+    expect((await errorOf(() => loadStac(root, "root.json", load))).status).toBe(404);
+    expect(asked).toEqual(["file:///etc/passwd"]);
+    const assets = { a: { href: "s3://someone-elses-bucket/x.tif" }, b: { href: "/top.tif" }, c: { href: "file:///etc/passwd" } };
+    const [scene] = await loadStac(text(item({ assets })), "deep/in/item.json", noLoad);
+    expect(Object.values(scene.assets).map((asset) => asset.href)).toEqual(["s3://someone-elses-bucket/x.tif", "top.tif", "file:///etc/passwd"]);
   });
   it("resolves only the links it follows: a parent link above the store's root is no error, a child link there is", async () => {
     const parent = text(catalog("root", [{ rel: "parent", href: "../../up.json" }]));
