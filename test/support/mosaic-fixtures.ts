@@ -46,6 +46,14 @@ function fixture(f: Omit<MapFixture, "places"> & { places?: MapFixture["places"]
   };
 }
 
+/**
+ * DEFLATE, blocks of one tile (a tile at Z reads exactly one block of each asset), and overviews
+ * by nearest neighbour: their pixels are stored values, not blends across a nodata edge or
+ * between patterns. (Which full-level pixel an overview pixel takes near nodata is GDAL's
+ * choice; only tiles at Z and finer are computed from the value functions.)
+ */
+const MOSAIC_COG = cogOptions("COMPRESS=DEFLATE", "RESAMPLING=NEAREST");
+
 /** A 512² single-band Byte COG on the Z grid with its north-west corner on the corner of tile (x, y) at Z. */
 function onGrid(x: number, y: number): Pick<MapFixture, "crs" | "width" | "height" | "geoTransform" | "dataType" | "bands" | "cog"> {
   const [originX, originY] = GRID.pointOfOrigin;
@@ -57,8 +65,7 @@ function onGrid(x: number, y: number): Pick<MapFixture, "crs" | "width" | "heigh
     geoTransform: [originX + x * TILE * cell, cell, 0, originY - y * TILE * cell, 0, -cell],
     dataType: "Byte",
     bands: 1,
-    // Blocks of one tile, so a tile at Z reads exactly one block of each asset.
-    cog: cogOptions("COMPRESS=DEFLATE"),
+    cog: MOSAIC_COG,
   };
 }
 
@@ -154,7 +161,7 @@ function scene(folder: string, east: number, add: number): Record<SceneBand, Mos
       dataType: "UInt16",
       bands: 1,
       ...(name === "B08" ? { nodata: 0 } : {}),
-      cog: cogOptions("COMPRESS=DEFLATE"),
+      cog: MOSAIC_COG,
       value: (col, row) => {
         const v = values[name](col, row);
         return v === 0 ? 0 : v + add;

@@ -72,6 +72,11 @@ describe("GDAL reads what the value functions claim", () => {
     }
   });
 
+  it("has overviews of stored values, not blends (nearest resampling)", async () => {
+    const { values } = await gdalWindow(file(monoC), 1, [0, 0, 256, 256], [1]);
+    expect(new Set(values[0])).toEqual(new Set([110, 130]));
+  });
+
   it("has the invalid pixels its comments name", () => {
     expect(monoA.valid(350, 350, 0)).toBe(false);
     expect(monoB.valid(100, 411, 0)).toBe(false);
