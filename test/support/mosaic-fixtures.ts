@@ -23,11 +23,12 @@ const GRID = WEB_MERCATOR.tileMatrices[MOSAIC_Z];
 const TILE = GRID.tileWidth;
 
 /**
- * The zoom Z−1 tile (near Vienna) the mercator fixtures gather round; its four children at Z are
- * `q0` (north-west), `q1`, `q2` (south-west) and `q3`, in quadkey order.
+ * The zoom Z−1 tile (near Vienna) the mercator fixtures gather round.
  */
 export const MOSAIC_PARENT = { z: MOSAIC_Z - 1, x: 4468, y: 2840 };
 const [P, Q] = [2 * MOSAIC_PARENT.x, 2 * MOSAIC_PARENT.y];
+/** MOSAIC_PARENT's children at Z in quadkey order, q0 to q3: north-west, north-east, south-west, south-east. */
+export const MOSAIC_CHILDREN = [0, 1, 2, 3].map((i) => ({ z: MOSAIC_Z, x: P + (i % 2), y: Q + Math.floor(i / 2) }));
 
 export interface MosaicFixture extends MapFixture {
   /** The file's store key in MOSAIC_FIXTURE_DIR: `{id}.tif`. */

@@ -13,6 +13,7 @@ import { gdalInfo, gdalWarpTile, gdalWindow } from "../support/gdal-reference";
 import {
   gridPixel,
   MONO_MOSAIC_TILES,
+  MOSAIC_CHILDREN,
   MOSAIC_DOCUMENTS,
   MOSAIC_FIXTURE_DIR,
   MOSAIC_FIXTURES,
@@ -28,8 +29,7 @@ const WEB_MERCATOR = tileMatrixSet("WebMercatorQuad");
 const { monoA, monoB, monoC, rgbA, rgbB } = MOSAIC_FIXTURES;
 const allCogs: MosaicFixture[] = [...Object.values(MOSAIC_FIXTURES), ...Object.values(SCENE_FIXTURES).flatMap((files) => Object.values(files))];
 const file = (f: MosaicFixture) => path.join(MOSAIC_FIXTURE_DIR, f.key);
-/** The children of MOSAIC_PARENT at MOSAIC_Z, in quadkey order. */
-const [q0, q1, q2, q3] = [0, 1, 2, 3].map((i) => ({ z: MOSAIC_Z, x: 2 * MOSAIC_PARENT.x + (i % 2), y: 2 * MOSAIC_PARENT.y + Math.floor(i / 2) }));
+const [q0, q1, q2, q3] = MOSAIC_CHILDREN;
 type Tile = typeof q0;
 
 beforeAll(() => {
