@@ -4,6 +4,7 @@
 // publisher's bucket, so it is validated as an attacker might write it: every failure is a 400
 // naming the field, never a crash or an unbounded amount of work.
 import { badRequest, notFound } from "../errors";
+import { field, hasControlCharacter, isObject, parseJsonObject, quoted } from "./json-fields";
 
 /** The one tile matrix set mosaics are served on: the grid of MosaicJSON's quadkeys. */
 export const MOSAIC_TMS = "WebMercatorQuad";
@@ -47,11 +48,6 @@ export function quadkeyToTile(quadkey: string): { z: number; x: number; y: numbe
 }
 
 const isQuadkey = (s: string) => s.length <= MAX_MOSAIC_ZOOM && /^[0-3]*$/.test(s);
-
-/** A string from the document, safe to put in a message: JSON-quoted and cut short. */
-function quoted(s: string): string {
-  return JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}…` : s);
-}
 
 // ---------------------------------------------------------------------------------------------
 // The document.
@@ -100,14 +96,7 @@ export function parseMosaicJson(text: string, limits: Partial<MosaicLimits> = {}
   if (text.length > max.maxDocumentLength) {
     throw badRequest(`mosaic document is ${text.length} characters, more than the ${max.maxDocumentLength} allowed`);
   }
-  let root: unknown;
-  try {
-    root = JSON.parse(text);
-  } catch {
-    // The parser's own message quotes the text: not echoed back.
-    throw badRequest("mosaic document is not valid JSON");
-  }
-  if (!isObject(root)) throw badRequest("mosaic document must be a JSON object");
+  const root = parseJsonObject(text, "mosaic document");
   if (field(root, "mosaicjson") !== "0.0.3") throw badRequest(`mosaicjson must be "0.0.3"`);
   // The index is read as WebMercatorQuad quadkeys: another grid's would name other ground.
   const tms = field(root, "tilematrixset");
@@ -197,8 +186,7 @@ function checkAsset(asset: unknown, path: string, prefixLength: number, maxLengt
   if (prefixLength + asset.length > maxLength) {
     throw badRequest(`${path} is ${prefixLength + asset.length} characters with asset_prefix, more than the ${maxLength} allowed`);
   }
-  // Neither a store key nor a URL holds control characters; they would reach logs and labels.
-  if (/[\u0000-\u001f\u007f]/.test(asset)) throw badRequest(`${path} holds a control character`);
+  if (hasControlCharacter(asset)) throw badRequest(`${path} holds a control character`);
 }
 
 function parseBounds(bounds: unknown): [number, number, number, number] {
@@ -222,8 +210,3 @@ function zoom(root: Record<string, unknown>, name: string, min: number, max: num
   }
   return value as number;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
-/** An own property only: a document without `minzoom` must not find one on a prototype. */
-const field = (o: Record<string, unknown>, name: string): unknown => (Object.hasOwn(o, name) ? o[name] : undefined);

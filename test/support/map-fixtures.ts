@@ -16,7 +16,7 @@ import { gdalTransform } from "./gdal-reference";
 /** Where the fixtures live; a new version of the pixels or options gets a new folder. */
 export const MAP_FIXTURE_DIR = fileURLToPath(new URL("../../.tmp/map-fixtures-v2/", import.meta.url));
 
-type DataType = "Byte" | "UInt16" | "Float32";
+export type DataType = "Byte" | "UInt16" | "Float32";
 
 export interface MapFixture {
   /** The catalog id: the file is `{id}.tif` in MAP_FIXTURE_DIR. */
@@ -40,7 +40,7 @@ export interface MapFixture {
 }
 
 /** gdal_translate's `-co` arguments for a COG of 256 px blocks with overviews, and `options`. */
-const cogOptions = (...options: string[]) => [...options, "BLOCKSIZE=256", "OVERVIEWS=AUTO"].flatMap((option) => ["-co", option]);
+export const cogOptions = (...options: string[]) => [...options, "BLOCKSIZE=256", "OVERVIEWS=AUTO"].flatMap((option) => ["-co", option]);
 /** Web Mercator cell size at zoom 12 (the OGC WebMercatorQuad constant halved 12 times). */
 const MERCATOR_Z12_CELL = 156543.03392804097 / 2 ** 12;
 const HALF_EARTH = 20037508.3427892;
@@ -169,27 +169,33 @@ export const MAP_FIXTURES = { utmRgb, utmDem, wgs84Uint16, mercatorGrey } as con
 
 /** The fixture's file path, made first if missing. Safe to call from test files running at once. */
 export function mapFixture(fixture: MapFixture): string {
-  return cached(fixture.id, (out, scratch) => {
-    const raw = path.join(scratch, "pixels.raw");
-    writeFileSync(raw, rawPixels(fixture));
-    writeFileSync(path.join(scratch, "pixels.vrt"), vrt(fixture, raw));
-    gdal("gdal_translate", "-of", "COG", ...fixture.cog, path.join(scratch, "pixels.vrt"), out);
-  });
+  return cached(fixture.id, (out, scratch) => writeCog(fixture, out, scratch));
 }
 
+/** Writes the fixture's pixels as a COG at `out`, through a raw file and a VRT in `scratch`. */
+export function writeCog(fixture: MapFixture, out: string, scratch: string): void {
+  const raw = path.join(scratch, "pixels.raw");
+  writeFileSync(raw, rawPixels(fixture));
+  writeFileSync(path.join(scratch, "pixels.vrt"), vrt(fixture, raw));
+  gdal("gdal_translate", "-of", "COG", ...fixture.cog, path.join(scratch, "pixels.vrt"), out);
+}
+
+/** `{id}.tif` in MAP_FIXTURE_DIR, written by `make(out, scratch)` if missing (see `cachedFile`). */
+const cached = (id: string, make: (out: string, scratch: string) => void) => cachedFile(path.join(MAP_FIXTURE_DIR, `${id}.tif`), make);
+
 /**
- * `{id}.tif` in MAP_FIXTURE_DIR, written by `make(out, scratch)` if missing, in a private folder
- * and linked into place at the end: test files making the same fixture at once each write their
- * own copy, none sees a half-written one, and the first in place stays (a file replaced under a
- * test is a new version to LocalCatalog, which answers the old one 410).
+ * `file`, written by `make(out, scratch)` if missing, in a private folder beside it and linked
+ * into place at the end: test files making the same fixture at once each write their own copy,
+ * none sees a half-written one, and the first in place stays (a file replaced under a test is a
+ * new version to LocalCatalog, which answers the old one 410).
  */
-function cached(id: string, make: (out: string, scratch: string) => void): string {
-  const file = path.join(MAP_FIXTURE_DIR, `${id}.tif`);
+export function cachedFile(file: string, make: (out: string, scratch: string) => void): string {
   if (existsSync(file)) return file;
-  mkdirSync(MAP_FIXTURE_DIR, { recursive: true });
-  const scratch = mkdtempSync(path.join(MAP_FIXTURE_DIR, `.${id}-`));
+  const folder = path.dirname(file);
+  mkdirSync(folder, { recursive: true });
+  const scratch = mkdtempSync(path.join(folder, `.${path.basename(file)}-`));
   try {
-    const out = path.join(scratch, `${id}.tif`);
+    const out = path.join(scratch, path.basename(file));
     make(out, scratch);
     try {
       linkSync(out, file);
