@@ -27,7 +27,7 @@ import {
   RGB_MOSAIC_TILES,
   type MosaicFixture,
 } from "../support/mosaic-fixtures";
-import { RecordingCatalog, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+import { RecordingCatalog, signedGet, signedPost, startDecoder, type Decoder } from "./regional-helpers";
 
 const Z = MOSAIC_Z;
 const [P, Q] = [2 * MOSAIC_PARENT.x, 2 * MOSAIC_PARENT.y];
@@ -281,7 +281,7 @@ describe("invalidate_source(mosaic, member)", () => {
         execFileSync("gdal_translate", ["-q", "-of", "COG", "-scale", "0", "255", "255", "0", path.join(dir2, monoC.key), path.join(dir2, "new.tif")]);
         renameSync(path.join(dir2, "new.tif"), path.join(dir2, monoC.key));
         expect(await value()).toBe(monoC.value(256, 0, 0)); // still the pinned snapshot
-        const res = await signedGet(d, DECODER.invalidate("c", "mono-c.tif"), undefined, {}, "POST");
+        const res = await signedPost(d, DECODER.invalidate("c", "mono-c.tif"));
         expect(res.status).toBe(200);
         expect(await res.json()).toEqual({ id: "c", member: "mono-c.tif", dropped: 1 });
         expect(await value()).toBe(255 - monoC.value(256, 0, 0));
@@ -295,6 +295,8 @@ describe("invalidate_source(mosaic, member)", () => {
 });
 
 describe("STAC: one COG a band", () => {
+  // Inside the first scene (16.35°–16.48° E, 48.16°–48.25° N), over the second's west part.
+  const SCENE_TILE = [12, 2234, 1420];
   const rawTile = async (key: string, at: number[]) => {
     const cog = await Cog.open(await new LocalCatalog(dir).openKey(key));
     try {
@@ -305,8 +307,8 @@ describe("STAC: one COG a band", () => {
   };
 
   it("evaluates (B08-B04)/(B08+B04) on each band warped alone, invalid where B08 is nodata", async () => {
-    // A zoom-13 tile in the scene's middle, with B08's nodata square in it.
-    const at = [13, 4470, 2861];
+    // A zoom-12 tile inside the scene, with B08's nodata square in it.
+    const at = SCENE_TILE;
     const [b08, b04] = await Promise.all([rawTile("scene-B08.tif", at), rawTile("scene-B04.tif", at)]);
     const t = await tile(decoder, "scene", at, "expression=(B08-B04)/(B08+B04)&rescale=-1,1");
     let invalid = 0;
@@ -324,7 +326,7 @@ describe("STAC: one COG a band", () => {
   });
 
   it("renders assets=B04,B03,B02 as RGB, each channel the band's own tile", async () => {
-    const at = [13, 4470, 2861];
+    const at = SCENE_TILE;
     const bands = await Promise.all(["scene-B04.tif", "scene-B03.tif", "scene-B02.tif"].map((k) => rawTile(k, at)));
     const t = await tile(decoder, "scene", at, "assets=B04,B03,B02&rescale=0,2000");
     expectPixels(t, (px, py) => {
@@ -334,7 +336,7 @@ describe("STAC: one COG a band", () => {
   });
 
   it("paints an ItemCollection's items in order: highest takes the second scene where both lie", async () => {
-    const at = [13, 4470, 2861];
+    const at = SCENE_TILE;
     const [one, two] = await Promise.all([rawTile("scene-B02.tif", at), rawTile("scene-2/B02.tif", at)]);
     const t = await tile(decoder, "scenes", at, "assets=B02&rescale=0,2000&pixel_selection=highest");
     let fromTwo = 0;
@@ -348,7 +350,7 @@ describe("STAC: one COG a band", () => {
   });
 
   it("needs assets= or an expression naming them: 400", async () => {
-    const t = await tile(decoder, "scene", [13, 4470, 2861]);
+    const t = await tile(decoder, "scene", SCENE_TILE);
     expect(t.status).toBe(400);
   });
 });

@@ -79,6 +79,11 @@ export async function signedGet(
   return fetch(d.url + pathAndQuery, { headers });
 }
 
+/** POST `path` with a valid edge signature. */
+export async function signedPost(d: Decoder, path: string): Promise<Response> {
+  return fetch(d.url + path, { method: "POST", headers: { "x-tessera-signature": await signRequest(d.secret, "POST", path) } });
+}
+
 export interface Raster {
   data: Buffer;
   width: number;
@@ -125,7 +130,13 @@ export class RecordingCatalog implements SourceCatalog {
     return `recording ${this.inner.description}`;
   }
   async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
-    const src = await this.inner.open(id, version, signal);
+    return this.recorded(id, await this.inner.open(id, version, signal));
+  }
+  /** A mosaic's members are opened by key: recorded under the key. */
+  async openKey(key: string, signal?: AbortSignal): Promise<Source> {
+    return this.recorded(key, await this.inner.openKey(key, signal));
+  }
+  private recorded(id: string, src: Source): Source {
     this.opens.set(id, (this.opens.get(id) ?? 0) + 1);
     const read = src.read.bind(src);
     src.read = async (offset, length, sig) => {
@@ -134,9 +145,6 @@ export class RecordingCatalog implements SourceCatalog {
       return read(offset, length, sig);
     };
     return src;
-  }
-  openKey(key: string, signal?: AbortSignal): Promise<Source> {
-    return this.inner.openKey(key, signal);
   }
   bytesRead(): number {
     return this.reads.reduce((n, r) => n + r.length, 0);
