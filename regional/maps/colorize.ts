@@ -130,12 +130,17 @@ export function colorize(channels: TileChannels, req: TileRequest, ranges: [numb
   return { data, colours, alpha };
 }
 
-/** A channel's value as a 0–255 level: rescaled linearly and clamped, then gamma on the 0–1 value; none for raw values. */
+/**
+ * A channel's value as a 0–255 level: round((v − min) × 255 / (max − min)), clamped; with gamma,
+ * the clamped 0–1 value t becomes t^(1/gamma) first. None for raw values.
+ */
 function levels(ranges: [number, number][] | undefined, gamma: number): ((value: number, channel: number) => number) | undefined {
   if (!ranges) return undefined;
-  const factors = ranges.map(([min, max]) => 255 / (max - min));
-  const clamp = (v: number) => (v < 0 ? 0 : v > 255 ? 255 : v);
-  if (gamma === 1) return (value, channel) => clamp(Math.round((value - ranges[channel][0]) * factors[channel]));
   const exponent = 1 / gamma;
-  return (value, channel) => Math.round(255 * (clamp((value - ranges[channel][0]) * factors[channel]) / 255) ** exponent);
+  return (value, channel) => {
+    const [min, max] = ranges[channel];
+    const scaled = ((value - min) * 255) / (max - min);
+    const level = scaled < 0 ? 0 : scaled > 255 ? 255 : scaled;
+    return Math.round(exponent === 1 ? level : 255 * (level / 255) ** exponent);
+  };
 }

@@ -5,7 +5,7 @@
 // fit for the Worker bundle) and the same cross-field rules, and every refusal is a 400 naming
 // the field and its path.
 import * as v from "valibot";
-import { badRequest } from "../errors";
+import { badRequest, HttpError } from "../errors";
 import { formatExpressions, parseExpressions } from "./expression";
 import type { TileRequest } from "./tile-request";
 
@@ -98,12 +98,18 @@ const colour = v.pipe(
   v.check((c) => c.length === 3 || c.length === 4, "must be a colour of 3 or 4 components"),
   v.transform((c): Rgba => [c[0], c[1], c[2], c[3] ?? 255]),
 );
-/** A JSON object's own keys all match `pattern`: checked first, as valibot's record skips `__proto__` silently. */
-const keysMatch = (pattern: RegExp, what: string) =>
-  v.check((o: Record<string, unknown>) => Object.keys(o).every((key) => pattern.test(key) && !RESERVED_KEYS.includes(key)), `has a key that is not ${what}`);
+const isJsonObject = (input: unknown): input is Record<string, unknown> => typeof input === "object" && input !== null && !Array.isArray(input);
+/**
+ * A JSON object whose own keys all match `pattern`, checked on the raw input: valibot's record
+ * silently skips `__proto__`, `constructor` and `prototype`, and a skipped key must be refused.
+ */
+const objectWithKeys = (pattern: RegExp, what: string, message: string) =>
+  v.pipe(
+    v.custom<Record<string, unknown>>(isJsonObject, message),
+    v.check((o) => Object.keys(o).every((key) => pattern.test(key) && !RESERVED_KEYS.includes(key)), `has a key that is not ${what}`),
+  );
 const explicitColormap = v.pipe(
-  v.record(v.string(), v.unknown(), "must be an object"),
-  keysMatch(/^\d{1,9}$/, "a whole number"),
+  objectWithKeys(/^\d{1,9}$/, "a whole number", "must be an object"),
   v.record(v.string(), colour),
   v.transform((o): Colormap => ({ kind: "explicit", entries: Object.entries(o).map(([key, c]): [number, Rgba] => [Number(key), c]).sort((a, b) => a[0] - b[0]) })),
 );
@@ -150,8 +156,7 @@ export const FIELD_SCHEMAS = {
     v.check((keys) => new Set(keys).size === keys.length, "names an asset twice"),
   ),
   assetBidx: v.pipe(
-    v.record(v.string(), v.unknown(), "must be an object of asset keys to band lists"),
-    keysMatch(/^[A-Za-z0-9_.-]{1,64}$/, "an asset key"),
+    objectWithKeys(/^[A-Za-z0-9_.-]{1,64}$/, "an asset key", "must be an object of asset keys to band lists"),
     v.record(assetKey, bandList),
     v.transform((o) => Object.entries(o)),
   ),
@@ -206,15 +211,12 @@ function issuePath(issue: v.BaseIssue<unknown>): string {
 const DOCUMENT_ENTRIES = Object.fromEntries(
   (Object.keys(FIELD_NAMES) as (keyof StyleFields)[]).map((key) => [FIELD_NAMES[key], v.optional(FIELD_SCHEMAS[key])]),
 );
-const documentSchema = v.strictObject(
-  {
-    ...DOCUMENT_ENTRIES,
-    name: v.optional(v.string("must be a string")),
-    description: v.optional(v.string("must be a string")),
-    calibration: v.optional(v.literal("none", "other than none is not supported")),
-  },
-  "must be a JSON object",
-);
+const documentSchema = v.strictObject({
+  ...DOCUMENT_ENTRIES,
+  name: v.optional(v.string("must be a string")),
+  description: v.optional(v.string("must be a string")),
+  calibration: v.optional(v.literal("none", "other than none is not supported")),
+});
 
 /** Parses a stored style document `name`: bounded, every field checked, unknown keys refused. */
 export function parseStyleDocument(text: string, name: string): StyleFields {
@@ -228,6 +230,8 @@ export function parseStyleDocument(text: string, name: string): StyleFields {
   } catch {
     throw badRequest(`${subject} the document is not JSON`);
   }
+  // valibot's objects accept arrays (as JavaScript objects), whose indexes would read as unknown fields.
+  if (!isJsonObject(json)) throw badRequest(`${subject} the document must be a JSON object`);
   const result = v.safeParse(documentSchema, json);
   if (!result.success) throw documentRefusal(subject, result.issues[0]);
   const fields: StyleFields = {};
@@ -235,15 +239,18 @@ export function parseStyleDocument(text: string, name: string): StyleFields {
     const value = (result.output as Record<string, unknown>)[FIELD_NAMES[key]];
     if (value !== undefined) (fields as Record<string, unknown>)[key] = value;
   }
-  checkStyleRules(fields);
+  try {
+    checkStyleRules(fields);
+  } catch (e) {
+    throw e instanceof HttpError ? badRequest(`${subject} ${e.message}`) : e;
+  }
   return fields;
 }
 
 function documentRefusal(subject: string, issue: v.BaseIssue<unknown>): Error {
   const [first, ...rest] = issue.path ?? [];
   if (!first) return badRequest(`${subject} ${issue.message}`);
-  // strictObject reports an unknown key as a `never` value at that key.
-  if (issue.expected === "never") return badRequest(`${subject} unknown field ${JSON.stringify(first.key)}`);
+  if (issue.type === "strict_object" && rest.length === 0) return badRequest(`${subject} unknown field ${JSON.stringify(first.key)}`);
   return refusal(`${subject} ${String(first.key)}`, { ...issue, path: rest as typeof issue.path });
 }
 
