@@ -138,8 +138,12 @@ export function tilePath(req: TileRequest): string {
   return `${req.tileMatrixSet}/${req.z}/${req.x}/${req.y}${req.scale === 2 ? "@2x" : ""}.${req.format}`;
 }
 
-/** The canonical query: only what differs from the defaults, in one order, numbers as JavaScript writes them. */
+/**
+ * The canonical query: only what differs from the defaults, in one order, numbers as JavaScript
+ * writes them. A style name must be resolved first (`withStyleDocument`): a programming error.
+ */
 export function tileQuery(req: TileRequest): string {
+  if (req.styleName !== undefined) throw new Error(`style "${req.styleName}" must be resolved (withStyleDocument) before the tile is canonical`);
   const parts: string[] = [];
   // Escaped for a query, but commas and bars kept: `bidx=1,2,3`, `asset_bidx=visual|1,2,3`.
   const put = (key: string, value: string) => parts.push(`${key}=${encodeURIComponent(value).replace(/%2C/g, ",").replace(/%7C/g, "|")}`);
@@ -169,9 +173,8 @@ function colormapText(colormap: Colormap): string {
   return `{${colormap.entries.map(([value, rgba]) => `"${value}":${JSON.stringify(rgba)}`).join(",")}}`;
 }
 
-/** Path and query together, `path` or `path?query`: what names the tile's pixels; a style name must be resolved first. */
+/** Path and query together, `path` or `path?query`: what names the tile's pixels. */
 export function canonicalTile(req: TileRequest): string {
-  if (req.styleName !== undefined) throw new Error(`style "${req.styleName}" must be resolved (withStyleDocument) before the tile is canonical`);
   const query = tileQuery(req);
   return query ? `${tilePath(req)}?${query}` : tilePath(req);
 }
