@@ -103,7 +103,7 @@ export function colorize(channels: TileChannels, req: TileRequest, ranges: [numb
   const { width, height, bands, valid } = channels;
   checkChannelCount(bands.length, req);
   const colourOf = colourMap(req);
-  const colours = colourOf || bands.length === 3 ? 3 : 1;
+  const colours = colourOf !== undefined || bands.length === 3 ? 3 : 1;
   const stride = colours + (alpha ? 1 : 0);
   const data = Buffer.alloc(width * height * stride);
   const level = levels(ranges, req.gamma ?? 1);

@@ -88,9 +88,10 @@ const bandNumber = v.pipe(
 const bandList = v.pipe(v.array(bandNumber, "must be a list of band numbers"), v.nonEmpty("names no band"));
 const finiteNumber = v.pipe(v.number("must be a number"), v.finite("must be a finite number"));
 const RESERVED_KEYS = ["__proto__", "constructor", "prototype"];
+const ASSET_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
 const assetKey = v.pipe(
   v.string("must be an asset key"),
-  v.regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be an asset key of 1 to 64 letters, digits, _ . or -"),
+  v.regex(ASSET_KEY, "must be an asset key of 1 to 64 letters, digits, _ . or -"),
   v.check((key) => !RESERVED_KEYS.includes(key), "is a reserved name, not an asset key"),
 );
 const colour = v.pipe(
@@ -109,7 +110,7 @@ const objectWithKeys = (pattern: RegExp, what: string, message: string) =>
     v.check((o) => Object.keys(o).every((key) => pattern.test(key) && !RESERVED_KEYS.includes(key)), `has a key that is not ${what}`),
   );
 const explicitColormap = v.pipe(
-  objectWithKeys(/^\d{1,9}$/, "a whole number", "must be an object"),
+  objectWithKeys(/^(0|-?[1-9]\d{0,8})$/, "a whole number", "must be an object"),
   v.record(v.string(), colour),
   v.transform((o): Colormap => ({ kind: "explicit", entries: Object.entries(o).map(([key, c]): [number, Rgba] => [Number(key), c]).sort((a, b) => a[0] - b[0]) })),
 );
@@ -122,7 +123,7 @@ const intervalColormap = v.pipe(
   v.transform((entries): Colormap => ({ kind: "intervals", entries })),
 );
 
-export const FIELD_SCHEMAS = {
+const FIELD_SCHEMAS = {
   bidx: v.pipe(
     bandList,
     v.check((b) => b.length === 1 || b.length === 3, (issue) => `names ${(issue.input as unknown[]).length} bands; a tile has 1 (grey) or 3 (RGB)`),
@@ -156,7 +157,7 @@ export const FIELD_SCHEMAS = {
     v.check((keys) => new Set(keys).size === keys.length, "names an asset twice"),
   ),
   assetBidx: v.pipe(
-    objectWithKeys(/^[A-Za-z0-9_.-]{1,64}$/, "an asset key", "must be an object of asset keys to band lists"),
+    objectWithKeys(ASSET_KEY, "an asset key", "must be an object of asset keys to band lists"),
     v.record(assetKey, bandList),
     v.transform((o) => Object.entries(o)),
   ),
@@ -190,10 +191,10 @@ export const FIELD_NAMES: Record<keyof StyleFields, string> = {
   opacity: "opacity",
 };
 
-/** Checks one field's value (a query's, converted from text), throwing 400 `{subject}{path} {problem}`. */
-export function checkField<K extends keyof StyleFields>(key: K, value: unknown, subject = FIELD_NAMES[key]): NonNullable<StyleFields[K]> {
+/** Checks one field's value (a query's, converted from text), throwing 400 `{name}{path} {problem}`. */
+export function checkField<K extends keyof StyleFields>(key: K, value: unknown): NonNullable<StyleFields[K]> {
   const result = v.safeParse(FIELD_SCHEMAS[key] as unknown as v.GenericSchema<unknown, StyleFields[K]>, value);
-  if (!result.success) throw refusal(subject, result.issues[0]);
+  if (!result.success) throw refusal(FIELD_NAMES[key], result.issues[0]);
   return result.output as NonNullable<StyleFields[K]>;
 }
 
@@ -201,7 +202,7 @@ function refusal(subject: string, issue: v.BaseIssue<unknown>): Error {
   return badRequest(`${subject}${issuePath(issue)} ${issue.message}`);
 }
 
-/** `[0][1]` or `.visual[2]`: where inside a field the issue lies. */
+/** `[0][1]` or `["visual"][2]`: where inside a field the issue lies. */
 function issuePath(issue: v.BaseIssue<unknown>): string {
   return (issue.path ?? []).map((item) => (typeof item.key === "number" ? `[${item.key}]` : `[${JSON.stringify(item.key)}]`)).join("");
 }

@@ -89,6 +89,8 @@ describe("style query parameters: refusals name the parameter", () => {
     ["colormap=viridis", "colormap must be JSON"],
     [`colormap=${encodeURIComponent('{"x":[1,2,3]}')}`, "colormap has a key that is not a whole number"],
     [`colormap=${encodeURIComponent('{"__proto__":[1,2,3]}')}`, "colormap has a key that is not a whole number"],
+    // "007" would be a second spelling of 7: two entries for one value.
+    [`colormap=${encodeURIComponent('{"7":[1,2,3],"007":[4,5,6]}')}`, "colormap has a key that is not a whole number"],
     [`colormap=${encodeURIComponent('{"1":[1,2]}')}`, 'colormap["1"] must be a colour of 3 or 4 components'],
     [`colormap=${encodeURIComponent('{"1":[1,2,256]}')}`, 'colormap["1"][2] must be 0–255'],
     [`colormap=${encodeURIComponent("{}")}`, "colormap must have 1 to 256 entries"],
@@ -188,6 +190,10 @@ describe("the Raster Style document", () => {
     );
     expect(rgbDoc).toMatchObject({ assetBidx: [["visual", [1, 2, 3]]], gamma: 1.5, opacity: 0.8, stage: "before_channels" });
     expect(rgbDoc.nodata).toBeNaN();
+    expect(parseStyleDocument('{"colormap": {"-1": [0, 0, 0, 0], "10": [1, 2, 3]}}', "classes").colormap).toEqual({
+      kind: "explicit",
+      entries: [[-1, [0, 0, 0, 0]], [10, [1, 2, 3, 255]]],
+    });
     expect(parseStyleDocument('{"colormap": [[[0, 100], [0, 0, 255]]], "bidx": [1]}', "dem").colormap).toEqual({ kind: "intervals", entries: [[[0, 100], [0, 0, 255, 255]]] });
   });
 
