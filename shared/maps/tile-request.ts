@@ -79,8 +79,9 @@ export function parseTileRequest(path: TilePathParams, query: URLSearchParams): 
   }
   const style = queryStyle(query);
   const req: TileRequest = { tileMatrixSet: tms.id, z, x, y, scale: last[2] ? 2 : 1, format, ...style, resampling: style.resampling ?? DEFAULT_RESAMPLING };
+  if (styleName !== undefined) return { ...req, styleName, styleQuery: style }; // the rules apply to the merge
   checkStyleRules(req);
-  return styleName === undefined ? req : { ...req, styleName, styleQuery: style };
+  return req;
 }
 
 /** The style fields the query gives, each converted from its text and checked by the field's schema. */

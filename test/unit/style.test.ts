@@ -260,6 +260,12 @@ describe("a style document with a query", () => {
     expect(styled("").resampling).toBe("bilinear");
   });
 
+  it("checks the rules across fields on the merge, not on the query alone", () => {
+    // rank_channel needs highest or lowest, which the document gives.
+    expect(styled("rank_channel=1").rankChannel).toBe(1);
+    expect(refusal(() => withStyleDocument(parse("style=ndvi&opacity=0.5", "0.jpg"), parseStyleDocument(NDVI, "ndvi")))).toContain("jpg has no alpha");
+  });
+
   it("checks the merge by the query's rules", () => {
     expect(refusal(() => styled("bidx=1"))).toContain("expression and bidx cannot be given together");
     expect(refusal(() => styled("colormap=" + encodeURIComponent('{"1":[1,2,3]}')))).toContain("colormap and colormap_name");
