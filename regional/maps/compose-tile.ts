@@ -6,11 +6,7 @@
 // reservation, permit and deadline for all of its child reads.
 import { badRequest } from "../../shared/errors";
 import { parseExpressions, evaluateExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
-import type { TileRequest as PlainTileRequest } from "../../shared/maps/tile-request";
-import type { PixelSelection } from "./pixel-selection";
-
-// TEMPORARY until the style fields land on TileRequest.
-type TileRequest = PlainTileRequest & { expression?: string; stage?: "before_channels" | "after_channels"; pixelSelection?: PixelSelection; rankChannel?: number };
+import type { TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import { bandLayout } from "../cog/bands";
 import type { PreparedDecode } from "../prepared-decode";

@@ -8,9 +8,7 @@
 // the style reads (`beforeChannelsTuple`); after channels, its evaluated output channels (the
 // expressions' results, one component a channel).
 import { badRequest } from "../../shared/errors";
-
-export type PixelSelection = "first" | "highest" | "lowest" | "mean" | "median" | "stdev" | "count" | "lastbandhigh" | "lastbandlow";
-export const PIXEL_SELECTIONS: readonly PixelSelection[] = ["first", "highest", "lowest", "mean", "median", "stdev", "count", "lastbandhigh", "lastbandlow"];
+import { checkRankChannel, type PixelSelection } from "../../shared/maps/style";
 
 /** One asset's tuple over the tile: a plane per component and its validity (1 valid, 0 not). */
 export interface AssetTuple {
@@ -46,11 +44,7 @@ export function beforeChannelsTuple(bands: readonly number[]): number[] {
 
 export function pixelSelection(options: PixelSelectionOptions): PixelSelectionReducer {
   const { mode, rankChannel, components, pixels } = options;
-  const ranks = mode === "highest" || mode === "lowest";
-  if (rankChannel !== undefined && !ranks) throw badRequest(`rank_channel applies to highest and lowest only, not ${mode}`);
-  if (rankChannel !== undefined && !(Number.isInteger(rankChannel) && rankChannel >= 1 && rankChannel <= components)) {
-    throw badRequest(`rank_channel must be a whole number from 1 to ${components} (the tuple's components), not ${rankChannel}`);
-  }
+  checkRankChannel(mode, rankChannel, components);
   if ((mode === "lastbandhigh" || mode === "lastbandlow") && components < 2) {
     throw badRequest(`${mode} needs a tuple of at least two components (it decides on the last and drops it)`);
   }

@@ -5,12 +5,14 @@
 // no alpha. Encoded by sharp, as IIIF answers are.
 import sharp from "sharp";
 import { badRequest } from "../../shared/errors";
+import { renderedChannels } from "../../shared/maps/style";
 import { CONTENT_TYPES, type TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import { bandLayout, sampleType, type SampleType } from "../cog/bands";
 import { encoderFor } from "../encode/formats";
 import type { Reservation } from "../work-budget";
-import { warpTile, type WarpedTile } from "./warp";
+import { colorize, type TileChannels } from "./colorize";
+import { warpTile } from "./warp";
 
 /**
  * Map tiles' PNG: rows filtered adaptively, zlib level 5. Measured with sharp on 234 tiles of
@@ -32,19 +34,21 @@ export async function renderTile(cog: Cog, req: TileRequest, signal?: AbortSigna
 }
 
 /**
- * The [min, max] each rendered band maps to 0–255; 400 for float data without a rescale, or for
- * rescale ranges that are neither one nor one per rendered band (the URL checks that against
- * bidx; without bidx, only the source knows how many bands render). Checked before any read.
+ * The [min, max] each rendered channel maps to 0–255, or undefined where an explicit or interval
+ * colour map without rescale reads the raw values; 400 for float data without either, or for
+ * rescale ranges that are neither one nor one per rendered channel (the URL checks that when it
+ * tells the count; without bidx or an expression, only the source knows). Checked before any read.
  */
-export function valueRanges(cog: Cog, req: TileRequest): [number, number][] {
-  const bands = (req.bidx ?? bandLayout(cog.levels[0].image).defaults).length;
+export function valueRanges(cog: Cog, req: TileRequest): [number, number][] | undefined {
+  const bands = renderedChannels(req) ?? bandLayout(cog.levels[0].image).defaults.length;
   if (req.rescale && req.rescale.length !== 1 && req.rescale.length !== bands) {
     throw badRequest(`rescale gives ${req.rescale.length} ranges for the ${bands} band${bands === 1 ? "" : "s"} rendered; give one for all, or one per band`);
   }
   if (req.rescale) return Array.from({ length: bands }, (_, i) => req.rescale![req.rescale!.length === 1 ? 0 : i]);
+  if (req.colormap) return undefined;
   const type = sampleType(cog.levels[0].image);
   if (type.kind === "float") {
-    throw badRequest(`the source's samples are ${type.bits}-bit floating point: give rescale=min,max to map them to 0–255`);
+    throw badRequest(`the source's samples are ${type.bits}-bit floating point: give rescale=min,max to map them to 0–255, or a colormap of their values`);
   }
   return Array.from({ length: bands }, () => typeRange(type));
 }
@@ -54,29 +58,13 @@ function typeRange({ kind, bits }: SampleType): [number, number] {
   return kind === "int" ? [-(2 ** (bits - 1)), 2 ** (bits - 1) - 1] : [0, 2 ** bits - 1];
 }
 
-/** The warped bands as 8-bit grey or RGB, with alpha where the format has it, encoded. */
-export async function encodeTile(tile: WarpedTile, req: TileRequest, ranges: [number, number][]): Promise<RenderedTile> {
+/** The channels as 8-bit grey or RGB, with alpha where the format has it, encoded; run once, after any reduction. */
+export async function encodeTile(channels: TileChannels, req: TileRequest, ranges: [number, number][] | undefined): Promise<RenderedTile> {
   const encoder = encoderFor(req.format);
-  const { width, height, bands, valid } = tile;
-  const colour = bands.length;
-  const channels = colour + (encoder.alpha ? 1 : 0);
-  const out = Buffer.alloc(width * height * channels);
-  const factors = ranges.map(([min, max]) => 255 / (max - min));
-  for (let i = 0; i < width * height; i++) {
-    let opaque = true;
-    for (let b = 0; b < colour; b++) if (!valid[b][i]) opaque = false;
-    const at = i * channels;
-    // A pixel some band lacks is transparent in png and webp, black in jpg.
-    if (!opaque) continue;
-    for (let b = 0; b < colour; b++) {
-      const v = Math.round((bands[b][i] - ranges[b][0]) * factors[b]);
-      out[at + b] = v < 0 ? 0 : v > 255 ? 255 : v;
-    }
-    if (encoder.alpha) out[at + colour] = 255;
-  }
-  const img = sharp(out, { raw: { width, height, channels: channels as 1 | 2 | 3 | 4 } });
-  // One band stays grey (with alpha) in the file, not expanded to RGB.
-  const pixels = colour === 1 ? img.toColourspace("b-w") : img;
+  const { data, colours, alpha } = colorize(channels, req, ranges, encoder.alpha);
+  const img = sharp(data, { raw: { width: channels.width, height: channels.height, channels: (colours + (alpha ? 1 : 0)) as 1 | 2 | 3 | 4 } });
+  // One channel stays grey (with alpha) in the file, not expanded to RGB.
+  const pixels = colours === 1 ? img.toColourspace("b-w") : img;
   const body = req.format === "png" ? await pixels.png(TILE_PNG).toBuffer() : await encoder.encode(pixels);
   return { body, contentType: CONTENT_TYPES[req.format] };
 }

@@ -4,7 +4,8 @@
 // index, and is a map only: it has no IIIF image.
 import { HttpError } from "../../shared/errors";
 import { MOSAIC_TMS, mosaicAssets, parseMosaicJson, type MosaicJson } from "../../shared/maps/mosaic-json";
-import { assetBandNames, loadStac } from "../../shared/maps/stac";
+import { parseExpressions } from "../../shared/maps/expression";
+import { assetBandNames, loadStac, type StacItem } from "../../shared/maps/stac";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import type { TileRequest } from "../../shared/maps/tile-request";
 import type { Georeference, MosaicSummary, SourceInfo } from "../../shared/protocol";
@@ -152,10 +153,21 @@ async function stacIndex(text: string, key: string, assets: MosaicAssets, signal
         .map((item) => ({
           kind: "item" as const,
           label: item.id,
-          bands: assetBandNames(item, req.assets ?? [], req.assetBidx).map((b) => ({ name: b.name, asset: b.href, band: b.band })),
+          bands: assetBandNames(item, stacKeys(item, req), Object.fromEntries(req.assetBidx ?? [])).map((b) => ({ name: b.name, asset: b.href, band: b.band })),
         }));
     },
   };
+}
+
+/**
+ * The asset keys a request reads of `item`: its `assets=`, else those its expression names (`B04`,
+ * or `visual` for `visual_b1`), as titiler infers them; neither: undefined (400 from the lookup).
+ */
+function stacKeys(item: StacItem, req: TileRequest): string[] | undefined {
+  if (req.assets) return req.assets;
+  if (req.expression === undefined) return undefined;
+  const names = parseExpressions(req.expression, "any").bands;
+  return [...new Set(names.map((name) => (Object.hasOwn(item.assets, name) ? name : name.replace(/_b\d+$/, ""))))];
 }
 
 /** Web Mercator bounds [minX, minY, maxX, maxY] as [west, south, east, north] degrees. */

@@ -90,11 +90,13 @@ const shown = (t: Token) => (t.kind === "end" ? "the end" : `"${t.kind === "numb
 
 /**
  * Parses `;`-separated expressions over `bandNames`, the names the source offers (`b1`…`bN` for
- * a COG's bands, asset keys such as `B04` for a STAC item); names match exactly.
+ * a COG's bands, asset keys such as `B04` for a STAC item); names match exactly. `"any"` accepts
+ * every letters-digits-underscore name: the edge checks the syntax before the source, and so
+ * its band names, is known.
  */
-export function parseExpressions(text: string, bandNames: readonly string[]): ExpressionProgram {
+export function parseExpressions(text: string, bandNames: readonly string[] | "any"): ExpressionProgram {
   if (text.length > MAX_EXPRESSION_LENGTH) throw badRequest(`expression: too long (${text.length} characters, at most ${MAX_EXPRESSION_LENGTH})`);
-  const known = new Set(bandNames);
+  const known = bandNames === "any" ? undefined : new Set(bandNames);
   const used = new Set<string>();
   const tokens = tokenize(text);
   let next = 0;
@@ -155,7 +157,7 @@ export function parseExpressions(text: string, bandNames: readonly string[]): Ex
     if (t.kind === "name") {
       next++;
       if (isSymbol("(")) return call(t.text, t.at);
-      if (!known.has(t.text)) throw refuse(t.at, `unknown band "${t.text}" (known: ${bandNames.join(", ") || "none"})`);
+      if (known && !known.has(t.text)) throw refuse(t.at, `unknown band "${t.text}" (known: ${[...known].join(", ") || "none"})`);
       used.add(t.text);
       return { kind: "band", name: t.text };
     }
@@ -188,6 +190,45 @@ export function parseExpressions(text: string, bandNames: readonly string[]): Ex
   }
   if (peek().kind !== "end") throw refuse(peek().at, `expected an operator, ";" or the end but found ${shown(peek())}`);
   return { channels, bands: [...used] };
+}
+
+/**
+ * The program written back canonically: no spaces, `;` between channels, numbers as JavaScript
+ * writes them, and only the parentheses the tree needs, so every spelling of one tree (`b1 + b2`,
+ * `(b1)+b2`) gives one text, and parsing that text gives the same tree again.
+ */
+export function formatExpressions(program: Pick<ExpressionProgram, "channels">): string {
+  return program.channels.map(format).join(";");
+}
+
+/** Binding strength: a child binding weaker than its parent needs parentheses. */
+const PRECEDENCE = { "+": 1, "-": 1, "*": 2, "/": 2, negate: 3, primary: 4 } as const;
+
+function precedence(node: ExpressionNode): number {
+  if (node.kind === "binary") return PRECEDENCE[node.operator];
+  return node.kind === "negate" ? PRECEDENCE.negate : PRECEDENCE.primary;
+}
+
+function format(node: ExpressionNode): string {
+  switch (node.kind) {
+    case "number":
+      return String(node.value);
+    case "band":
+      return node.name;
+    case "negate":
+      return `-${operand(node.operand, PRECEDENCE.negate)}`;
+    case "binary": {
+      const own = PRECEDENCE[node.operator];
+      // Left to right: a right operand of the same strength is a subtree of its own, `a-(b-c)`.
+      return `${operand(node.left, own)}${node.operator}${operand(node.right, own + 1)}`;
+    }
+    case "call":
+      return `${node.name}(${node.args.map(format).join(",")})`;
+  }
+}
+
+function operand(node: ExpressionNode, needed: number): string {
+  return precedence(node) < needed ? `(${format(node)})` : format(node);
 }
 
 /** A band's plane and its validity (1 valid, 0 nodata or masked), one entry a pixel. */

@@ -4,19 +4,27 @@
 // (`jpeg` and `jpg`, `bidx=1&bidx=2&bidx=3` and `bidx=1,2,3`, defaults spelled out or not) share
 // one cache entry. The query follows titiler's names, which map users already know.
 import { badRequest } from "../errors";
+import {
+  checkField,
+  checkStyleRules,
+  DEFAULT_PIXEL_SELECTION,
+  DEFAULT_RESAMPLING,
+  DEFAULT_STAGE,
+  FIELD_NAMES,
+  type Colormap,
+  type Resampling,
+  type StyleFields,
+} from "./style";
 import { tileBounds, tileMatrixSet } from "./tile-matrix-sets";
 
-export type TileFormat = "png" | "jpg" | "webp";
-export type Resampling = "nearest" | "bilinear" | "cubic";
+export { DEFAULT_RESAMPLING, MAX_BAND_INDEX, RESAMPLINGS, type Resampling } from "./style";
 
-export const RESAMPLINGS: readonly Resampling[] = ["nearest", "bilinear", "cubic"];
-export const DEFAULT_RESAMPLING: Resampling = "nearest";
+export type TileFormat = "png" | "jpg" | "webp";
+
 /** Side of a tile in pixels at scale 1; `@2x` doubles it. */
 export const TILE_SIZE = 256;
-/** Band indexes a request may name (a GeoTIFF may hold more; the decoder checks the real count). */
-export const MAX_BAND_INDEX = 65535;
 
-export interface TileRequest {
+export interface TileRequest extends StyleFields {
   tileMatrixSet: string;
   z: number;
   x: number;
@@ -24,21 +32,21 @@ export interface TileRequest {
   /** 1: 256² pixels; 2 (`@2x`): 512², the same ground. */
   scale: 1 | 2;
   format: TileFormat;
-  /** One-based bands to render: one (grey) or three (RGB). Absent: the source's own colour bands. */
-  bidx?: number[];
-  /**
-   * [min, max] mapped linearly to 0–255, one pair per output band, or one pair for all. Absent:
-   * 8-bit data as stored, other integer data over its type's range; float data needs it.
-   */
-  rescale?: [number, number][];
-  /** Overrides the source's nodata value (NaN allowed). */
-  nodata?: number;
   resampling: Resampling;
+  /**
+   * `style={name}`: a stored style document the edge must apply (`withStyleDocument`) before the
+   * request is canonical; `styleQuery` then holds the fields the query gave, which win over the
+   * document's.
+   */
+  styleName?: string;
+  styleQuery?: StyleFields;
 }
 
 const FORMATS: Record<string, TileFormat> = { png: "png", jpg: "jpg", jpeg: "jpg", webp: "webp" };
 export const CONTENT_TYPES: Record<TileFormat, string> = { png: "image/png", jpg: "image/jpeg", webp: "image/webp" };
-const QUERY_KEYS = ["bidx", "rescale", "nodata", "resampling"];
+const STYLE_KEY = "style";
+const CALIBRATION_KEY = "calibration";
+const QUERY_KEYS = [...Object.values(FIELD_NAMES), STYLE_KEY, CALIBRATION_KEY];
 
 /** Path parameters as routed: the tile matrix set id, z, x, and `{y}[@2x].{ext}`, URL-decoded. */
 export interface TilePathParams {
@@ -60,22 +68,70 @@ export function parseTileRequest(path: TilePathParams, query: URLSearchParams): 
   const y = Number(last[1]);
   tileBounds(tms, z, x, y); // 400 outside the matrix
   for (const key of new Set(query.keys())) {
+    if (key === "unscale") throw badRequest("unscale was removed; apply a source's scale and offset with an expression");
     if (!QUERY_KEYS.includes(key)) throw badRequest(`unknown query parameter "${key}"; tiles take ${QUERY_KEYS.join(", ")}`);
   }
-  const bidx = parseBidx(query.getAll("bidx"));
-  const rescale = parseRescale(query.getAll("rescale"), bidx);
-  return {
-    tileMatrixSet: tms.id,
-    z,
-    x,
-    y,
-    scale: last[2] ? 2 : 1,
-    format,
-    ...(bidx && { bidx }),
-    ...(rescale && { rescale }),
-    ...optional("nodata", single(query, "nodata"), parseNodata),
-    resampling: parseResampling(single(query, "resampling")),
+  const calibration = single(query, CALIBRATION_KEY);
+  if (calibration !== undefined && calibration !== "none") throw badRequest(`calibration other than none is not supported, not "${calibration}"`);
+  const styleName = single(query, STYLE_KEY);
+  if (styleName !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(styleName)) {
+    throw badRequest(`style "${styleName.slice(0, 80)}" must be a name of 1 to 64 letters, digits, _ or -`);
+  }
+  const style = queryStyle(query);
+  const req: TileRequest = { tileMatrixSet: tms.id, z, x, y, scale: last[2] ? 2 : 1, format, ...style, resampling: style.resampling ?? DEFAULT_RESAMPLING };
+  if (styleName !== undefined) return { ...req, styleName, styleQuery: style }; // the rules apply to the merge
+  checkStyleRules(req);
+  return req;
+}
+
+/** The style fields the query gives, each converted from its text and checked by the field's schema. */
+function queryStyle(query: URLSearchParams): StyleFields {
+  const fields: StyleFields = {};
+  const set = <K extends keyof StyleFields>(key: K, value: unknown) => {
+    if (value !== undefined) fields[key] = checkField(key, value);
   };
+  const listed = (key: string) => {
+    const values = query.getAll(key);
+    return values.length > 0 ? values : undefined;
+  };
+  set("bidx", listed("bidx")?.flatMap((text) => text.split(",").map(wholeNumber)));
+  set("rescale", listed("rescale")?.map((text) => text.split(",").map(decimal)));
+  set("nodata", mapText(single(query, "nodata"), (text) => (/^nan$/i.test(text) ? "nan" : decimal(text))));
+  set("resampling", single(query, "resampling"));
+  set("expression", single(query, "expression"));
+  set("assets", listed("assets")?.flatMap((text) => text.split(",")));
+  set("assetBidx", mapText(listed("asset_bidx"), assetBands));
+  set("pixelSelection", single(query, "pixel_selection"));
+  set("stage", single(query, "stage"));
+  set("rankChannel", mapText(single(query, "rank_channel"), wholeNumber));
+  set("colormapName", single(query, "colormap_name"));
+  set("colormap", mapText(single(query, "colormap"), colormapJson));
+  set("gamma", mapText(single(query, "gamma"), decimal));
+  set("opacity", mapText(single(query, "opacity"), decimal));
+  return fields;
+}
+
+const mapText = <T, U>(value: T | undefined, convert: (value: T) => U) => (value === undefined ? undefined : convert(value));
+
+/** `asset_bidx=visual|1,2,3` (repeatable) as the document's object of asset keys to bands. */
+function assetBands(values: string[]): Record<string, unknown> {
+  const pairs = values.map((text) => {
+    const bar = text.indexOf("|");
+    if (bar < 0) throw badRequest(`asset_bidx "${text.slice(0, 80)}" must be {asset}|{band},{band}…`);
+    return [text.slice(0, bar), text.slice(bar + 1).split(",").map(wholeNumber)] as const;
+  });
+  const keys = pairs.map(([key]) => key);
+  const twice = keys.find((key, i) => keys.indexOf(key) !== i);
+  if (twice !== undefined) throw badRequest(`asset_bidx names asset "${twice}" twice`);
+  return Object.fromEntries(pairs);
+}
+
+function colormapJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw badRequest("colormap must be JSON: {\"value\": [r, g, b, a], …} or [[[min, max], [r, g, b, a]], …]");
+  }
 }
 
 /** `{tileMatrixSet}/{z}/{x}/{y}[@2x].{ext}`: the tile's canonical path. */
@@ -83,14 +139,39 @@ export function tilePath(req: TileRequest): string {
   return `${req.tileMatrixSet}/${req.z}/${req.x}/${req.y}${req.scale === 2 ? "@2x" : ""}.${req.format}`;
 }
 
-/** The canonical query: only what differs from the defaults, in one order, numbers as JavaScript writes them. */
+/**
+ * The canonical query: only what differs from the defaults, in one order, numbers as JavaScript
+ * writes them. A style name must be resolved first (`withStyleDocument`): a programming error.
+ */
 export function tileQuery(req: TileRequest): string {
+  if (req.styleName !== undefined) throw new Error(`style "${req.styleName}" must be resolved (withStyleDocument) before the tile is canonical`);
   const parts: string[] = [];
-  if (req.bidx) parts.push(`bidx=${req.bidx.join(",")}`);
-  if (req.rescale) for (const [min, max] of req.rescale) parts.push(`rescale=${number(min)},${number(max)}`);
-  if (req.nodata !== undefined) parts.push(`nodata=${number(req.nodata)}`);
-  if (req.resampling !== DEFAULT_RESAMPLING) parts.push(`resampling=${req.resampling}`);
+  // Escaped for a query, but commas and bars kept: `bidx=1,2,3`, `asset_bidx=visual|1,2,3`.
+  const put = (key: string, value: string) => parts.push(`${key}=${encodeURIComponent(value).replace(/%2C/g, ",").replace(/%7C/g, "|")}`);
+  if (req.assets) put("assets", req.assets.join(","));
+  for (const key of req.assets ?? []) {
+    const bands = req.assetBidx?.find(([asset]) => asset === key)?.[1];
+    if (bands) put("asset_bidx", `${key}|${bands.join(",")}`);
+  }
+  if (req.bidx) put("bidx", req.bidx.join(","));
+  if (req.expression !== undefined) put("expression", req.expression);
+  if (req.pixelSelection && req.pixelSelection !== DEFAULT_PIXEL_SELECTION) put("pixel_selection", req.pixelSelection);
+  if (req.stage && req.stage !== DEFAULT_STAGE) put("stage", req.stage);
+  if (req.rankChannel !== undefined && req.rankChannel !== 1) put("rank_channel", String(req.rankChannel));
+  if (req.rescale) for (const [min, max] of req.rescale) put("rescale", `${number(min)},${number(max)}`);
+  if (req.nodata !== undefined) put("nodata", number(req.nodata));
+  if (req.resampling !== DEFAULT_RESAMPLING) put("resampling", req.resampling);
+  if (req.gamma !== undefined && req.gamma !== 1) put("gamma", number(req.gamma));
+  if (req.colormapName) put("colormap_name", req.colormapName);
+  if (req.colormap) put("colormap", colormapText(req.colormap));
+  if (req.opacity !== undefined && req.opacity !== 1) put("opacity", number(req.opacity));
   return parts.join("&");
+}
+
+/** A colour map in titiler's JSON forms, keys in ascending order, four components a colour. */
+function colormapText(colormap: Colormap): string {
+  if (colormap.kind === "intervals") return JSON.stringify(colormap.entries);
+  return `{${colormap.entries.map(([value, rgba]) => `"${value}":${JSON.stringify(rgba)}`).join(",")}}`;
 }
 
 /** Path and query together, `path` or `path?query`: what names the tile's pixels. */
@@ -115,56 +196,15 @@ function single(query: URLSearchParams, key: string): string | undefined {
   return values[0];
 }
 
-function optional<K extends string, T>(key: K, text: string | undefined, parse: (text: string) => T): { [P in K]?: T } {
-  return (text === undefined ? {} : { [key]: parse(text) }) as { [P in K]?: T };
+/**
+ * A decimal number as written in a URL (no hex, no blanks, no Infinity); anything else is kept
+ * as text, which the field's schema then refuses as not a number.
+ */
+function decimal(text: string): number | string {
+  return /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(text) ? Number(text) : text;
 }
 
-function parseBidx(values: string[]): number[] | undefined {
-  if (values.length === 0) return undefined;
-  const bands = values.flatMap((v) => v.split(",")).map((text) => {
-    if (!/^\d{1,5}$/.test(text) || Number(text) < 1 || Number(text) > MAX_BAND_INDEX) {
-      throw badRequest(`bidx "${text}" must be a band number from 1`);
-    }
-    return Number(text);
-  });
-  if (bands.length !== 1 && bands.length !== 3) throw badRequest(`bidx names ${bands.length} bands; a tile has 1 (grey) or 3 (RGB)`);
-  return bands;
-}
-
-function parseRescale(values: string[], bidx: number[] | undefined): [number, number][] | undefined {
-  if (values.length === 0) return undefined;
-  const pairs = values.map((text): [number, number] => {
-    const parts = text.split(",");
-    const [min, max] = parts.map(finite);
-    if (parts.length !== 2 || min === undefined || max === undefined || !(min < max)) {
-      throw badRequest(`rescale "${text}" must be min,max with min < max`);
-    }
-    return [min, max];
-  });
-  const bands = bidx?.length ?? 3;
-  if (pairs.length !== 1 && pairs.length !== bands) {
-    throw badRequest(`rescale gives ${pairs.length} ranges; give one for every band, or one for all ${bands}`);
-  }
-  return pairs;
-}
-
-function parseNodata(text: string): number {
-  if (/^nan$/i.test(text)) return Number.NaN;
-  const value = finite(text);
-  if (value === undefined) throw badRequest(`nodata "${text}" must be a number or nan`);
-  return value;
-}
-
-function parseResampling(text: string | undefined): Resampling {
-  if (text === undefined) return DEFAULT_RESAMPLING;
-  const found = RESAMPLINGS.find((r) => r === text);
-  if (!found) throw badRequest(`resampling "${text}" is not one of ${RESAMPLINGS.join(", ")}`);
-  return found;
-}
-
-/** A finite decimal number as written in a URL (no hex, no blanks), else undefined. */
-function finite(text: string): number | undefined {
-  if (!/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(text)) return undefined;
-  const value = Number(text);
-  return Number.isFinite(value) ? value : undefined;
+/** A whole decimal number of at most 9 digits (no sign, point or exponent), else the text. */
+function wholeNumber(text: string): number | string {
+  return /^\d{1,9}$/.test(text) ? Number(text) : text;
 }

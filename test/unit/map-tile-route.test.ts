@@ -56,7 +56,8 @@ describe("GET /v1/tiles", () => {
       ["test-pattern", "WebMercatorQuad/0/0/0.png", 404, "is not georeferenced"],
       ["rgb-utm", "WebMercatorQuad/10/553/366.png?bidx=4", 400, "bidx 4 is past the source's 3 bands"],
       ["dem", "WebMercatorQuad/12/2219/1472.png", 400, "rescale"],
-      ["rgb-utm", "WebMercatorQuad/10/553/366.png?colormap=viridis", 400, "unknown query parameter"],
+      ["rgb-utm", "WebMercatorQuad/10/553/366.png?colormap=viridis", 400, "colormap must be JSON"],
+      ["rgb-utm", "WebMercatorQuad/10/553/366.png?colour=viridis", 400, "unknown query parameter"],
       ["rgb-utm", "NoSuchSet/1/0/0.png", 404, "unknown tile matrix set"],
       ["rgb-utm", "WebMercatorQuad/2/4/0.png", 400, "outside WebMercatorQuad"],
     ] as const;
@@ -65,6 +66,19 @@ describe("GET /v1/tiles", () => {
       expect(res.status, canonical).toBe(status);
       expect(((await res.json()) as { message: string }).message, canonical).toContain(message);
     }
+  });
+
+  it("colours float data by an interval colormap of its raw values, with no rescale", async () => {
+    // The DEM's heights lie within 0–5000 m: one interval paints every valid pixel red.
+    const colormap = encodeURIComponent(JSON.stringify([[[-1000, 10000], [255, 0, 0, 255]]]));
+    const res = await signedGet(decoder, tilePath("dem", `WebMercatorQuad/12/2219/1472.png?colormap=${colormap}`));
+    expect(res.status).toBe(200);
+    const { data, info } = await sharp(Buffer.from(await res.arrayBuffer())).raw().toBuffer({ resolveWithObject: true });
+    expect(info.channels).toBe(4);
+    const opaque = [];
+    for (let i = 0; i < data.length; i += 4) if (data[i + 3] === 255) opaque.push([data[i], data[i + 1], data[i + 2]]);
+    expect(opaque.length).toBeGreaterThan(0);
+    expect(opaque.every(([r, g, b]) => r === 255 && g === 0 && b === 0)).toBe(true);
   });
 
   it("is a signed route like every /v1 route", async () => {

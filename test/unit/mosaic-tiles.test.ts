@@ -31,7 +31,7 @@ import { RecordingCatalog, signedGet, signedPost, startDecoder, type Decoder } f
 
 const Z = MOSAIC_Z;
 const [P, Q] = [2 * MOSAIC_PARENT.x, 2 * MOSAIC_PARENT.y];
-const { monoA, monoB, monoC, rgbA, rgbB } = MOSAIC_FIXTURES;
+const { monoA, monoB, monoC } = MOSAIC_FIXTURES;
 const BY_KEY = new Map<string, MosaicFixture>(Object.values(MOSAIC_FIXTURES).map((f) => [f.key, f]));
 
 let dir: string;

@@ -4,7 +4,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { HttpError } from "../../shared/errors";
-import { beforeChannelsTuple, PIXEL_SELECTIONS, pixelSelection, type AssetTuple, type PixelSelection } from "../../regional/maps/pixel-selection";
+import { beforeChannelsTuple, pixelSelection, type AssetTuple } from "../../regional/maps/pixel-selection";
+import { PIXEL_SELECTIONS, type PixelSelection } from "../../shared/maps/style";
 
 /** An asset from per-pixel tuples; `null` marks an invalid component. */
 function asset(pixels: (number | null)[][]): AssetTuple {

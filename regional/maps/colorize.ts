@@ -1,0 +1,146 @@
+// Channels to pixels, once per tile after any mosaic reduction, in titiler's and rio-tiler's
+// order: each channel rescaled linearly to 0–255, then gamma, then a colour map on a single
+// channel, then opacity. One channel renders grey, one with a colour map RGB, three RGB; alpha
+// (png, webp) is opaque only where every channel is valid, times the colour's alpha and opacity.
+import { rgb } from "d3-color";
+import * as chromatic from "d3-scale-chromatic";
+import { checkChannelCount, type ColormapName } from "../../shared/maps/style";
+import type { TileRequest } from "../../shared/maps/tile-request";
+
+/** The reduced tile: one plane per channel and its validity (1 valid, 0 not). */
+export interface TileChannels {
+  width: number;
+  height: number;
+  bands: Float32Array[];
+  valid: Uint8Array[];
+}
+
+/** Interleaved 8-bit pixels: 1 (grey), 3 (RGB) colour channels, plus alpha when asked for. */
+export interface Pixels {
+  data: Buffer;
+  colours: 1 | 3;
+  alpha: boolean;
+}
+
+/** The d3-scale-chromatic ramp behind each shared name. */
+const RAMPS: Record<ColormapName, (t: number) => string> = {
+  viridis: chromatic.interpolateViridis,
+  magma: chromatic.interpolateMagma,
+  inferno: chromatic.interpolateInferno,
+  plasma: chromatic.interpolatePlasma,
+  cividis: chromatic.interpolateCividis,
+  turbo: chromatic.interpolateTurbo,
+  greys: chromatic.interpolateGreys,
+  blues: chromatic.interpolateBlues,
+  greens: chromatic.interpolateGreens,
+  reds: chromatic.interpolateReds,
+  oranges: chromatic.interpolateOranges,
+  purples: chromatic.interpolatePurples,
+  bugn: chromatic.interpolateBuGn,
+  bupu: chromatic.interpolateBuPu,
+  gnbu: chromatic.interpolateGnBu,
+  orrd: chromatic.interpolateOrRd,
+  pubu: chromatic.interpolatePuBu,
+  pubugn: chromatic.interpolatePuBuGn,
+  purd: chromatic.interpolatePuRd,
+  rdpu: chromatic.interpolateRdPu,
+  ylgn: chromatic.interpolateYlGn,
+  ylgnbu: chromatic.interpolateYlGnBu,
+  ylorbr: chromatic.interpolateYlOrBr,
+  ylorrd: chromatic.interpolateYlOrRd,
+  brbg: chromatic.interpolateBrBG,
+  prgn: chromatic.interpolatePRGn,
+  piyg: chromatic.interpolatePiYG,
+  puor: chromatic.interpolatePuOr,
+  rdbu: chromatic.interpolateRdBu,
+  rdgy: chromatic.interpolateRdGy,
+  rdylbu: chromatic.interpolateRdYlBu,
+  rdylgn: chromatic.interpolateRdYlGn,
+  spectral: chromatic.interpolateSpectral,
+};
+
+const sampled = new Map<ColormapName, Uint8Array>();
+
+/** A named ramp as 256 RGBA entries (index = the 0–255 value), sampled once per name. */
+export function rampTable(name: ColormapName): Uint8Array {
+  let table = sampled.get(name);
+  if (!table) {
+    table = new Uint8Array(256 * 4);
+    for (let i = 0; i < 256; i++) {
+      const { r, g, b } = rgb(RAMPS[name](i / 255));
+      table.set([Math.round(r), Math.round(g), Math.round(b), 255], i * 4);
+    }
+    sampled.set(name, table);
+  }
+  return table;
+}
+
+/** A pixel's colour from its value, or undefined where the map leaves it transparent. */
+type ColourOf = (value: number) => ArrayLike<number> | undefined;
+
+function colourMap(req: TileRequest): ColourOf | undefined {
+  if (req.colormapName) {
+    const table = rampTable(req.colormapName);
+    return (value) => table.subarray(value * 4, value * 4 + 4);
+  }
+  if (req.colormap?.kind === "explicit") {
+    const colours = new Map(req.colormap.entries);
+    return (value) => colours.get(value);
+  }
+  if (req.colormap?.kind === "intervals") {
+    // Where intervals overlap the later one wins, as in rio-tiler: search from the end.
+    const intervals = [...req.colormap.entries].reverse();
+    return (value) => intervals.find(([[min, max]]) => value >= min && value < max)?.[1];
+  }
+  return undefined;
+}
+
+/**
+ * The channels as 8-bit pixels. `ranges` map each channel to 0–255; undefined only with an
+ * explicit or interval colour map and no rescale, which then reads the raw values.
+ */
+export function colorize(channels: TileChannels, req: TileRequest, ranges: [number, number][] | undefined, alpha: boolean): Pixels {
+  const { width, height, bands, valid } = channels;
+  checkChannelCount(bands.length, req);
+  const colourOf = colourMap(req);
+  const colours = colourOf !== undefined || bands.length === 3 ? 3 : 1;
+  const stride = colours + (alpha ? 1 : 0);
+  const data = Buffer.alloc(width * height * stride);
+  const level = levels(ranges, req.gamma ?? 1);
+  const opacity = req.opacity ?? 1;
+  const value = new Array<number>(bands.length);
+  for (let i = 0; i < width * height; i++) {
+    // A pixel some channel lacks stays 0: transparent in png and webp, black in jpg.
+    if (!valid.every((v) => v[i] === 1)) continue;
+    const at = i * stride;
+    for (let b = 0; b < bands.length; b++) value[b] = level ? level(bands[b][i], b) : bands[b][i];
+    let a = 255;
+    if (colourOf) {
+      const c = colourOf(value[0]);
+      if (!c) continue;
+      data[at] = c[0];
+      data[at + 1] = c[1];
+      data[at + 2] = c[2];
+      a = c[3];
+    } else {
+      for (let b = 0; b < bands.length; b++) data[at + b] = value[b];
+    }
+    if (alpha) data[at + colours] = Math.round(a * opacity);
+  }
+  return { data, colours, alpha };
+}
+
+/**
+ * A channel's value as a 0–255 level: round((v − min) × 255 / (max − min)), clamped; with gamma,
+ * the clamped 0–1 value t becomes t^(1/gamma) first. None for raw values.
+ */
+function levels(ranges: [number, number][] | undefined, gamma: number): ((value: number, channel: number) => number) | undefined {
+  if (!ranges) return undefined;
+  const exponent = 1 / gamma;
+  return (value, channel) => {
+    const [min, max] = ranges[channel];
+    const scaled = ((value - min) * 255) / (max - min);
+    const level = scaled < 0 ? 0 : scaled > 255 ? 255 : scaled;
+    return Math.round(exponent === 1 ? level : 255 * (level / 255) ** exponent);
+  };
+}
