@@ -21,7 +21,7 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { Cog } from "../regional/cog/cog";
-import { renderTile } from "../regional/maps/render-tile";
+import { renderTile } from "../regional/maps/compose-tile";
 import { warpTile } from "../regional/maps/warp";
 import { LocalCatalog } from "../regional/source/local";
 import { tileBounds, tileMatrixSet } from "../shared/maps/tile-matrix-sets";

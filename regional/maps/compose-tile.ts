@@ -12,7 +12,7 @@ import { bandLayout } from "../cog/bands";
 import type { PreparedDecode } from "../prepared-decode";
 import type { Reservation } from "../work-budget";
 import { pixelSelection, type AssetTuple } from "./pixel-selection";
-import { encodeTile, valueRanges } from "./render-tile";
+import { encodeTile, valueRanges, type RenderedTile } from "./render-tile";
 import { plannedCost, planTile, warpPlanned, type TilePlan } from "./warp";
 
 /** One band an asset brings: its name in expressions, and where it is stored. */
@@ -76,7 +76,9 @@ export function composeTile(assets: TileAsset[], req: TileRequest, what: string)
   const stacked = req.pixelSelection === "median" || req.pixelSelection === "stdev" || req.pixelSelection === "mean";
   const reducing = pixels * components * 5 * (stacked ? assets.length + 1 : 2);
   const cost = reads.flat().reduce((sum, r) => sum + plannedCost(r.cog, r.plan), 0) + reducing;
-  const ranges = valueRanges(first.bands[0].cog, req);
+  const lastband = req.pixelSelection === "lastbandhigh" || req.pixelSelection === "lastbandlow";
+  const channelCount = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? channelNames(req, first).length) - (lastband ? 1 : 0);
+  const ranges = valueRanges(first.bands[0].cog, req, channelCount);
   return {
     cost,
     what,
@@ -91,6 +93,17 @@ export function composeTile(assets: TileAsset[], req: TileRequest, what: string)
       return encodeTile({ width: side, height: side, bands: out.bands, valid: out.valid }, req, ranges);
     },
   };
+}
+
+/** `req` on one COG, rendered outside a server: its work reserved from the COG's budget, fail-fast. */
+export async function renderTile(cog: Cog, req: TileRequest, signal = new AbortController().signal): Promise<RenderedTile> {
+  const prepared = composeTile([cogAsset(cog, req, cog.source.label)], req, cog.source.label);
+  const work = cog.budget.tryReserve(prepared.cost, `a tile of ${cog.source.label}`, "tile");
+  try {
+    return (await prepared.render(signal, work)) as RenderedTile;
+  } finally {
+    work.release();
+  }
 }
 
 /** One warp plan a COG of the asset, reading all of that COG's bands the asset needs at once. */

@@ -5,14 +5,11 @@
 // no alpha. Encoded by sharp, as IIIF answers are.
 import sharp from "sharp";
 import { badRequest } from "../../shared/errors";
-import { renderedChannels } from "../../shared/maps/style";
 import { CONTENT_TYPES, type TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
-import { bandLayout, sampleType, type SampleType } from "../cog/bands";
+import { sampleType, type SampleType } from "../cog/bands";
 import { encoderFor } from "../encode/formats";
-import type { Reservation } from "../work-budget";
 import { colorize, type TileChannels } from "./colorize";
-import { warpTile } from "./warp";
 
 /**
  * Map tiles' PNG: rows filtered adaptively, zlib level 5. Measured with sharp on 234 tiles of
@@ -28,10 +25,6 @@ export interface RenderedTile {
   contentType: string;
 }
 
-export async function renderTile(cog: Cog, req: TileRequest, signal?: AbortSignal, work?: Reservation): Promise<RenderedTile> {
-  const ranges = valueRanges(cog, req);
-  return encodeTile(await warpTile(cog, req, signal, work), req, ranges);
-}
 
 /**
  * The [min, max] each rendered channel maps to 0–255, or undefined where an explicit or interval
@@ -39,8 +32,8 @@ export async function renderTile(cog: Cog, req: TileRequest, signal?: AbortSigna
  * rescale ranges that are neither one nor one per rendered channel (the URL checks that when it
  * tells the count; without bidx or an expression, only the source knows). Checked before any read.
  */
-export function valueRanges(cog: Cog, req: TileRequest): [number, number][] | undefined {
-  const bands = renderedChannels(req) ?? bandLayout(cog.levels[0].image).defaults.length;
+export function valueRanges(cog: Cog, req: TileRequest, channels: number): [number, number][] | undefined {
+  const bands = channels;
   if (req.rescale && req.rescale.length !== 1 && req.rescale.length !== bands) {
     throw badRequest(`rescale gives ${req.rescale.length} ranges for the ${bands} band${bands === 1 ? "" : "s"} rendered; give one for all, or one per band`);
   }

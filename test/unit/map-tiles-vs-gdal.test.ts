@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import sharp from "sharp";
 import { Cog } from "../../regional/cog/cog";
-import { renderTile } from "../../regional/maps/render-tile";
+import { renderTile } from "../../regional/maps/compose-tile";
 import { planTile, warpTile } from "../../regional/maps/warp";
 import { LocalCatalog } from "../../regional/source/local";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";

@@ -8,7 +8,7 @@ import { conversion, TMS_CRS } from "../../regional/maps/crs";
 import { kernelWeight, resample } from "../../regional/maps/kernels";
 import type { Plane } from "../../regional/cog/bands";
 import type { Resampling } from "../../shared/maps/tile-request";
-import { renderTile } from "../../regional/maps/render-tile";
+import { renderTile } from "../../regional/maps/compose-tile";
 import { sourceCoordinates } from "../../regional/maps/transformer";
 import { planTile, warpTile } from "../../regional/maps/warp";
 import { LocalCatalog } from "../../regional/source/local";

@@ -143,14 +143,20 @@ describe("MosaicJSON: one band, three assets overlapping", () => {
     // Each member alone at the same tile (a single COG's tile, tested against GDAL elsewhere),
     // laid first-valid in the order b, a, c: what the mosaic's `first` must be.
     const alone = await Promise.all([monoB, monoA, monoC].map((f) => tile(decoder, f.id, parent)));
+    const grey = (t: Tile, px: number, py: number) => {
+      const at = (py * 256 + px) * t.channels;
+      return t.data[at + t.channels - 1] === 255 ? t.data[at] : undefined;
+    };
     expectPixels(mosaic, (px, py) => {
-      const at = (py * 256 + px) * 2;
-      const hit = alone.find((t) => t.data[at + 1] === 255);
-      return hit && [hit.data[at]];
+      const hit = alone.map((t) => grey(t, px, py)).find((v) => v !== undefined);
+      return hit === undefined ? undefined : [hit];
     });
-    // c before a would differ where both are valid: the order is observable here.
+    // Another order would differ where two are valid: the order is observable here.
     let differs = 0;
-    for (const [, , at] of pixels(2, 1)) if (alone[1].data[at + 1] === 255 && alone[2].data[at + 1] === 255 && alone[1].data[at] !== alone[2].data[at]) differs++;
+    for (const [px, py] of pixels(1, 1)) {
+      const [b, a, c] = alone.map((t) => grey(t, px, py));
+      if ((a !== undefined && b !== undefined && a !== b) || (a !== undefined && c !== undefined && a !== c)) differs++;
+    }
     expect(differs).toBeGreaterThan(100);
   });
 
@@ -310,7 +316,7 @@ describe("STAC: one COG a band", () => {
     // A zoom-12 tile inside the scene, with B08's nodata square in it.
     const at = SCENE_TILE;
     const [b08, b04] = await Promise.all([rawTile("scene-B08.tif", at), rawTile("scene-B04.tif", at)]);
-    const t = await tile(decoder, "scene", at, "expression=(B08-B04)/(B08+B04)&rescale=-1,1");
+    const t = await tile(decoder, "scene", at, `expression=${encodeURIComponent("(B08-B04)/(B08+B04)")}&rescale=-1,1`);
     let invalid = 0;
     expectPixels(
       t,
@@ -322,7 +328,7 @@ describe("STAC: one COG a band", () => {
       },
       1,
     );
-    expect(invalid).toBeGreaterThan(100);
+    expect(invalid).toBeGreaterThan(10); // B08's 1 km nodata square, some 26 px across here
   });
 
   it("renders assets=B04,B03,B02 as RGB, each channel the band's own tile", async () => {
