@@ -19,6 +19,12 @@
 //   TESSERA_WORK_BUDGET_MB          work budget (active work, not RSS)         (512)
 //   TESSERA_BLOCK_CACHE_MB          decoded-block cache cap                    (256)
 //   UV_THREADPOOL_SIZE              libuv pool: decodes/encodes at once; = the decoder's cores
+//   TESSERA_ASSET_PREFIXES          mosaics: store key prefixes assets may name, each ending "/"
+//                                   (s3: TESSERA_S3_PREFIX; local: the whole data directory)
+//   TESSERA_ASSET_HOSTS             mosaics: web hosts assets may name: host, host:port, *.suffix (none)
+//   TESSERA_ASSET_ALLOW_ADDRESSES   mosaics: CIDRs reachable although not public, e.g. 10.0.0.0/8 (none)
+//   TESSERA_ASSET_CONNECTIONS       mosaics: HTTP connections at once, all hosts (16; 8 a host)
+//   TESSERA_ASSET_TIMEOUT_MS        mosaics: wait for an HTTP asset's headers, and within its body (10000)
 //   TESSERA_EDGE_URL and the other registration variables: see heartbeat.ts
 //
 // On listen it prints one JSON line with "listening":"http://host:port" (the start script

@@ -92,10 +92,13 @@ function parseHostPattern(pattern: string): HostPattern | Invalid {
 }
 
 function parseCidr(text: string): Cidr | Invalid {
+  const invalid = new Invalid("is not an address range such as 10.0.0.0/8 or fd00::/8");
+  // Only the usual spellings: ipaddr.js also reads "10/8" (as 0.0.0.10/8) and hex or octal parts.
+  if (!isIP(text.slice(0, text.lastIndexOf("/")))) return invalid;
   try {
     return ipaddr.parseCIDR(text);
   } catch {
-    return new Invalid("is not an address range such as 10.0.0.0/8 or fd00::/8");
+    return invalid;
   }
 }
 

@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { ConfigError } from "../../shared/config";
 import { HttpError } from "../../shared/errors";
+import { readConfig } from "../../regional/config";
 import { readAssetConfig } from "../../regional/source/access-policy";
 import { AssetSources, assetLabel } from "../../regional/source/assets";
 import { openLocalFile } from "../../regional/source/local";
@@ -303,7 +304,7 @@ describe("configuration", () => {
   const bad: Record<string, string[]> = {
     TESSERA_ASSET_PREFIXES: ["a", "../a/", "/abs/", "a,,b/", "a/../b/", "s3://b/", "a\\b/", "a//"],
     TESSERA_ASSET_HOSTS: ["http://x.org", "x.org/path", "user@x.org", "*.127.0.0.1", "x.org:99999", "x.org:0", "0x7f000001", "*", "x.org,", "a b.org"],
-    TESSERA_ASSET_ALLOW_ADDRESSES: ["10.0.0.0", "10.0.0.0/33", "banana", "fd00::/129", "10.0.0.0/8,"],
+    TESSERA_ASSET_ALLOW_ADDRESSES: ["10.0.0.0", "10/8", "0x0a.0.0.0/8", "010.0.0.0/8", "10.0.0.0/33", "banana", "fd00::/129", "10.0.0.0/8,"],
     TESSERA_ASSET_CONNECTIONS: ["0", "x", "2000", "1.5"],
     TESSERA_ASSET_TIMEOUT_MS: ["0", "-1", "1.5", "soon"],
   };
@@ -337,5 +338,13 @@ describe("configuration", () => {
       { host: "10.0.0.5", wildcard: false, port: undefined },
     ]);
     expect(config).toMatchObject({ connections: 4, timeoutMs: 2500 });
+  });
+
+  it("is read with the decoder's configuration at start, a bad value stopping it", () => {
+    const decoder = { TESSERA_DECODER_SECRET: "s", TESSERA_DATA_DIR: dir };
+    expect(readConfig({ ...decoder, TESSERA_ASSET_HOSTS: "tiles.example.org" }).assets.hosts).toEqual([
+      { host: "tiles.example.org", wildcard: false, port: undefined },
+    ]);
+    expect(() => readConfig({ ...decoder, TESSERA_ASSET_ALLOW_ADDRESSES: "10/8" })).toThrow(/^TESSERA_ASSET_ALLOW_ADDRESSES item "10\/8" is not/);
   });
 });
