@@ -12,6 +12,7 @@ import { AssetSources } from "../../regional/source/assets";
 import { DEFAULT_OPEN_BYTES, HttpReader } from "../../regional/source/http";
 import type { Source } from "../../regional/source/source";
 import { startAssetServer, type AssetServer } from "../support/asset-server";
+import { failure } from "../support/failure";
 
 const SIZE = 100_000;
 const TIMEOUT_MS = 300;
@@ -60,16 +61,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await assets.close();
 });
-
-async function failure(p: Promise<unknown>): Promise<HttpError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(HttpError);
-    return e as HttpError;
-  }
-  throw new Error("expected a failure");
-}
 
 describe("an allowed host at an allowed address", () => {
   it("reads the right bytes, inside and past the opening read, each range pinned with If-Match", async () => {
