@@ -50,10 +50,18 @@ const ignore = () => {};
 const badGateway = (message: string) => new HttpError("bad_gateway", message);
 const changed = (label: string, what: string) => badGateway(`source changed: asset ${label} ${what}`);
 
-/** One target of the reader: where to send, and the label every message names it by. */
+/** Where the reader sends, and the label every message names it by. */
 interface Target {
   url: URL;
   label: string;
+}
+
+/** One opened object: its size, the version its reads must be, and the ETag they send as If-Match. */
+interface Snapshot extends Target {
+  size: number;
+  version: string;
+  /** Undefined when the object was opened without a strong ETag (assumed immutable). */
+  pin?: string;
 }
 
 export class HttpReader {
@@ -73,10 +81,12 @@ export class HttpReader {
   /** The object at `url` as a Source pinned to its current ETag, or a 502 naming `label`. */
   async open(url: URL, label: string, options: HttpOpenOptions = {}): Promise<Source> {
     const { signal, openBytes = DEFAULT_OPEN_BYTES, assumeImmutable = false } = options;
+    if (!Number.isSafeInteger(openBytes) || openBytes < 1) throw new RangeError("openBytes must be a whole number ≥ 1");
     const target = { url, label };
     return this.exchange(target, { range: `bytes=0-${openBytes - 1}` }, signal, async (res) => {
       const status = res.statusCode;
-      if (status !== 206) throw redirected(label, status) ?? badGateway(`asset ${label} does not answer byte ranges (${status}, not 206)`);
+      if (status === 200) throw badGateway(`asset ${label} does not answer byte ranges (200, not 206)`);
+      if (status !== 206) throw redirected(label, status) ?? badGateway(`asset ${label} answered ${status}`);
       const sent = header(res, "content-range");
       const range = parseContentRange(sent);
       if (!range || range.first !== 0 || range.last !== Math.min(openBytes, range.total) - 1) {
@@ -91,17 +101,17 @@ export class HttpReader {
         );
       }
       const head = await readExactly(res.body, range.last + 1, label, signal);
-      const pin = strong ? etag : undefined;
-      return new HttpSource(this, target, range.total, etag ?? `unvalidated:${range.total}`, pin, head);
+      const version = etag ?? `unvalidated:${range.total}`;
+      return new HttpSource(this, { ...target, size: range.total, version, pin: strong ? etag : undefined }, head);
     });
   }
 
-  /** Bytes first..last of the snapshot `version`; `pin` is sent as If-Match when the version has one. */
-  async readRange(target: Target, first: number, last: number, size: number, version: string, pin: string | undefined, signal?: AbortSignal): Promise<Uint8Array> {
+  /** Bytes first..last of `snapshot`, or a 502 "source changed" if the answer is not exactly those. */
+  async readRange(snapshot: Snapshot, first: number, last: number, signal?: AbortSignal): Promise<Uint8Array> {
+    const { label, size, version, pin } = snapshot;
     const headers: Record<string, string> = { range: `bytes=${first}-${last}` };
     if (pin !== undefined) headers["if-match"] = pin;
-    const { label } = target;
-    return this.exchange(target, headers, signal, async (res) => {
+    return this.exchange(snapshot, headers, signal, async (res) => {
       if (res.statusCode === 412) throw changed(label, `version ${version} is gone`);
       if (res.statusCode !== 206) throw redirected(label, res.statusCode) ?? changed(label, `answered ${res.statusCode}, not 206`);
       const want = `bytes ${first}-${last}/${size}`;
@@ -137,18 +147,19 @@ export class HttpReader {
 }
 
 class HttpSource implements Source {
+  readonly label: string;
+  readonly size: number;
+  readonly version: string;
+
   constructor(
     private readonly reader: HttpReader,
-    private readonly target: Target,
-    readonly size: number,
-    readonly version: string,
-    private readonly pin: string | undefined,
+    private readonly snapshot: Snapshot,
     /** The first bytes, read by the open. */
     private readonly head: Uint8Array,
-  ) {}
-
-  get label(): string {
-    return this.target.label;
+  ) {
+    this.label = snapshot.label;
+    this.size = snapshot.size;
+    this.version = snapshot.version;
   }
 
   async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
@@ -159,7 +170,7 @@ class HttpSource implements Source {
     }
     signal?.throwIfAborted();
     if (offset + length <= this.head.length) return this.head.slice(offset, offset + length);
-    return this.reader.readRange(this.target, offset, offset + length - 1, this.size, this.version, this.pin, signal);
+    return this.reader.readRange(this.snapshot, offset, offset + length - 1, signal);
   }
 
   async close(): Promise<void> {

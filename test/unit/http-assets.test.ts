@@ -278,7 +278,8 @@ describe("labels in failures", () => {
     server.misbehaviour = "stall";
     secret((await failure(assets.open(url))).message);
     server.misbehaviour = undefined;
-    secret((await failure(assets.open(`${base}/missing.tif?sig=pw#x`))).message);
+    const missing = await failure(assets.open(`${base}/missing.tif?sig=pw#x`));
+    expect(missing.message).toBe(`asset ${base}/missing.tif answered 404`);
   });
 
   it("show no user name or password in a refusal, by the policy or by the address", async () => {
