@@ -150,7 +150,7 @@ function keyShapeRefusal(key: string): string | undefined {
 }
 
 // IPv6 destinations must be global unicast (2000::/3): that leaves out, beside the ranges
-// ipaddr.js names, the deprecated IPv4-compatible ::a.b.c.d form it calls unicast.
+// ipaddr.js names, the deprecated IPv4-compatible form (::7f00:1 is ::127.0.0.1) it calls unicast.
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3");
 
 export class AccessPolicy {
