@@ -205,7 +205,7 @@ describe("timeouts, aborts and the connection bound", () => {
     setTimeout(() => controller.abort(reason), 50);
     const started = performance.now();
     await expect(source.read(40_000, 100, controller.signal)).rejects.toBe(reason);
-    expect(performance.now() - started).toBeLessThan(250);
+    expect(performance.now() - started).toBeLessThan(1000);
   });
 
   it("stops a read waiting for a connection when its signal aborts", async () => {
@@ -224,7 +224,7 @@ describe("timeouts, aborts and the connection bound", () => {
       setTimeout(() => controller.abort(new Error("client left")), 50);
       const started = performance.now();
       await expect(source.read(50_000, 100, controller.signal)).rejects.toThrow("client left");
-      expect(performance.now() - started).toBeLessThan(250);
+      expect(performance.now() - started).toBeLessThan(1000);
       expect(server.requests).toHaveLength(2); // the open and the holder's read
       holding.abort();
       await holder;
