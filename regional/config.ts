@@ -5,6 +5,7 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { badConfig, intVar } from "../shared/config";
 import { DEFAULT_SHARED_WORK_TIMEOUT_MS } from "./abort";
+import { readAssetConfig, type AssetConfig } from "./source/access-policy";
 import { DEFAULT_BLOCK_CACHE_BYTES } from "./cog/block-cache";
 import { DEFAULT_MOSAIC_MAX_ASSETS } from "./mosaic/mosaic-tile";
 import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT } from "./request-limiter";
@@ -23,6 +24,8 @@ export interface DecoderConfig {
   secret: string;
   capacity: number;
   catalog: SourceCatalog;
+  /** What mosaics may read: store prefixes, web hosts, allowed address ranges, the HTTP pool. */
+  assets: AssetConfig;
   maxInFlight: number;
   maxFileTransfers: number;
   requestTimeoutMs: number;
@@ -46,6 +49,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): DecoderConfig 
     secret,
     capacity: intVar(env, "TESSERA_DECODER_CAPACITY", { fallback: availableParallelism(), min: 1 }),
     catalog: catalogFrom(env, sharedWorkTimeoutMs),
+    assets: readAssetConfig(env),
     maxInFlight: intVar(env, "TESSERA_MAX_IN_FLIGHT_REQUESTS", { fallback: DEFAULT_MAX_IN_FLIGHT, min: 1 }),
     maxFileTransfers: intVar(env, "TESSERA_MAX_FILE_TRANSFERS", { fallback: DEFAULT_MAX_FILE_TRANSFERS, min: 1 }),
     requestTimeoutMs: intVar(env, "TESSERA_REQUEST_TIMEOUT_MS", { fallback: DEFAULT_REQUEST_TIMEOUT_MS, min: 1 }),

@@ -20,6 +20,12 @@
 //   TESSERA_BLOCK_CACHE_MB          decoded-block cache cap                    (256)
 //   TESSERA_MOSAIC_MAX_ASSETS       most assets a mosaic tile may paint; more is 413 (32)
 //   UV_THREADPOOL_SIZE              libuv pool: decodes/encodes at once; = the decoder's cores
+//   TESSERA_ASSET_PREFIXES          mosaics: store key prefixes assets may name, each ending "/"
+//                                   (s3: TESSERA_S3_PREFIX; local: the whole data directory)
+//   TESSERA_ASSET_HOSTS             mosaics: web hosts assets may name: host, host:port, *.suffix (none)
+//   TESSERA_ASSET_ALLOW_ADDRESSES   mosaics: CIDRs reachable although not public, e.g. 10.0.0.0/8 (none)
+//   TESSERA_ASSET_CONNECTIONS       mosaics: HTTP connections at once, all hosts (16; 8 a host)
+//   TESSERA_ASSET_TIMEOUT_MS        mosaics: wait for an HTTP asset's headers, and within its body (10000)
 //   TESSERA_EDGE_URL and the other registration variables: see heartbeat.ts
 //
 // On listen it prints one JSON line with "listening":"http://host:port" (the start script
@@ -32,6 +38,7 @@ import { DecodedBlockCache } from "./cog/block-cache";
 import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig } from "./heartbeat";
 import { RequestLimiter } from "./request-limiter";
 import { createDecoderServer, jsonLog } from "./server";
+import { AssetSources } from "./source/assets";
 import { WorkBudget } from "./work-budget";
 
 async function main(): Promise<void> {
@@ -58,6 +65,7 @@ async function main(): Promise<void> {
     budget: new WorkBudget(config.workBudgetBytes),
     blockCache: new DecodedBlockCache(config.blockCacheBytes),
     mosaicMaxAssets: config.mosaicMaxAssets,
+    assets: new AssetSources(config.assets, (key, signal) => config.catalog.openKey(key, signal)),
   });
   server.on("error", (err) => {
     jsonLog({ level: "error", msg: "server error", error: err.message });

@@ -44,6 +44,7 @@ import { Mosaic, type MosaicAssets } from "./mosaic/mosaic";
 import { mosaicIsMapOnly } from "../shared/maps/mosaic-json";
 import { DEFAULT_MOSAIC_MAX_ASSETS, withMosaicTile, type MosaicTileOptions } from "./mosaic/mosaic-tile";
 import { assetCatalog } from "./source/asset-catalog";
+import { readAssetConfig } from "./source/access-policy";
 import { AssetSources } from "./source/assets";
 import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
 import { renderDirectJpeg } from "./jpeg-encode";
@@ -87,7 +88,7 @@ export interface DecoderOptions {
   prefetchRing?: number;
   /** Bound on work shared by many requests: a source open, header and tile-table reads (default 10 s). */
   sharedWorkTimeoutMs?: number;
-  /** Where mosaics' assets come from, under the access policy (default: store keys of `catalog` only). */
+  /** Where mosaics' assets come from, under the access policy (default: any store key of `catalog`, no web hosts). */
   assets?: AssetSources;
   /** Most assets a mosaic tile may paint (default 32); more is 413. */
   mosaicMaxAssets?: number;
@@ -135,7 +136,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
   const cogOptions = { cache: blockCache, budget, prefetchRing: options.prefetchRing, sharedWorkTimeoutMs: options.sharedWorkTimeoutMs };
   // A mosaic's members: opened through the access policy, with zero prefetch (a tile reads a
   // small window of each of many files), each kept at one snapshot while cached.
-  const assets = options.assets ?? new AssetSources((key, signal) => options.catalog.openKey(key, signal));
+  const assets = options.assets ?? new AssetSources(readAssetConfig({}), (key, signal) => options.catalog.openKey(key, signal));
   const mosaicTiles: MosaicTileOptions = {
     members: new CogCache<Cog>(assetCatalog(assets), (source) => Cog.open(source, { ...cogOptions, prefetchRing: 0 }), options.cogCacheSize, {
       ...cogOptions,

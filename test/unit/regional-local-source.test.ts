@@ -4,10 +4,10 @@ import { appendFile, copyFile, mkdir, mkdtemp, rm, utimes, writeFile } from "nod
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { HttpError } from "../../shared/errors";
 import { LocalCatalog } from "../../regional/source/local";
 import { isValidSourceId } from "../../regional/source/source-id";
 import { SAMPLES } from "./regional-helpers";
+import { failure } from "../support/failure";
 
 let dir: string;
 let catalog: LocalCatalog;
@@ -22,16 +22,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-async function failure(p: Promise<unknown>): Promise<HttpError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(HttpError);
-    return e as HttpError;
-  }
-  throw new Error("expected a failure");
-}
 
 describe("source ids", () => {
   it("accepts plain names and rejects anything that could leave the directory", () => {
