@@ -3,7 +3,7 @@
 // against values this test computes on its own from the fixtures (which assets a tile pixel
 // reads, which are valid there, which wins); the index's order at a coarser zoom; expressions on
 // a STAC item's bands; the asset limit; `first` reading no further asset once every pixel is
-// filled; and invalidate_source(mosaic, member).
+// filled; invalidate_source(mosaic, member); and web assets under the access policy.
 import { execFileSync } from "node:child_process";
 import { cpSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,10 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecodedBlockCache } from "../../regional/cog/block-cache";
 import { Cog } from "../../regional/cog/cog";
 import { warpTile } from "../../regional/maps/warp";
+import { readAssetConfig } from "../../regional/source/access-policy";
+import { AssetSources } from "../../regional/source/assets";
 import { LocalCatalog } from "../../regional/source/local";
 import { tileToQuadkey } from "../../shared/maps/mosaic-json";
 import { parseTileRequest } from "../../shared/maps/tile-request";
 import { DECODER } from "../../shared/protocol";
+import { startAssetServer, type AssetServer } from "../support/asset-server";
 import {
   gridPixel,
   MONO_MOSAIC_TILES,
@@ -358,5 +361,63 @@ describe("STAC: one COG a band", () => {
   it("needs assets= or an expression naming them: 400", async () => {
     const t = await tile(decoder, "scene", SCENE_TILE);
     expect(t.status).toBe(400);
+  });
+});
+
+describe("web assets under the access policy, through the tile route", () => {
+  let server: AssetServer;
+  let dir2: string;
+  // A UTM band file of the scene (large enough that a tile's blocks lie past the open's first read).
+  const q = [12, 2234, 1420];
+  const mosaicOf = (name: string, assets: string[]) =>
+    writeFileSync(path.join(dir2, `${name}.mosaic.json`), JSON.stringify({ mosaicjson: "0.0.3", minzoom: 12, maxzoom: 12, bounds: [16, 48, 17, 49], tiles: { [tileToQuadkey(12, 2234, 1420)]: assets } }));
+  const decoderWith = (env: NodeJS.ProcessEnv) => {
+    const local = new LocalCatalog(dir2);
+    return startDecoder(local, 3, { assets: new AssetSources(readAssetConfig(env), (key, signal) => local.openKey(key, signal)) });
+  };
+
+  beforeAll(async () => {
+    dir2 = mkdtempSync(path.join(tmpdir(), "tessera-web-assets-"));
+    cpSync(path.join(dir, "scene-B04.tif"), path.join(dir2, "b04.tif"));
+    server = await startAssetServer(dir2);
+  });
+  afterAll(async () => {
+    await server.close();
+    rmSync(dir2, { recursive: true, force: true });
+  });
+
+  it("never sends a request to loopback, link-local or a name resolving to loopback, and names the asset without its credentials or query", async () => {
+    const urls = [`http://127.0.0.1:${server.port}/b04.tif?sig=secret`, "http://169.254.169.254/latest/meta-data/#x", `http://user:pw@localhost:${server.port}/b04.tif`];
+    for (const [i, url] of urls.entries()) mosaicOf(`web${i}`, [url]);
+    // The host is allowed; its address is not: an operator who lists a host still gets no loopback.
+    const d = await decoderWith({ TESSERA_ASSET_HOSTS: `127.0.0.1:${server.port},localhost:${server.port},169.254.169.254` });
+    try {
+      for (const [i, url] of urls.entries()) {
+        const t = await tile(d, `web${i}`, q);
+        const message = JSON.parse(t.data.toString()).message as string;
+        expect(t.status, url).toBe(502);
+        expect(message, url).toMatch(/refused by the access policy/);
+        for (const secret of ["sig=", "secret", "user:pw", "pw@", "#x"]) expect(message, url).not.toContain(secret);
+      }
+      expect(server.connections).toBe(0);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it("reads an allowed web asset with If-Match on every range, the same pixels as the store key", async () => {
+    mosaicOf("web", [`http://127.0.0.1:${server.port}/b04.tif`]);
+    mosaicOf("stored", ["b04.tif"]);
+    const d = await decoderWith({ TESSERA_ASSET_HOSTS: `127.0.0.1:${server.port}`, TESSERA_ASSET_ALLOW_ADDRESSES: "127.0.0.0/8" });
+    try {
+      const [web, stored] = [await tile(d, "web", q, "rescale=0,2000"), await tile(d, "stored", q, "rescale=0,2000")];
+      expect(web.status).toBe(200);
+      expect(web.data.equals(stored.data)).toBe(true);
+      const ranged = server.requests.slice(1); // the open's first GET is what learns the ETag
+      expect(ranged.length).toBeGreaterThan(0);
+      for (const r of ranged) expect(r.headers["if-match"], r.path).toMatch(/^"/);
+    } finally {
+      await d.close();
+    }
   });
 });
