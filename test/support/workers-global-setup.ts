@@ -5,7 +5,7 @@
 // and one that works, over a picture whose upscaled, rotated render keeps libvips busy a while,
 // a large file of noise, and the bundled map sample.
 import { execFileSync } from "node:child_process";
-import { copyFile, mkdtemp, rm } from "node:fs/promises";
+import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -45,6 +45,9 @@ export default async function setup(project: TestProject) {
     .toFile(path.join(dir, "noise.tif"));
   await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "published.tif"));
   await copyFile(path.join(ROOT, "samples/utm-quadrants.tif"), path.join(dir, "utm-quadrants.tif"));
+  // Stored Raster Style documents beside the sources: one good, one with a bad field.
+  await writeFile(path.join(dir, "red-ramp.style.json"), JSON.stringify({ name: "red band, reds ramp", bidx: [1], colormap_name: "reds" }));
+  await writeFile(path.join(dir, "broken.style.json"), JSON.stringify({ bidx: [1], rescale: [[0, "max"]] }));
   const working = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
   project.provide("workingDecoderUrl", working.url);
   return async () => {
