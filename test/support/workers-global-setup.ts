@@ -45,6 +45,9 @@ export default async function setup(project: TestProject) {
     .toFile(path.join(dir, "noise.tif"));
   await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "published.tif"));
   await copyFile(path.join(ROOT, "samples/utm-quadrants.tif"), path.join(dir, "utm-quadrants.tif"));
+  // A mosaic of the one sample, indexed at zoom 0 (its one quadkey "").
+  const mosaic = { mosaicjson: "0.0.3", minzoom: 0, maxzoom: 16, quadkey_zoom: 0, bounds: [15, 47.66, 15.28, 47.86], tiles: { "": ["utm-quadrants.tif"] } };
+  await writeFile(path.join(dir, "quadrants.mosaic.json"), JSON.stringify(mosaic));
   // Stored Raster Style documents beside the sources: one good, one with a bad field.
   await writeFile(path.join(dir, "red-ramp.style.json"), JSON.stringify({ name: "red band, reds ramp", bidx: [1], colormap_name: "reds" }));
   await writeFile(path.join(dir, "broken.style.json"), JSON.stringify({ bidx: [1], rescale: [[0, "max"]] }));

@@ -5,8 +5,8 @@ import { describe, expect, it } from "vitest";
 import { infoKey } from "../../edge/source-info";
 import { get, heartbeat, metric } from "./helpers";
 
-const invalidate = (id: string, token?: string, body?: string) =>
-  get(`/admin/sources/${id}/invalidate`, {
+const invalidate = (id: string, token?: string, body?: string, query = "") =>
+  get(`/admin/sources/${id}/invalidate${query}`, {
     method: "POST",
     body,
     headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
@@ -41,6 +41,20 @@ describe("POST /admin/sources/{id}/invalidate", () => {
     expect(await (await invalidate("published", env.ADMIN_TOKEN)).json()).toMatchObject({ dropped: 0 });
     // The next request opens the source afresh.
     expect((await get("/iiif/3/published/info.json")).status).toBe(200);
+  });
+
+  it("with ?member=, makes every decoder open that asset of the mosaic afresh (invalidate_source(mosaic, member))", async () => {
+    expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);
+    const tile = await get("/tiles/quadrants/WebMercatorQuad/12/2219/1427.png");
+    expect(tile.status).toBe(200); // the member is open now
+    await tile.arrayBuffer();
+    const member = (token: string) => invalidate("quadrants", token, undefined, "?member=utm-quadrants.tif");
+    const res = await member(env.ADMIN_TOKEN);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ id: "quadrants", member: "utm-quadrants.tif", decoders: 1, invalidated: 1, dropped: 1 });
+    expect(await (await member(env.ADMIN_TOKEN)).json()).toMatchObject({ dropped: 0 });
+    expect((await member("wrong")).status).toBe(401);
+    expect((await invalidate("quadrants", env.ADMIN_TOKEN, undefined, "?member=")).status).toBe(400);
   });
 
   it("answers 400 for a bad id and 413 for a body far larger than an admin call", async () => {

@@ -1,9 +1,11 @@
 // A mosaic at the edge (its metadata planted in the edge's cache, as a decoder's answer would be):
 // a map only, so the IIIF routes answer 404 saying so; its TileJSON has no IIIF link; and a tile
 // that may paint many assets is costed by that count before any decoder is asked, so one past
-// what the full partition's memory can ever hold is 413 from admission itself.
+// what the full partition's memory can ever hold is 413 from admission itself. And a mosaic of
+// one COG through a real decoder (test/support/workers-global-setup.ts) is that COG's tile.
 import { beforeEach, describe, expect, it } from "vitest";
 import type { MosaicSummary, SourceInfo } from "../../shared/protocol";
+import { env } from "cloudflare:workers";
 import { cacheSourceInfo, georeferencedSource, get, heartbeat, metric } from "./helpers";
 
 /** A mosaic over WebMercatorQuad tile 2/2/1 (tiles 8..11 × 4..7 at zoom 4), indexed at zoom 4. */
@@ -14,7 +16,7 @@ function mosaicSource(id: string, mosaic: MosaicSummary): SourceInfo {
 }
 
 beforeEach(async () => {
-  expect((await heartbeat()).status).toBe(204);
+  expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);
   await cacheSourceInfo(mosaicSource("city", { kind: "mosaic", assets: 1000, maxAssetsPerKey: 1, quadkeyZoom: 4 }));
 });
 
@@ -42,5 +44,15 @@ describe("a mosaic at the edge", () => {
     expect(res.status).toBe(413);
     expect(((await res.json()) as { error: string }).error).toBe("too_large");
     expect(await metric("released_total")).toBe(released); // never admitted
+  });
+});
+
+describe("a mosaic decoded by a real decoder", () => {
+  it("of one COG, paints that COG's tile, byte for byte", async () => {
+    const [mosaic, single] = await Promise.all(
+      ["quadrants", "utm-quadrants"].map(async (id) => new Uint8Array(await (await get(`/tiles/${id}/WebMercatorQuad/12/2219/1427.png`)).arrayBuffer())),
+    );
+    expect([...mosaic.subarray(1, 4)]).toEqual([0x50, 0x4e, 0x47]); // a PNG, not an error
+    expect(mosaic).toEqual(single);
   });
 });
