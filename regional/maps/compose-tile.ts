@@ -26,9 +26,14 @@ export interface AssetBand {
 /** One asset a tile paints: a COG, or a STAC item's chosen assets. */
 export interface TileAsset {
   label: string;
-  /** Each band the style reads, in the asset's band order (the tuple before channels). */
+  /** Each band the style reads, once, sorted by band number (the tuple before channels). */
   bands: AssetBand[];
+  /** Without an expression, the bands shown, by name, in the request's order. */
+  channels: string[];
 }
+
+/** Band names in band-number order: `b2` before `b10`, `B04` before `B08`, `visual_b1` before `visual_b2`. */
+export const byBandNumber = (a: string, b: string) => a.localeCompare(b, "en", { numeric: true });
 
 /** The bands of `cog` a request reads (its expression's, its bidx, or the COG's own colour bands), named b1…bN. */
 export function cogAsset(cog: Cog, req: TileRequest, label: string): TileAsset {
@@ -38,15 +43,8 @@ export function cogAsset(cog: Cog, req: TileRequest, label: string): TileAsset {
     const names = Array.from({ length: count }, (_, i) => `b${i + 1}`);
     numbers = parseExpressions(req.expression, names).bands.map((name) => Number(name.slice(1)));
   }
-  // Before channels, the tuple is the bands read, each once, by band number.
   const sorted = [...new Set(numbers)].sort((a, b) => a - b);
-  return { label, bands: sorted.map((band) => ({ name: `b${band}`, cog, band })) };
-}
-
-/** The request's output channels, as band names, when it has no expression: its bidx or the asset's own. */
-function channelNames(req: TileRequest, asset: TileAsset): string[] {
-  if (req.bidx) return req.bidx.map((b) => `b${b}`);
-  return asset.bands.map((b) => b.name);
+  return { label, bands: sorted.map((band) => ({ name: `b${band}`, cog, band })), channels: numbers.map((band) => `b${band}`) };
 }
 
 interface PlannedRead {
@@ -63,7 +61,12 @@ export function composeTile(assets: TileAsset[], req: TileRequest, what: string)
   const first = assets[0];
   const program = req.expression ? parseExpressions(req.expression, first.bands.map((b) => b.name)) : undefined;
   const stage = req.stage ?? "after_channels";
-  const components = stage === "before_channels" ? first.bands.length : (program?.channels.length ?? channelNames(req, first).length);
+  const lastband = req.pixelSelection === "lastbandhigh" || req.pixelSelection === "lastbandlow";
+  const decider = first.bands.at(-1)!.name;
+  if (stage === "before_channels" && lastband && program?.bands.includes(decider)) {
+    throw badRequest(`the expression reads ${decider}, which ${req.pixelSelection} decides on and drops before channels`);
+  }
+  const components = stage === "before_channels" ? first.bands.length : (program?.channels.length ?? first.channels.length);
   for (const asset of assets) {
     if (asset.bands.length !== first.bands.length) {
       throw badRequest(`the assets differ: ${first.label} brings ${first.bands.length} bands and ${asset.label} ${asset.bands.length}; choose the bands with bidx or an expression`);
@@ -76,8 +79,7 @@ export function composeTile(assets: TileAsset[], req: TileRequest, what: string)
   const stacked = req.pixelSelection === "median" || req.pixelSelection === "stdev" || req.pixelSelection === "mean";
   const reducing = pixels * components * 5 * (stacked ? assets.length + 1 : 2);
   const cost = reads.flat().reduce((sum, r) => sum + plannedCost(r.cog, r.plan), 0) + reducing;
-  const lastband = req.pixelSelection === "lastbandhigh" || req.pixelSelection === "lastbandlow";
-  const channelCount = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? channelNames(req, first).length) - (lastband ? 1 : 0);
+  const channelCount = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? first.channels.length) - (lastband ? 1 : 0);
   const ranges = valueRanges(first.bands[0].cog, req, channelCount);
   return {
     cost,
@@ -86,7 +88,7 @@ export function composeTile(assets: TileAsset[], req: TileRequest, what: string)
       const reducer = pixelSelection({ mode: req.pixelSelection ?? "first", rankChannel: req.rankChannel, components, pixels });
       for (let i = 0; i < assets.length && !reducer.done; i++) {
         const planes = await warpAsset(reads[i], req, signal, work);
-        reducer.add(stage === "before_channels" ? tupleOf(assets[i].bands.map((b) => planes.get(b.name)!)) : channels(program, req, assets[i], planes, pixels));
+        reducer.add(stage === "before_channels" ? tupleOf(assets[i].bands.map((b) => planes.get(b.name)!)) : channels(program, assets[i], planes, pixels));
       }
       const reduced = reducer.result();
       const out = stage === "before_channels" ? afterReduction(program, req, first, reduced, pixels) : reduced;
@@ -126,10 +128,10 @@ async function warpAsset(reads: PlannedRead[], req: TileRequest, signal: AbortSi
 const tupleOf = (planes: BandPlane[]): AssetTuple => ({ bands: planes.map((p) => p.values), valid: planes.map((p) => p.valid) });
 
 /** An asset's output channels: its expression's results, or its bands in the request's order. */
-function channels(program: ExpressionProgram | undefined, req: TileRequest, asset: TileAsset, planes: Map<string, BandPlane>, pixels: number): AssetTuple {
+function channels(program: ExpressionProgram | undefined, asset: TileAsset, planes: Map<string, BandPlane>, pixels: number): AssetTuple {
   if (program) return evaluateExpressions(program, planes, pixels);
   // Before channels, lastband* has dropped its deciding band: the others are the channels.
-  return tupleOf(channelNames(req, asset).filter((name) => planes.has(name)).map((name) => planes.get(name)!));
+  return tupleOf(asset.channels.filter((name) => planes.has(name)).map((name) => planes.get(name)!));
 }
 
 /**
@@ -140,9 +142,5 @@ function afterReduction(program: ExpressionProgram | undefined, req: TileRequest
   if (req.pixelSelection === "count") return reduced;
   const planes = new Map<string, BandPlane>();
   reduced.bands.forEach((values, i) => planes.set(first.bands[i].name, { values, valid: reduced.valid[i] }));
-  if (program) {
-    const missing = program.bands.find((name) => !planes.has(name));
-    if (missing) throw badRequest(`the expression reads ${missing}, which ${req.pixelSelection} drops (it decides on the last band)`);
-  }
-  return channels(program, req, { ...first, bands: first.bands.filter((b) => planes.has(b.name)) }, planes, pixels);
+  return channels(program, first, planes, pixels);
 }

@@ -7,7 +7,7 @@ import { EMPTY_TILES } from "../../shared/maps/empty-tile";
 import { canonicalTile, type TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import type { CogCache } from "../cog-cache";
-import { cogAsset, composeTile, type TileAsset } from "../maps/compose-tile";
+import { byBandNumber, cogAsset, composeTile, type TileAsset } from "../maps/compose-tile";
 import type { PreparedDecode } from "../prepared-decode";
 import { assetLabel } from "../source/assets";
 import type { AssetRef, Mosaic } from "./mosaic";
@@ -53,7 +53,8 @@ export async function withMosaicTile<R>(
 
 function tileAsset(ref: AssetRef, req: TileRequest, cogOf: (asset: string) => Cog): TileAsset {
   if (ref.kind === "cog") return cogAsset(cogOf(ref.asset), req, assetLabel(ref.asset));
-  return { label: ref.label, bands: ref.bands.map((b) => ({ name: b.name, cog: cogOf(b.asset), band: b.band })) };
+  const bands = ref.bands.map((b) => ({ name: b.name, cog: cogOf(b.asset), band: b.band }));
+  return { label: ref.label, bands: [...bands].sort((a, b) => byBandNumber(a.name, b.name)), channels: bands.map((b) => b.name) };
 }
 
 /** Where the index names no asset: the transparent tile, as outside the data. */
