@@ -421,3 +421,33 @@ describe("web assets under the access policy, through the tile route", () => {
     }
   });
 });
+
+describe("STAC: several bands in one asset", () => {
+  it("reads a three-band asset whole (assets=visual), or its bands by asset_bidx, as the COG's own tile", async () => {
+    const dir2 = mkdtempSync(path.join(tmpdir(), "tessera-stac-"));
+    try {
+      cpSync(path.join(dir, "rgb-a.tif"), path.join(dir2, "rgb-a.tif"));
+      const item = {
+        type: "Feature",
+        stac_version: "1.0.0",
+        id: "visual-item",
+        bbox: [16, 48, 17, 49],
+        properties: {},
+        assets: { visual: { href: "./rgb-a.tif", "eo:bands": [{ name: "red" }, { name: "green" }, { name: "blue" }] } },
+      };
+      writeFileSync(path.join(dir2, "visual.stac.json"), JSON.stringify(item));
+      const d = await startDecoder(new LocalCatalog(dir2));
+      try {
+        const at = [Z, P + 1, Q];
+        const cog = await tile(d, "rgb-a", at);
+        expect((await tile(d, "visual", at, "assets=visual")).data.equals(cog.data)).toBe(true);
+        const swapped = await tile(d, "visual", at, `assets=visual&asset_bidx=${encodeURIComponent("visual|3,2,1")}`);
+        expect(swapped.data.equals((await tile(d, "rgb-a", at, "bidx=3,2,1")).data)).toBe(true);
+      } finally {
+        await d.close();
+      }
+    } finally {
+      rmSync(dir2, { recursive: true, force: true });
+    }
+  });
+});
