@@ -105,29 +105,45 @@ export function colorize(channels: TileChannels, req: TileRequest, ranges: [numb
   const colourOf = colourMap(req);
   const colours = colourOf !== undefined || bands.length === 3 ? 3 : 1;
   const stride = colours + (alpha ? 1 : 0);
-  const data = Buffer.alloc(width * height * stride);
-  const level = levels(ranges, req.gamma ?? 1);
+  const pixels = width * height;
+  const data = Buffer.alloc(pixels * stride);
+  // A pixel some channel lacks stays 0: transparent in png and webp, black in jpg.
+  const opaque = allValid(valid, pixels);
   const opacity = req.opacity ?? 1;
-  const value = new Array<number>(bands.length);
-  for (let i = 0; i < width * height; i++) {
-    // A pixel some channel lacks stays 0: transparent in png and webp, black in jpg.
-    if (!valid.every((v) => v[i] === 1)) continue;
-    const at = i * stride;
-    for (let b = 0; b < bands.length; b++) value[b] = level ? level(bands[b][i], b) : bands[b][i];
-    let a = 255;
-    if (colourOf) {
-      const c = colourOf(value[0]);
+  if (colourOf) {
+    const level = levels(ranges, req.gamma ?? 1);
+    for (let i = 0; i < pixels; i++) {
+      if (!opaque[i]) continue;
+      const c = colourOf(level ? level(bands[0][i], 0) : bands[0][i]);
       if (!c) continue;
+      const at = i * stride;
       data[at] = c[0];
       data[at + 1] = c[1];
       data[at + 2] = c[2];
-      a = c[3];
-    } else {
-      for (let b = 0; b < bands.length; b++) data[at + b] = value[b];
+      if (alpha) data[at + 3] = Math.round(c[3] * opacity);
     }
-    if (alpha) data[at + colours] = Math.round(a * opacity);
+    return { data, colours, alpha };
+  }
+  // Channel by channel, in tight loops: this runs on every pixel of every tile.
+  const exponent = 1 / (req.gamma ?? 1);
+  for (let b = 0; b < bands.length; b++) {
+    const values = bands[b];
+    const [min, max] = ranges![b];
+    const span = max - min;
+    for (let i = 0, at = b; i < pixels; i++, at += stride) if (opaque[i]) data[at] = toLevel(values[i], min, span, exponent);
+  }
+  if (alpha) {
+    const a = Math.round(255 * opacity);
+    for (let i = 0, at = colours; i < pixels; i++, at += stride) if (opaque[i]) data[at] = a;
   }
   return { data, colours, alpha };
+}
+
+/** 1 where every channel is valid. */
+function allValid(valid: Uint8Array[], pixels: number): Uint8Array {
+  const opaque = new Uint8Array(pixels).fill(1);
+  for (const v of valid) for (let i = 0; i < pixels; i++) opaque[i] &= v[i];
+  return opaque;
 }
 
 /**
@@ -137,10 +153,11 @@ export function colorize(channels: TileChannels, req: TileRequest, ranges: [numb
 function levels(ranges: [number, number][] | undefined, gamma: number): ((value: number, channel: number) => number) | undefined {
   if (!ranges) return undefined;
   const exponent = 1 / gamma;
-  return (value, channel) => {
-    const [min, max] = ranges[channel];
-    const scaled = ((value - min) * 255) / (max - min);
-    const level = scaled < 0 ? 0 : scaled > 255 ? 255 : scaled;
-    return Math.round(exponent === 1 ? level : 255 * (level / 255) ** exponent);
-  };
+  return (value, channel) => toLevel(value, ranges[channel][0], ranges[channel][1] - ranges[channel][0], exponent);
+}
+
+function toLevel(value: number, min: number, span: number, exponent: number): number {
+  const scaled = ((value - min) * 255) / span;
+  const level = scaled < 0 ? 0 : scaled > 255 ? 255 : scaled;
+  return Math.round(exponent === 1 ? level : 255 * (level / 255) ** exponent);
 }

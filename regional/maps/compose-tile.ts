@@ -85,12 +85,20 @@ export function composeTile(assets: TileAsset[], req: TileRequest, what: string)
     cost,
     what,
     render: async (signal, work) => {
-      const reducer = pixelSelection({ mode: req.pixelSelection ?? "first", rankChannel: req.rankChannel, components, pixels });
-      for (let i = 0; i < assets.length && !reducer.done; i++) {
+      const tupleAt = async (i: number) => {
         const planes = await warpAsset(reads[i], req, signal, work);
-        reducer.add(stage === "before_channels" ? tupleOf(assets[i].bands.map((b) => planes.get(b.name)!)) : channels(program, assets[i], planes, pixels));
+        return stage === "before_channels" ? tupleOf(assets[i].bands.map((b) => planes.get(b.name)!)) : channels(program, assets[i], planes, pixels);
+      };
+      const mode = req.pixelSelection ?? "first";
+      // One asset painted `first` is its own result (its invalid pixels stay transparent): nothing to reduce.
+      let reduced: AssetTuple;
+      if (assets.length === 1 && mode === "first") {
+        reduced = await tupleAt(0);
+      } else {
+        const reducer = pixelSelection({ mode, rankChannel: req.rankChannel, components, pixels });
+        for (let i = 0; i < assets.length && !reducer.done; i++) reducer.add(await tupleAt(i));
+        reduced = reducer.result();
       }
-      const reduced = reducer.result();
       const out = stage === "before_channels" ? afterReduction(program, req, first, reduced, pixels) : reduced;
       return encodeTile({ width: side, height: side, bands: out.bands, valid: out.valid }, req, ranges);
     },
