@@ -6,21 +6,17 @@
 // and no error in the page; and the same tiles loading in plain <img> tags, as Leaflet loads them.
 import { execFileSync } from "node:child_process";
 import type { Browser, Page } from "playwright-core";
-import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, patchMean, type Rgb } from "../support/browser";
+import type { Rgb } from "../support/browser";
+import { BACKGROUND, expectColours, loadImages, lonLat, openMapBrowser, settled, type TileAnswer } from "../support/map-page";
 import { startStack, type Stack } from "../../infra/local/stack";
 import { startViewerServer, type ViewerServer } from "../../infra/local/viewer-server";
 
 // Flat colours stay within a few levels through resampling; a wrong tile is far off.
 const COLOUR_TOLERANCE = 16; // max difference of any channel, 0..255
-const WINDOW = { width: 800, height: 600 };
-const LOAD_TIMEOUT = 30_000;
-/** The page's background where the layer has no data (map.html's #view). */
-const BACKGROUND: Rgb = [0xe8, 0xe4, 0xd8];
 
 // The sample: 1024 px at 20 m from 500000 E, 5300000 N (samples/README.md).
-const pixelToUtm = (x: number, y: number) => [500000 + 20 * x, 5300000 - 20 * y];
+const pixelToUtm = (x: number, y: number): [number, number] => [500000 + 20 * x, 5300000 - 20 * y];
 /** Points to look at, by sample pixel, with the colour each must show. */
 const PLACES: { name: string; pixel: [number, number]; colour: Rgb }[] = [
   { name: "north-west quadrant", pixel: [256, 256], colour: [200, 30, 30] },
@@ -34,41 +30,23 @@ const PLACES: { name: string; pixel: [number, number]; colour: Rgb }[] = [
   { name: "north of the data", pixel: [512, -50], colour: BACKGROUND },
   { name: "south of the data", pixel: [512, 1074], colour: BACKGROUND },
 ];
+/** Lon/lat of sample pixels as GDAL transforms them from UTM 33N. */
+const sampleLonLat = (pixels: [number, number][]) => lonLat("EPSG:32633", pixels.map(([x, y]) => pixelToUtm(x, y)));
 
-// The page's globals, used inside page.evaluate (this Node program has no DOM types).
+// The page's MapLibre map, used inside page.evaluate (this Node program has no DOM types).
 declare const window: { map: any };
-declare function requestAnimationFrame(callback: () => void): number;
-declare class Image {
-  crossOrigin: string;
-  src: string;
-  naturalWidth: number;
-  onload: () => void;
-  onerror: () => void;
-}
 
 let stack: Stack;
 let site: ViewerServer;
 let browser: Browser;
 let page: Page;
-const tiles: { url: string; status: number; type?: string; cache?: string }[] = [];
-const pageErrors: string[] = [];
+let tiles: TileAnswer[];
+let pageErrors: string[];
 
 beforeAll(async () => {
   stack = await startStack();
   site = await startViewerServer({ port: 0, edgeUrl: stack.url });
-  // WebGL in software (SwiftShader): MapLibre draws with WebGL, and the machine has no GPU.
-  browser = await launchChromium(["--use-angle=swiftshader", "--enable-unsafe-swiftshader"]);
-  page = await browser.newPage({ viewport: WINDOW, deviceScaleFactor: 1 });
-  page.setDefaultTimeout(LOAD_TIMEOUT);
-  page.on("console", (message) => {
-    if (message.type() === "error" || message.type() === "warning") pageErrors.push(`console ${message.type()}: ${message.text()}`);
-  });
-  page.on("pageerror", (err) => pageErrors.push(`page error: ${err.message}`));
-  page.on("response", (res) => {
-    if (!res.url().startsWith(`${stack.url}/tiles/`) || res.url().includes(".json")) return;
-    const headers = res.headers();
-    tiles.push({ url: res.url(), status: res.status(), type: headers["content-type"], cache: headers["x-tessera-cache"] });
-  });
+  ({ browser, page, tiles, pageErrors } = await openMapBrowser(stack.url));
 });
 afterAll(async () => {
   await browser?.close();
@@ -76,35 +54,10 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-/** Lon/lat of sample pixels as GDAL transforms them from UTM 33N. */
-function lonLat(pixels: [number, number][]): [number, number][] {
-  const input = pixels.map(([x, y]) => pixelToUtm(x, y).join(" ")).join("\n") + "\n";
-  const output = execFileSync("gdaltransform", ["-s_srs", "EPSG:32633", "-t_srs", "OGC:CRS84"], { input, encoding: "utf8" });
-  return output.trim().split("\n").map((line) => line.split(/\s+/).slice(0, 2).map(Number) as [number, number]);
-}
-
-/** Resolves once MapLibre has loaded every tile the view needs, and drawn them. */
-async function settled(): Promise<void> {
-  await page.waitForFunction(() => window.map?.loaded() && window.map.areTilesLoaded() && !window.map.isMoving());
-  await page.evaluate(() => new Promise<void>((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve()))));
-}
-
-
 /** Screenshots the map and compares the colour at every place with what it must be. */
 async function checkPlaces(): Promise<void> {
-  const where = lonLat(PLACES.map((p) => p.pixel));
-  const screen: { x: number; y: number }[] = await page.evaluate(
-    (points) => points.map((p) => window.map.project(p)).map(({ x, y }: { x: number; y: number }) => ({ x: Math.round(x), y: Math.round(y) })),
-    where,
-  );
-  const shot = await sharp(await page.locator("#view canvas").screenshot()).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  const seen = PLACES.map((place, i) => {
-    const { x, y } = screen[i];
-    expect(x >= 4 && y >= 4 && x < shot.info.width - 4 && y < shot.info.height - 4, `${place.name} on screen at ${x},${y}`).toBe(true);
-    return { name: place.name, at: [x, y], colour: patchMean(shot.data, shot.info.width, shot.info.channels, x, y) };
-  });
-  const wrong = seen.filter((s, i) => Math.max(...s.colour.map((v, c) => Math.abs(v - PLACES[i].colour[c]))) > COLOUR_TOLERANCE);
-  expect(wrong).toEqual([]);
+  const where = sampleLonLat(PLACES.map((p) => p.pixel));
+  await expectColours(page, PLACES.map((p, i) => ({ name: p.name, lonLat: where[i], colour: p.colour })), COLOUR_TOLERANCE);
 }
 
 /** Tiles the edge answered with its empty PNG (no cache lookup, no decode), and the others. */
@@ -114,7 +67,7 @@ const decodedTiles = () => tiles.filter((t) => t.cache !== undefined);
 describe("the MapLibre page on the UTM sample", () => {
   it("shows each quadrant where GDAL puts it and the page's background around the data, and logs no error", async () => {
     await page.goto(`${site.url}map.html?id=utm-quadrants`);
-    await settled();
+    await settled(page);
     expect(await page.locator("#status").getAttribute("class")).not.toBe("error");
     await checkPlaces();
     expect(decodedTiles().length).toBeGreaterThan(0);
@@ -132,7 +85,7 @@ describe("the MapLibre page on the UTM sample", () => {
       map.addSource("unbounded", { type: "raster", tiles: template, tileSize: 256 });
       map.addLayer({ id: "unbounded", type: "raster", source: "unbounded" });
     });
-    await settled();
+    await settled(page);
     await checkPlaces();
     expect(emptyTiles().length).toBeGreaterThan(0);
     expect(emptyTiles().every((t) => t.type === "image/png")).toBe(true);
@@ -144,22 +97,7 @@ describe("the MapLibre page on the UTM sample", () => {
     const inside = decodedTiles()[0].url;
     const outside = emptyTiles()[0].url;
     const urls = [inside, inside.replace(".png", ".jpg"), inside.replace(".png", "@2x.webp"), outside, outside.replace(".png", ".jpg"), outside.replace(".png", "@2x.jpg")];
-    const loaded = await page.evaluate(
-      (list) =>
-        Promise.all(
-          list.map(
-            (url: string) =>
-              new Promise<{ url: string; event: string; width: number }>((resolve) => {
-                const img = new Image();
-                img.crossOrigin = "anonymous"; // as Leaflet and OpenLayers ask for tiles they may read back
-                img.onload = () => resolve({ url, event: "load", width: img.naturalWidth });
-                img.onerror = () => resolve({ url, event: "error", width: 0 });
-                img.src = url;
-              }),
-          ),
-        ),
-      urls,
-    );
+    const loaded = await loadImages(page, urls);
     expect(loaded).toEqual(urls.map((url) => ({ url, event: "load", width: url.includes("@2x") ? 512 : 256 })));
     expect(pageErrors).toEqual([]);
   });
@@ -196,7 +134,7 @@ describe("the WMTS capabilities, read by GDAL's WMTS client as QGIS would add th
 
   it("lead GDAL to the tiles: each place's colour, read through the layer at its lon/lat", () => {
     const inside = PLACES.filter((p) => p.colour !== BACKGROUND);
-    const where = lonLat(inside.map((p) => p.pixel));
+    const where = sampleLonLat(inside.map((p) => p.pixel));
     const read = inside.map((place, i) => {
       const values = gdal("gdallocationinfo", ["-valonly", "-wgs84", capabilities(), ...where[i].map(String)]);
       return { name: place.name, colour: values.trim().split("\n").slice(0, 3).map(Number) };
