@@ -3,48 +3,34 @@
 // from the fixtures' value functions (which asset takes part and wins a pixel, the NDVI and its
 // ramp colour), independently of the decoder; outside the data and over nodata the page's own
 // background shows; the page logs no error and every tile answer is 200.
-import type { Browser, Page } from "playwright-core";
 import { interpolateRdYlGn } from "d3-scale-chromatic";
 import { rgb } from "d3-color";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Rgb } from "../support/browser";
-import { BACKGROUND, expectColours, jumpTo, loadImages, lonLat, openMapBrowser, settled, type Place, type TileAnswer } from "../support/map-page";
+import { BACKGROUND, expectColours, jumpTo, loadImages, lonLat, settled, startMapSite, type Place, type MapSite } from "../support/map-page";
 import { gridPixel, MOSAIC_FIXTURES, MOSAIC_PARENT, MOSAIC_Z, mosaicFixtures, RGB_MOSAIC_TILES, SCENE_FIXTURES } from "../support/mosaic-fixtures";
 import { tileToQuadkey } from "../../shared/maps/mosaic-json";
-import { startStack, type Stack } from "../../infra/local/stack";
-import { startViewerServer, type ViewerServer } from "../../infra/local/viewer-server";
 
-let stack: Stack;
-let site: ViewerServer;
-let browser: Browser;
-let page: Page;
-let tiles: TileAnswer[];
-let pageErrors: string[];
+let m: MapSite;
 
 beforeAll(async () => {
-  stack = await startStack({ decoderEnv: { TESSERA_DATA_DIR: mosaicFixtures() } });
-  site = await startViewerServer({ port: 0, edgeUrl: stack.url });
-  ({ browser, page, tiles, pageErrors } = await openMapBrowser(stack.url));
+  m = await startMapSite({ decoderEnv: { TESSERA_DATA_DIR: mosaicFixtures() } });
 });
-afterAll(async () => {
-  await browser?.close();
-  await site?.close();
-  await stack?.stop();
-});
+afterAll(() => m?.close());
 
 /** Opens the page with `query` and waits until its fitted view is drawn, with no error in its header. */
 async function open(query: string): Promise<void> {
-  tiles.length = 0;
-  await page.goto(`${site.url}map.html?${query}`);
-  await settled(page);
-  expect(await page.locator("#status").getAttribute("class")).not.toBe("error");
+  m.tiles.length = 0;
+  await m.page.goto(`${m.site.url}map.html?${query}`);
+  await settled(m.page);
+  expect(await m.page.locator("#status").getAttribute("class")).not.toBe("error");
 }
 
 /** No failed tile, no page error, and at least one tile drawn. */
 function expectCleanLoad(): void {
-  expect(tiles.length).toBeGreaterThan(0);
-  expect(tiles.filter((t) => t.status !== 200)).toEqual([]);
-  expect(pageErrors).toEqual([]);
+  expect(m.tiles.length).toBeGreaterThan(0);
+  expect(m.tiles.filter((t) => t.status !== 200)).toEqual([]);
+  expect(m.pageErrors).toEqual([]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -109,17 +95,17 @@ describe("the MapLibre page on a MosaicJSON mosaic", () => {
     await open("id=rgb-mosaic&pixel_selection=highest&rank_channel=2");
     // The view centred on the overlap, drawing MOSAIC_Z's tiles pixel for pixel: MapLibre's zoom
     // counts 512 px tiles, so its zoom one less shows the 256 px tiles of MOSAIC_Z.
-    await jumpTo(page, gridLonLat((P + 1) * TILE + 128, (Q + 1) * TILE), MOSAIC_Z - 1);
-    await expectColours(page, rgbPlaces(), RGB_TOLERANCE);
+    await jumpTo(m.page, gridLonLat((P + 1) * TILE + 128, (Q + 1) * TILE), MOSAIC_Z - 1);
+    await expectColours(m.page, rgbPlaces(), RGB_TOLERANCE);
     expectCleanLoad();
   });
 
   it("serves the TileJSON's tiles to plain <img> tags: png and webp, 256 and 512 px", async () => {
-    const inside = tiles.find((t) => t.cache !== undefined)!.url;
+    const inside = m.tiles.find((t) => t.cache !== undefined)!.url;
     const urls = [inside, inside.replace(".png", "@2x.webp")];
-    expect(await loadImages(page, urls)).toEqual(urls.map((url) => ({ url, event: "load", width: url.includes("@2x") ? 512 : 256 })));
-    expect(tiles.filter((t) => t.status !== 200 || !t.type?.startsWith("image/"))).toEqual([]);
-    expect(pageErrors).toEqual([]);
+    expect(await loadImages(m.page, urls)).toEqual(urls.map((url) => ({ url, event: "load", width: url.includes("@2x") ? 512 : 256 })));
+    expect(m.tiles.filter((t) => t.status !== 200 || !t.type?.startsWith("image/"))).toEqual([]);
+    expect(m.pageErrors).toEqual([]);
   });
 });
 
@@ -169,16 +155,16 @@ describe("the MapLibre page on a STAC item", () => {
       const outside = col < 0 || row < 0 || col >= SCENE.B08.width || row >= SCENE.B08.height;
       return { name, lonLat: where[i], colour: outside ? BACKGROUND : ndviColour(col, row) };
     });
-    await expectColours(page, places, SCENE_TOLERANCE);
+    await expectColours(m.page, places, SCENE_TOLERANCE);
     expectCleanLoad();
   });
 
   it("serves the TileJSON's tiles, styled, to plain <img> tags", async () => {
-    const inside = tiles.find((t) => t.cache !== undefined)!.url;
+    const inside = m.tiles.find((t) => t.cache !== undefined)!.url;
     expect(inside).toContain("colormap_name=rdylgn");
     const urls = [inside, inside.replace(".png", ".jpg")];
-    expect(await loadImages(page, urls)).toEqual(urls.map((url) => ({ url, event: "load", width: 256 })));
-    expect(tiles.filter((t) => t.status !== 200 || !t.type?.startsWith("image/"))).toEqual([]);
-    expect(pageErrors).toEqual([]);
+    expect(await loadImages(m.page, urls)).toEqual(urls.map((url) => ({ url, event: "load", width: 256 })));
+    expect(m.tiles.filter((t) => t.status !== 200 || !t.type?.startsWith("image/"))).toEqual([]);
+    expect(m.pageErrors).toEqual([]);
   });
 });

@@ -5,12 +5,9 @@
 // Earth, the page's own background around the data (the edge's transparent out-of-bounds tiles),
 // and no error in the page; and the same tiles loading in plain <img> tags, as Leaflet loads them.
 import { execFileSync } from "node:child_process";
-import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Rgb } from "../support/browser";
-import { BACKGROUND, expectColours, loadImages, lonLat, openMapBrowser, settled, type TileAnswer } from "../support/map-page";
-import { startStack, type Stack } from "../../infra/local/stack";
-import { startViewerServer, type ViewerServer } from "../../infra/local/viewer-server";
+import { BACKGROUND, expectColours, loadImages, lonLat, settled, startMapSite, type MapSite } from "../support/map-page";
 
 // Flat colours stay within a few levels through resampling; a wrong tile is far off.
 const COLOUR_TOLERANCE = 16; // max difference of any channel, 0..255
@@ -36,82 +33,71 @@ const sampleLonLat = (pixels: [number, number][]) => lonLat("EPSG:32633", pixels
 // The page's MapLibre map, used inside page.evaluate (this Node program has no DOM types).
 declare const window: { map: any };
 
-let stack: Stack;
-let site: ViewerServer;
-let browser: Browser;
-let page: Page;
-let tiles: TileAnswer[];
-let pageErrors: string[];
+let m: MapSite;
 
 beforeAll(async () => {
-  stack = await startStack();
-  site = await startViewerServer({ port: 0, edgeUrl: stack.url });
-  ({ browser, page, tiles, pageErrors } = await openMapBrowser(stack.url));
+  m = await startMapSite();
 });
-afterAll(async () => {
-  await browser?.close();
-  await site?.close();
-  await stack?.stop();
-});
+afterAll(() => m?.close());
 
 /** Screenshots the map and compares the colour at every place with what it must be. */
 async function checkPlaces(): Promise<void> {
   const where = sampleLonLat(PLACES.map((p) => p.pixel));
-  await expectColours(page, PLACES.map((p, i) => ({ name: p.name, lonLat: where[i], colour: p.colour })), COLOUR_TOLERANCE);
+  await expectColours(m.page, PLACES.map((p, i) => ({ name: p.name, lonLat: where[i], colour: p.colour })), COLOUR_TOLERANCE);
 }
 
 /** Tiles the edge answered with its empty PNG (no cache lookup, no decode), and the others. */
-const emptyTiles = () => tiles.filter((t) => t.cache === undefined);
-const decodedTiles = () => tiles.filter((t) => t.cache !== undefined);
+const emptyTiles = () => m.tiles.filter((t) => t.cache === undefined);
+const decodedTiles = () => m.tiles.filter((t) => t.cache !== undefined);
 
 describe("the MapLibre page on the UTM sample", () => {
   it("shows each quadrant where GDAL puts it and the page's background around the data, and logs no error", async () => {
-    await page.goto(`${site.url}map.html?id=utm-quadrants`);
-    await settled(page);
-    expect(await page.locator("#status").getAttribute("class")).not.toBe("error");
+    await m.page.goto(`${m.site.url}map.html?id=utm-quadrants`);
+    await settled(m.page);
+    expect(await m.page.locator("#status").getAttribute("class")).not.toBe("error");
     await checkPlaces();
     expect(decodedTiles().length).toBeGreaterThan(0);
-    expect(tiles.filter((t) => t.status !== 200)).toEqual([]);
-    expect(pageErrors).toEqual([]);
+    expect(m.tiles.filter((t) => t.status !== 200)).toEqual([]);
+    expect(m.pageErrors).toEqual([]);
   });
 
   it("draws the edge's transparent tiles outside the data: the same view with the tile URLs alone, without TileJSON's bounds, as a client that ignores bounds asks for them", async () => {
     // MapLibre asks only for tiles within TileJSON's bounds; a layer of the bare tile template
     // asks for every tile on screen, so the edge answers the ones around the data with its empty PNG.
-    await page.evaluate(() => {
+    await m.page.evaluate(() => {
       const map = window.map;
       const template: string[] = map.getSource("tessera").tiles; // read from the TileJSON
       map.removeLayer("tessera");
       map.addSource("unbounded", { type: "raster", tiles: template, tileSize: 256 });
       map.addLayer({ id: "unbounded", type: "raster", source: "unbounded" });
     });
-    await settled(page);
+    await settled(m.page);
     await checkPlaces();
     expect(emptyTiles().length).toBeGreaterThan(0);
     expect(emptyTiles().every((t) => t.type === "image/png")).toBe(true);
-    expect(tiles.filter((t) => t.status !== 200)).toEqual([]);
-    expect(pageErrors).toEqual([]);
+    expect(m.tiles.filter((t) => t.status !== 200)).toEqual([]);
+    expect(m.pageErrors).toEqual([]);
   });
 
   it("serves tiles that plain <img> tags load without an error event: inside and outside the data, png and jpg, 256 and 512 px", async () => {
     const inside = decodedTiles()[0].url;
     const outside = emptyTiles()[0].url;
     const urls = [inside, inside.replace(".png", ".jpg"), inside.replace(".png", "@2x.webp"), outside, outside.replace(".png", ".jpg"), outside.replace(".png", "@2x.jpg")];
-    const loaded = await loadImages(page, urls);
+    const loaded = await loadImages(m.page, urls);
     expect(loaded).toEqual(urls.map((url) => ({ url, event: "load", width: url.includes("@2x") ? 512 : 256 })));
-    expect(pageErrors).toEqual([]);
+    expect(m.pageErrors).toEqual([]);
   });
 });
 
 describe("the WMTS capabilities, read by GDAL's WMTS client as QGIS would add the layer", () => {
-  const capabilities = () => `WMTS:${stack.url}/tiles/utm-quadrants/WebMercatorQuad/WMTSCapabilities.xml`;
+  const capabilities = () => `WMTS:${m.stack.url}/tiles/utm-quadrants/WebMercatorQuad/WMTSCapabilities.xml`;
   // GDAL would otherwise keep the tiles it reads in ./gdalwmscache, and read them from there next run.
   const gdal = (command: string, args: string[]) =>
     execFileSync(command, args, { encoding: "utf8", env: { ...process.env, GDAL_ENABLE_WMS_CACHE: "NO" } });
 
   it("give the layer's extent in Web Mercator at the finest matrix's resolution", async () => {
     const info = JSON.parse(gdal("gdalinfo", ["-json", capabilities()]));
-    const tileJson = (await (await fetch(`${stack.url}/tiles/utm-quadrants/WebMercatorQuad/tilejson.json`)).json()) as { bounds: number[]; maxzoom: number };
+    const tileJson = (await (await fetch(`${m.stack.url}/tiles/utm-quadrants/WebMercatorQuad/tilejson.json`)).json()) as { bounds: number[]; maxzoom: number };
     expect(info.geoTransform[1]).toBeCloseTo(156543.03392804097 / 2 ** tileJson.maxzoom, 6);
     const { upperLeft, lowerRight } = info.wgs84Extent.coordinates[0].reduce(
       (acc: { upperLeft: number[]; lowerRight: number[] }, [lon, lat]: number[]) => ({

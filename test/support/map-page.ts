@@ -1,12 +1,15 @@
-// The MapLibre page (infra/local/viewer/map.html) in headless Chromium, for the browser tests that
-// look at a map: the page with its tile answers and errors recorded, waiting until MapLibre has
-// drawn every tile, the colour the screen shows at a longitude and latitude, where GDAL puts a
-// point of a projected source, and tiles loaded in plain <img> tags as Leaflet loads them.
+// The MapLibre page (infra/local/viewer/map.html) in headless Chromium over the real stack, for
+// the browser tests that look at a map: the stack, the viewer's site and the page with its tile
+// answers and errors recorded; waiting until MapLibre has drawn every tile; the colour the
+// screen shows at a longitude and latitude; where GDAL puts a point of a projected source; and
+// tiles loaded in plain <img> tags as Leaflet loads them.
 import { execFileSync } from "node:child_process";
 import type { Browser, Page } from "playwright-core";
 import sharp from "sharp";
 import { expect } from "vitest";
 import { launchChromium, patchMean, type Rgb } from "./browser";
+import { startStack, type Stack, type StackOptions } from "../../infra/local/stack";
+import { startViewerServer, type ViewerServer } from "../../infra/local/viewer-server";
 
 const WINDOW = { width: 800, height: 600 };
 const LOAD_TIMEOUT = 30_000;
@@ -42,7 +45,7 @@ export interface MapBrowser {
 }
 
 /** Chromium with one page of the map's size, recording the tiles `edgeUrl` answers and the page's errors. */
-export async function openMapBrowser(edgeUrl: string): Promise<MapBrowser> {
+async function openMapBrowser(edgeUrl: string): Promise<MapBrowser> {
   // WebGL in software (SwiftShader): MapLibre draws with WebGL, and the machine has no GPU.
   const browser = await launchChromium(["--use-angle=swiftshader", "--enable-unsafe-swiftshader"]);
   const page = await browser.newPage({ viewport: WINDOW, deviceScaleFactor: 1 });
@@ -59,6 +62,39 @@ export async function openMapBrowser(edgeUrl: string): Promise<MapBrowser> {
     tiles.push({ url: res.url(), status: res.status(), type: headers["content-type"], cache: headers["x-tessera-cache"] });
   });
   return { browser, page, tiles, pageErrors };
+}
+
+/** The stack, the viewer's site that serves map.html, and Chromium on it. */
+export interface MapSite extends MapBrowser {
+  stack: Stack;
+  site: ViewerServer;
+  /** Closes the browser, the site and the stack. */
+  close(): Promise<void>;
+}
+
+/** The real stack (`options` as startStack takes them), the viewer's site on its own origin, and Chromium. */
+export async function startMapSite(options: StackOptions = {}): Promise<MapSite> {
+  const stack = await startStack(options);
+  let site: ViewerServer | undefined;
+  try {
+    site = await startViewerServer({ port: 0, edgeUrl: stack.url });
+    const opened = await openMapBrowser(stack.url);
+    const server = site;
+    return {
+      ...opened,
+      stack,
+      site,
+      async close() {
+        await opened.browser.close();
+        await server.close();
+        await stack.stop();
+      },
+    };
+  } catch (err) {
+    await site?.close();
+    await stack.stop();
+    throw err;
+  }
 }
 
 /** Resolves once MapLibre has loaded every tile the view needs, and drawn them. */
