@@ -5,22 +5,15 @@
 // Earth, the page's own background around the data (the edge's transparent out-of-bounds tiles),
 // and no error in the page; and the same tiles loading in plain <img> tags, as Leaflet loads them.
 import { execFileSync } from "node:child_process";
-import type { Browser, Page } from "playwright-core";
-import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, patchMean, type Rgb } from "../support/browser";
-import { startStack, type Stack } from "../../infra/local/stack";
-import { startViewerServer, type ViewerServer } from "../../infra/local/viewer-server";
+import type { Rgb } from "../support/browser";
+import { BACKGROUND, expectColours, loadImages, lonLat, settled, startMapSite, type MapSite } from "../support/map-page";
 
 // Flat colours stay within a few levels through resampling; a wrong tile is far off.
 const COLOUR_TOLERANCE = 16; // max difference of any channel, 0..255
-const WINDOW = { width: 800, height: 600 };
-const LOAD_TIMEOUT = 30_000;
-/** The page's background where the layer has no data (map.html's #view). */
-const BACKGROUND: Rgb = [0xe8, 0xe4, 0xd8];
 
 // The sample: 1024 px at 20 m from 500000 E, 5300000 N (samples/README.md).
-const pixelToUtm = (x: number, y: number) => [500000 + 20 * x, 5300000 - 20 * y];
+const pixelToUtm = (x: number, y: number): [number, number] => [500000 + 20 * x, 5300000 - 20 * y];
 /** Points to look at, by sample pixel, with the colour each must show. */
 const PLACES: { name: string; pixel: [number, number]; colour: Rgb }[] = [
   { name: "north-west quadrant", pixel: [256, 256], colour: [200, 30, 30] },
@@ -34,146 +27,77 @@ const PLACES: { name: string; pixel: [number, number]; colour: Rgb }[] = [
   { name: "north of the data", pixel: [512, -50], colour: BACKGROUND },
   { name: "south of the data", pixel: [512, 1074], colour: BACKGROUND },
 ];
+/** Lon/lat of sample pixels as GDAL transforms them from UTM 33N. */
+const sampleLonLat = (pixels: [number, number][]) => lonLat("EPSG:32633", pixels.map(([x, y]) => pixelToUtm(x, y)));
 
-// The page's globals, used inside page.evaluate (this Node program has no DOM types).
+// The page's MapLibre map, used inside page.evaluate (this Node program has no DOM types).
 declare const window: { map: any };
-declare function requestAnimationFrame(callback: () => void): number;
-declare class Image {
-  crossOrigin: string;
-  src: string;
-  naturalWidth: number;
-  onload: () => void;
-  onerror: () => void;
-}
 
-let stack: Stack;
-let site: ViewerServer;
-let browser: Browser;
-let page: Page;
-const tiles: { url: string; status: number; type?: string; cache?: string }[] = [];
-const pageErrors: string[] = [];
+let m: MapSite;
 
 beforeAll(async () => {
-  stack = await startStack();
-  site = await startViewerServer({ port: 0, edgeUrl: stack.url });
-  // WebGL in software (SwiftShader): MapLibre draws with WebGL, and the machine has no GPU.
-  browser = await launchChromium(["--use-angle=swiftshader", "--enable-unsafe-swiftshader"]);
-  page = await browser.newPage({ viewport: WINDOW, deviceScaleFactor: 1 });
-  page.setDefaultTimeout(LOAD_TIMEOUT);
-  page.on("console", (message) => {
-    if (message.type() === "error" || message.type() === "warning") pageErrors.push(`console ${message.type()}: ${message.text()}`);
-  });
-  page.on("pageerror", (err) => pageErrors.push(`page error: ${err.message}`));
-  page.on("response", (res) => {
-    if (!res.url().startsWith(`${stack.url}/tiles/`) || res.url().includes(".json")) return;
-    const headers = res.headers();
-    tiles.push({ url: res.url(), status: res.status(), type: headers["content-type"], cache: headers["x-tessera-cache"] });
-  });
+  m = await startMapSite();
 });
-afterAll(async () => {
-  await browser?.close();
-  await site?.close();
-  await stack?.stop();
-});
-
-/** Lon/lat of sample pixels as GDAL transforms them from UTM 33N. */
-function lonLat(pixels: [number, number][]): [number, number][] {
-  const input = pixels.map(([x, y]) => pixelToUtm(x, y).join(" ")).join("\n") + "\n";
-  const output = execFileSync("gdaltransform", ["-s_srs", "EPSG:32633", "-t_srs", "OGC:CRS84"], { input, encoding: "utf8" });
-  return output.trim().split("\n").map((line) => line.split(/\s+/).slice(0, 2).map(Number) as [number, number]);
-}
-
-/** Resolves once MapLibre has loaded every tile the view needs, and drawn them. */
-async function settled(): Promise<void> {
-  await page.waitForFunction(() => window.map?.loaded() && window.map.areTilesLoaded() && !window.map.isMoving());
-  await page.evaluate(() => new Promise<void>((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve()))));
-}
-
+afterAll(() => m?.close());
 
 /** Screenshots the map and compares the colour at every place with what it must be. */
 async function checkPlaces(): Promise<void> {
-  const where = lonLat(PLACES.map((p) => p.pixel));
-  const screen: { x: number; y: number }[] = await page.evaluate(
-    (points) => points.map((p) => window.map.project(p)).map(({ x, y }: { x: number; y: number }) => ({ x: Math.round(x), y: Math.round(y) })),
-    where,
-  );
-  const shot = await sharp(await page.locator("#view canvas").screenshot()).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  const seen = PLACES.map((place, i) => {
-    const { x, y } = screen[i];
-    expect(x >= 4 && y >= 4 && x < shot.info.width - 4 && y < shot.info.height - 4, `${place.name} on screen at ${x},${y}`).toBe(true);
-    return { name: place.name, at: [x, y], colour: patchMean(shot.data, shot.info.width, shot.info.channels, x, y) };
-  });
-  const wrong = seen.filter((s, i) => Math.max(...s.colour.map((v, c) => Math.abs(v - PLACES[i].colour[c]))) > COLOUR_TOLERANCE);
-  expect(wrong).toEqual([]);
+  const where = sampleLonLat(PLACES.map((p) => p.pixel));
+  await expectColours(m.page, PLACES.map((p, i) => ({ name: p.name, lonLat: where[i], colour: p.colour })), COLOUR_TOLERANCE);
 }
 
 /** Tiles the edge answered with its empty PNG (no cache lookup, no decode), and the others. */
-const emptyTiles = () => tiles.filter((t) => t.cache === undefined);
-const decodedTiles = () => tiles.filter((t) => t.cache !== undefined);
+const emptyTiles = () => m.tiles.filter((t) => t.cache === undefined);
+const decodedTiles = () => m.tiles.filter((t) => t.cache !== undefined);
 
 describe("the MapLibre page on the UTM sample", () => {
   it("shows each quadrant where GDAL puts it and the page's background around the data, and logs no error", async () => {
-    await page.goto(`${site.url}map.html?id=utm-quadrants`);
-    await settled();
-    expect(await page.locator("#status").getAttribute("class")).not.toBe("error");
+    await m.page.goto(`${m.site.url}map.html?id=utm-quadrants`);
+    await settled(m.page);
+    expect(await m.page.locator("#status").getAttribute("class")).not.toBe("error");
     await checkPlaces();
     expect(decodedTiles().length).toBeGreaterThan(0);
-    expect(tiles.filter((t) => t.status !== 200)).toEqual([]);
-    expect(pageErrors).toEqual([]);
+    expect(m.tiles.filter((t) => t.status !== 200)).toEqual([]);
+    expect(m.pageErrors).toEqual([]);
   });
 
   it("draws the edge's transparent tiles outside the data: the same view with the tile URLs alone, without TileJSON's bounds, as a client that ignores bounds asks for them", async () => {
     // MapLibre asks only for tiles within TileJSON's bounds; a layer of the bare tile template
     // asks for every tile on screen, so the edge answers the ones around the data with its empty PNG.
-    await page.evaluate(() => {
+    await m.page.evaluate(() => {
       const map = window.map;
       const template: string[] = map.getSource("tessera").tiles; // read from the TileJSON
       map.removeLayer("tessera");
       map.addSource("unbounded", { type: "raster", tiles: template, tileSize: 256 });
       map.addLayer({ id: "unbounded", type: "raster", source: "unbounded" });
     });
-    await settled();
+    await settled(m.page);
     await checkPlaces();
     expect(emptyTiles().length).toBeGreaterThan(0);
     expect(emptyTiles().every((t) => t.type === "image/png")).toBe(true);
-    expect(tiles.filter((t) => t.status !== 200)).toEqual([]);
-    expect(pageErrors).toEqual([]);
+    expect(m.tiles.filter((t) => t.status !== 200)).toEqual([]);
+    expect(m.pageErrors).toEqual([]);
   });
 
   it("serves tiles that plain <img> tags load without an error event: inside and outside the data, png and jpg, 256 and 512 px", async () => {
     const inside = decodedTiles()[0].url;
     const outside = emptyTiles()[0].url;
     const urls = [inside, inside.replace(".png", ".jpg"), inside.replace(".png", "@2x.webp"), outside, outside.replace(".png", ".jpg"), outside.replace(".png", "@2x.jpg")];
-    const loaded = await page.evaluate(
-      (list) =>
-        Promise.all(
-          list.map(
-            (url: string) =>
-              new Promise<{ url: string; event: string; width: number }>((resolve) => {
-                const img = new Image();
-                img.crossOrigin = "anonymous"; // as Leaflet and OpenLayers ask for tiles they may read back
-                img.onload = () => resolve({ url, event: "load", width: img.naturalWidth });
-                img.onerror = () => resolve({ url, event: "error", width: 0 });
-                img.src = url;
-              }),
-          ),
-        ),
-      urls,
-    );
+    const loaded = await loadImages(m.page, urls);
     expect(loaded).toEqual(urls.map((url) => ({ url, event: "load", width: url.includes("@2x") ? 512 : 256 })));
-    expect(pageErrors).toEqual([]);
+    expect(m.pageErrors).toEqual([]);
   });
 });
 
 describe("the WMTS capabilities, read by GDAL's WMTS client as QGIS would add the layer", () => {
-  const capabilities = () => `WMTS:${stack.url}/tiles/utm-quadrants/WebMercatorQuad/WMTSCapabilities.xml`;
+  const capabilities = () => `WMTS:${m.stack.url}/tiles/utm-quadrants/WebMercatorQuad/WMTSCapabilities.xml`;
   // GDAL would otherwise keep the tiles it reads in ./gdalwmscache, and read them from there next run.
   const gdal = (command: string, args: string[]) =>
     execFileSync(command, args, { encoding: "utf8", env: { ...process.env, GDAL_ENABLE_WMS_CACHE: "NO" } });
 
   it("give the layer's extent in Web Mercator at the finest matrix's resolution", async () => {
     const info = JSON.parse(gdal("gdalinfo", ["-json", capabilities()]));
-    const tileJson = (await (await fetch(`${stack.url}/tiles/utm-quadrants/WebMercatorQuad/tilejson.json`)).json()) as { bounds: number[]; maxzoom: number };
+    const tileJson = (await (await fetch(`${m.stack.url}/tiles/utm-quadrants/WebMercatorQuad/tilejson.json`)).json()) as { bounds: number[]; maxzoom: number };
     expect(info.geoTransform[1]).toBeCloseTo(156543.03392804097 / 2 ** tileJson.maxzoom, 6);
     const { upperLeft, lowerRight } = info.wgs84Extent.coordinates[0].reduce(
       (acc: { upperLeft: number[]; lowerRight: number[] }, [lon, lat]: number[]) => ({
@@ -196,7 +120,7 @@ describe("the WMTS capabilities, read by GDAL's WMTS client as QGIS would add th
 
   it("lead GDAL to the tiles: each place's colour, read through the layer at its lon/lat", () => {
     const inside = PLACES.filter((p) => p.colour !== BACKGROUND);
-    const where = lonLat(inside.map((p) => p.pixel));
+    const where = sampleLonLat(inside.map((p) => p.pixel));
     const read = inside.map((place, i) => {
       const values = gdal("gdallocationinfo", ["-valonly", "-wgs84", capabilities(), ...where[i].map(String)]);
       return { name: place.name, colour: values.trim().split("\n").slice(0, 3).map(Number) };
