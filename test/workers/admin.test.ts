@@ -48,7 +48,7 @@ describe("POST /admin/sources/{id}/invalidate", () => {
     const tile = await get("/tiles/quadrants/WebMercatorQuad/12/2219/1427.png");
     expect(tile.status).toBe(200); // the member is open now
     await tile.arrayBuffer();
-    const member = (token: string) => invalidate("quadrants", token, undefined, "?member=utm-quadrants.tif");
+    const member = (token?: string) => invalidate("quadrants", token, undefined, "?member=utm-quadrants.tif");
     const res = await member(env.ADMIN_TOKEN);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ id: "quadrants", member: "utm-quadrants.tif", decoders: 1, invalidated: 1, dropped: 1 });
