@@ -14,15 +14,21 @@ export function openStore(): SourceStore {
 /** The edge's answer to an invalidation: live decoders, those that confirmed, snapshots dropped. */
 export interface Invalidated {
   id: string;
+  /** The mosaic member invalidated, when one was named. */
+  member?: string;
   decoders: number;
   invalidated: number;
   dropped: number;
 }
 
-/** Makes the edge serve `id`'s current (pinned) version now: POST /admin/sources/{id}/invalidate. */
-export async function invalidateAtEdge(id: string): Promise<Invalidated> {
+/**
+ * Makes the edge serve `id`'s current (pinned) version now: POST /admin/sources/{id}/invalidate;
+ * with `member`, only that asset of the mosaic `id` is opened afresh (`?member=`).
+ */
+export async function invalidateAtEdge(id: string, member?: string): Promise<Invalidated> {
   const edge = readEdgeConfig();
-  const res = await fetch(`${edge.url.replace(/\/$/, "")}/admin/sources/${encodeURIComponent(id)}/invalidate`, {
+  const query = member === undefined ? "" : `?member=${encodeURIComponent(member)}`;
+  const res = await fetch(`${edge.url.replace(/\/$/, "")}/admin/sources/${encodeURIComponent(id)}/invalidate${query}`, {
     method: "POST",
     headers: { authorization: `Bearer ${edge.adminToken}` },
   });

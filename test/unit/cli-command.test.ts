@@ -1,5 +1,7 @@
-// The tessera command as a whole: help on every command, usage errors exit 2, and the
-// launcher's answer on a Node older than the project's.
+// The tessera command as a whole: help on every command, usage errors exit 2, the launcher's
+// answer on a Node older than the project's, and `invalidate --member` naming the member.
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { run, tessera } from "./cli-helpers";
 
@@ -43,5 +45,30 @@ describe("tessera", { timeout: 20_000 }, () => {
     const { code, stdout } = await run("npx", ["--no-install", "tessera", "--help"]);
     expect(code).toBe(0);
     expect(stdout).toMatch(/^Usage: tessera/);
+  });
+
+  it("invalidates one member of a mosaic with --member, the asset percent-encoded in the query", async () => {
+    const asked: { url?: string; method?: string; authorization?: string }[] = [];
+    const edge = createServer((req, res) => {
+      asked.push({ url: req.url, method: req.method, authorization: req.headers.authorization });
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ id: "city", member: "tiles/2026/a b.tif", decoders: 2, invalidated: 2, dropped: 3 }));
+    });
+    await new Promise<void>((resolve) => edge.listen(0, "127.0.0.1", resolve));
+    process.env.TESSERA_EDGE_URL = `http://127.0.0.1:${(edge.address() as AddressInfo).port}`;
+    process.env.TESSERA_ADMIN_TOKEN = "cli-admin-token";
+    try {
+      const run = await tessera(["invalidate", "city", "--member", "tiles/2026/a b.tif"]);
+      expect(run.stderr).toBe("");
+      expect(run.code).toBe(0);
+      expect(asked).toEqual([
+        { url: "/admin/sources/city/invalidate?member=tiles%2F2026%2Fa%20b.tif", method: "POST", authorization: "Bearer cli-admin-token" },
+      ]);
+      expect(run.stdout).toContain("city: 2 of 2 decoders dropped 3 snapshots of member tiles/2026/a b.tif");
+    } finally {
+      delete process.env.TESSERA_EDGE_URL;
+      delete process.env.TESSERA_ADMIN_TOKEN;
+      edge.close();
+    }
   });
 });
