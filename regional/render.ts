@@ -30,11 +30,6 @@ export function configureSharp(): void {
   sharp.cache(false);
 }
 
-/** Throws 501 for valid requests this decoder cannot render, before any read. */
-export function checkSupported(req: ResolvedImageRequest): void {
-  encoderFor(req.format);
-}
-
 const WHITE = { r: 255, g: 255, b: 255, alpha: 1 };
 const TRANSPARENT = { r: 0, g: 0, b: 0, alpha: 0 };
 
@@ -51,7 +46,7 @@ export async function render(
   img = quality(img, req);
   // Formats without alpha are composited on white rather than showing premultiplied black.
   if (!encoder.alpha) img = img.flatten({ background: WHITE });
-  const body = await encoder.encode(img);
+  const body = await encoder.encode(img, req.quality);
   signal?.throwIfAborted();
   return { body, contentType: encoder.contentType };
 }

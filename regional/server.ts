@@ -49,7 +49,7 @@ import { AssetSources } from "./source/assets";
 import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
 import { renderDirectJpeg } from "./jpeg-encode";
 import { passthroughTile, storedTile } from "./passthrough";
-import { checkSupported, configureSharp, render } from "./render";
+import { configureSharp, render } from "./render";
 import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./request-limiter";
 import { runtimeMetrics } from "./runtime-metrics";
 import { isValidSourceId } from "./source/source-id";
@@ -347,7 +347,6 @@ export function createDecoderServer(options: DecoderOptions): Server {
       // `max` resolves within what this decoder can render; explicit sizes are the edge's to
       // hold to the declared limits (400) and the work budget's to refuse (413).
       const resolved = resolveImageRequest(parsed, parsed.size.kind === "max" ? cog.limits : cog);
-      checkSupported(resolved);
       const prepared: PreparedDecode = {
         cost: renderCost(cog, resolved),
         what: `${id} ${parts.region}/${parts.size}`,

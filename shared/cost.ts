@@ -4,6 +4,7 @@
 // channels, and the DO counts the requests whose two verdicts differ.
 
 import { HttpError } from "./errors";
+import type { Format } from "./iiif/image-request";
 import { resolveSize, rotatedCanvas, type Rect, type ResolvedImageRequest } from "./iiif/resolve";
 import { chooseLevel, windowAtLevel, type LevelSize } from "./levels";
 
@@ -30,7 +31,17 @@ export interface DecodeShape {
   width: number;
   height: number;
   degrees: number;
+  /** The output format (absent: one whose encoder holds at most the raw image, as jpg). */
+  format?: Format;
 }
+
+/**
+ * Multiples of the raw output a jp2 encode holds: the raw pixels (1); OpenJPEG's WebAssembly
+ * memory, measured at 9.2 for 3-channel images of 4 and 9 MP (the pixels copied in, every sample
+ * a 32-bit integer in the image and again in the tile it transforms, a codestream buffer of 1.5),
+ * counted as 10; the codestream copied out and the JP2 file around it, at most 1.5 each (3).
+ */
+export const JP2_ENCODE_MULTIPLE = 14;
 
 /** What the estimate needs of a source: its pyramid and its full level's tiling. */
 export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight">;
@@ -97,7 +108,7 @@ const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
  * - decode, a large window read in bands (rendersInStrips): see bandPixels;
  * - scale: the output size;
  * - rotate: the rotated output's bounding box (nothing when there is no rotation);
- * - encode: at most the raw size of what it encodes.
+ * - encode: at most the raw size of what it encodes; JP2_ENCODE_MULTIPLE times it for jp2.
  */
 export function estimatePeakBytes(s: DecodeShape, bands: BandChoice = "cheaper"): number {
   const level = s.levels[chooseLevel(s.levels, s.region, s.width, s.height)];
@@ -112,7 +123,7 @@ export function estimatePeakBytes(s: DecodeShape, bands: BandChoice = "cheaper")
     : 2 * decodeW * alignedSpan(y0, y1, s.tileHeight, level.height);
   const scale = s.width * s.height;
   const rotate = s.degrees === 0 ? 0 : canvas.width * canvas.height;
-  const encode = s.degrees === 0 ? scale : rotate;
+  const encode = (s.degrees === 0 ? scale : rotate) * (s.format === "jp2" ? JP2_ENCODE_MULTIPLE : 1);
   return (decode + scale + rotate + encode) * s.channels;
 }
 
@@ -137,8 +148,8 @@ export function estimateRequest(
   channels: number,
 ): number {
   const { levels, tileWidth, tileHeight } = source;
-  const { region, width, height, degrees } = req;
-  return estimatePeakBytes({ levels, tileWidth, tileHeight, channels, region, width, height, degrees });
+  const { region, width, height, degrees, format } = req;
+  return estimatePeakBytes({ levels, tileWidth, tileHeight, channels, region, width, height, degrees, format });
 }
 
 /**

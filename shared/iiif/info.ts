@@ -19,8 +19,8 @@ export function servedLimits(operator: SizeLimits, info: SourceInfo): SizeLimits
   return { ...operator, maxArea: areas.length > 0 ? Math.min(...areas) : undefined };
 }
 
-/** Formats beyond level 2's jpg and png. jp2 and others are refused with 501. */
-export const EXTRA_FORMATS = ["webp", "tif", "gif", "pdf"] as const;
+/** Formats beyond level 2's jpg and png: every other format of the Image API. */
+export const EXTRA_FORMATS = ["webp", "tif", "gif", "pdf", "jp2"] as const;
 export const EXTRA_QUALITIES_3 = ["bitonal"] as const;
 /** Features beyond level 2 (3.0 names; 2.1 shares them but lists regionSquare too). */
 export const EXTRA_FEATURES = [
