@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, startStack, type Stack } from "../../infra/local/stack";
+import { gdalDecodeJp2, jp2Header } from "../support/jp2";
 import { meanAbsDiff, reference, TEST_PATTERN_PNG } from "../support/pixels";
 
 // The lossless sample: only resampling and lossy output formats differ from the reference.
@@ -173,10 +174,16 @@ describe.each([3, 2] as const)("Image API %i.x", (v) => {
       expect(text.match(/\/Type \/Page\b/g)).toHaveLength(1);
       expect(text).toMatch(/\/MediaBox \[0 0 300 200\]/);
     });
-    it("jp2 is 501, naming the missing encoder", async () => {
-      const res = await get(`${base}/full/100,/0/default.jp2`);
-      expect(res.status).toBe(501);
-      expect(((await res.json()) as { message: string }).message).toMatch(/JPEG 2000/);
+    it("jp2 is image/jp2, a JP2 file of the pattern", async () => {
+      const res = await get(`${base}/100,100,100,100/${maxSize}/0/default.jp2`);
+      expect(res.headers.get("content-type")).toBe("image/jp2");
+      const bytes = Buffer.from(await res.arrayBuffer());
+      expect(bytes.subarray(0, 12).toString("hex")).toBe("0000000c6a5020200d0a870a");
+      expect(jp2Header(bytes)).toMatchObject({ width: 100, height: 100, components: 3 });
+      // GDAL decodes it; lossless PNG of the decoded pixels goes through the usual comparison.
+      const { data, width, height, channels } = await gdalDecodeJp2(bytes);
+      const png = await sharp(data, { raw: { width, height, channels: channels as 3 } }).png().toBuffer();
+      expect(await meanAbsDiff(png, reference(box))).toBeLessThan(LOSSY);
     });
   });
 
@@ -206,7 +213,7 @@ describe.each([3, 2] as const)("Image API %i.x", (v) => {
           type: "ImageService3",
           profile: "level2",
           maxWidth: 2000,
-          extraFormats: ["webp", "tif", "gif", "pdf"],
+          extraFormats: ["webp", "tif", "gif", "pdf", "jp2"],
           extraQualities: ["bitonal"],
         });
         expect(info.extraFeatures).toEqual(expect.arrayContaining(["mirroring", "rotationArbitrary", "sizeUpscaling"]));
@@ -215,7 +222,7 @@ describe.each([3, 2] as const)("Image API %i.x", (v) => {
           ...common,
           "@context": "http://iiif.io/api/image/2/context.json",
           "@id": snapshot,
-          profile: ["http://iiif.io/api/image/2/level2.json", { maxWidth: 2000, qualities: ["default", "color", "gray", "bitonal"] }],
+          profile: ["http://iiif.io/api/image/2/level2.json", { maxWidth: 2000, formats: ["jpg", "png", "webp", "tif", "gif", "pdf", "jp2"], qualities: ["default", "color", "gray", "bitonal"] }],
         });
       }
     });

@@ -8,18 +8,21 @@ import { encodeJ2k } from "../../regional/encode/openjpeg";
 import { LocalCatalog } from "../../regional/source/local";
 import { WorkBudget } from "../../regional/work-budget";
 import { ESTIMATE_HEADER, JP2_ENCODE_MULTIPLE } from "../../shared/cost";
+import { infoJson } from "../../shared/iiif/info";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { boxes, difference, gdalDecodeJp2, jp2Header, rawPixels } from "../support/jp2";
 import { fixtureDir, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
 let decoder: Decoder;
+let info: SourceInfo;
 let version: string;
 
 beforeAll(async () => {
   fixtures = await fixtureDir();
   decoder = await startDecoder(new LocalCatalog(fixtures.dir));
-  version = ((await (await signedGet(decoder, DECODER.info("deflate"))).json()) as SourceInfo).version;
+  info = (await (await signedGet(decoder, DECODER.info("deflate"))).json()) as SourceInfo;
+  version = info.version;
 });
 
 afterAll(async () => {
@@ -79,6 +82,14 @@ describe("the JP2 file", () => {
       const header = jp2Header(await bytesOf(`0,0,300,200/150,/90/${quality}.jp2`));
       expect(header, quality).toMatchObject({ width: 100, height: 150, components: 1, colourspace: 17 });
     }
+  });
+});
+
+describe("info.json", () => {
+  it("lists jp2: among 3.0's extraFormats, in 2.1's profile formats", () => {
+    expect(infoJson(3, info, "https://iiif.example/deflate", {}, [])).toMatchObject({ extraFormats: expect.arrayContaining(["jp2"]) });
+    const [, profile] = infoJson(2, info, "https://iiif.example/deflate", {}, []).profile as [string, { formats: string[] }];
+    expect(profile.formats).toContain("jp2");
   });
 });
 
