@@ -9,7 +9,9 @@
 // of a 512² block), WebP through sharp/libwebp, Deflate through node:zlib on the libuv pool,
 // ZSTD through zstddec's WASM with the output size fixed up front. LZW and PackBits are small
 // bounded decoders here (geotiff.js's grow without limit). LERC is refused (501): its blob
-// header sizes its own allocation, and no source here needs it.
+// header sizes its own allocation, and no source here needs it. JPEG 2000 blocks (34712, and
+// Aperio's 33003/33005 in YCbCr or RGB) are refused too (501): GDAL writes no such TIFF to
+// test a decoder against, and Aperio's YCbCr needs a colour conversion of its own.
 
 import { promisify } from "node:util";
 import { inflate as inflateCb } from "node:zlib";
@@ -39,7 +41,21 @@ export interface BlockParameters {
 /** SampleFormat of IEEE floating-point samples. */
 const SAMPLE_FORMAT_FLOAT = 3;
 
-export const COMPRESSION = { none: 1, lzw: 5, oldJpeg: 6, jpeg: 7, deflate: 8, adobeDeflate: 32946, packBits: 32773, lerc: 34887, zstd: 50000, webp: 50001 };
+export const COMPRESSION = {
+  none: 1,
+  lzw: 5,
+  oldJpeg: 6,
+  jpeg: 7,
+  deflate: 8,
+  adobeDeflate: 32946,
+  packBits: 32773,
+  lerc: 34887,
+  zstd: 50000,
+  webp: 50001,
+  jpeg2000: 34712,
+  aperioJpeg2000YCbCr: 33003,
+  aperioJpeg2000Rgb: 33005,
+};
 
 export class BlockTooLargeError extends HttpError {
   constructor(what: string, limit: number) {
@@ -295,6 +311,9 @@ export function registerCodecs(): Promise<void> {
     register(COMPRESSION.jpeg, JpegDecoder);
     register(COMPRESSION.webp, WebpDecoder);
     addDecoder(COMPRESSION.lerc, () => Promise.reject(unsupported("LERC-compressed sources are not supported")));
+    addDecoder([COMPRESSION.jpeg2000, COMPRESSION.aperioJpeg2000YCbCr, COMPRESSION.aperioJpeg2000Rgb], () =>
+      Promise.reject(unsupported("JPEG 2000-compressed sources are not supported (rewrite them with DEFLATE, ZSTD, JPEG or WEBP)")),
+    );
     addDecoder(COMPRESSION.oldJpeg, () => Promise.reject(unsupported("old-style JPEG (compression 6) is not supported")));
   })());
 }

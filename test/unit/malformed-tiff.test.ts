@@ -163,6 +163,12 @@ describe("malformed TIFFs", () => {
       status: 501,
       message: /Predictor 7 is not supported/,
     },
+    ...[34712, 33003, 33005].map((compression) => ({
+      name: `JPEG 2000 blocks (Compression ${compression})`,
+      make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression, tiles: [Uint8Array.from([0xff, 0x4f, 0xff, 0x51])] }),
+      status: 501,
+      message: /JPEG 2000-compressed sources are not supported/,
+    })),
     {
       name: "floating-point Predictor on 8-bit integer samples",
       make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16)], extraTags: [{ tag: 317, type: 3, values: [3] }] }),
