@@ -1,8 +1,9 @@
 // `npm run bench:jp2`: how long a jp2 answer's encode takes, beside the jpg of the same pixels.
 // Textured RGB (gradients plus noise, so neither codec gets a flat picture) of a 512² tile and a
-// 1000² image, each encoded ROUNDS times after a warm-up (which also instantiates OpenJPEG's
-// WebAssembly module); prints the median per encode: lossy jp2 (the default), lossless jp2 (gray
-// and bitonal answers, measured here on the same RGB pixels), and jpg q85 through sharp.
+// 1000² image, each encoded ROUNDS times through the encoder's worker thread after a warm-up
+// (which also starts it and instantiates OpenJPEG's WebAssembly module); prints the median per
+// encode: lossy jp2 (the default), lossless jp2 (gray and bitonal answers, measured here on the
+// same RGB pixels), and jpg q85 through sharp.
 
 import sharp from "sharp";
 import { encodeJ2k } from "../regional/encode/openjpeg";

@@ -36,12 +36,13 @@ export interface DecodeShape {
 }
 
 /**
- * Multiples of the raw output a jp2 encode holds: the raw pixels (1); OpenJPEG's WebAssembly
- * memory, measured at 9.2 for 3-channel images of 4 and 9 MP (the pixels copied in, every sample
- * a 32-bit integer in the image and again in the tile it transforms, a codestream buffer of 1.5),
- * counted as 10; the codestream copied out and the JP2 file around it, at most 1.5 each (3).
+ * Multiples of the raw output a jp2 encode holds: the raw pixels and their copy sent to the
+ * encoder's worker thread (2); OpenJPEG's WebAssembly memory, measured at 9.2 for 3-channel
+ * images of 4 and 9 MP (the pixels copied in, every sample a 32-bit integer in the image and
+ * again in the tile it transforms, a codestream buffer of 1.5), counted as 10; the codestream
+ * copied out and the JP2 file around it, at most 1.5 each (3).
  */
-export const JP2_ENCODE_MULTIPLE = 14;
+export const JP2_ENCODE_MULTIPLE = 15;
 
 /** What the estimate needs of a source: its pyramid and its full level's tiling. */
 export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight">;

@@ -24,8 +24,9 @@ const jpeg = (img: Sharp) => img.jpeg({ quality: JPEG_QUALITY, mozjpeg: false, o
 
 /**
  * JPEG 2000 in the JP2 file format, 8-bit grey or sRGB without alpha (like jpg): lossy at
- * LOSSY_RATIO, except gray and bitonal answers, coded losslessly, since the 9/7 wavelet's
- * ringing shows on a bitonal image's edges and single-channel answers are a third the size.
+ * openjpeg-worker.ts's LOSSY_RATIO, except gray and bitonal answers, coded losslessly, since
+ * the 9/7 wavelet's ringing shows on a bitonal image's edges and single-channel answers are a
+ * third the size.
  */
 async function jp2(img: Sharp, quality: Quality = "default"): Promise<Buffer> {
   const { data, info } = await img.removeAlpha().raw().toBuffer({ resolveWithObject: true });

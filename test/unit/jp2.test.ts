@@ -155,6 +155,13 @@ describe("the encode's memory", () => {
     }
   });
 
+  it("a failed encode is an error saying what could not be encoded, and the next encode still works", async () => {
+    const input = { pixels: new Uint8Array(0), width: 0, height: 0, components: 3, lossless: false } as const;
+    await expect(encodeJ2k(input)).rejects.toThrow(/^OpenJPEG could not encode a 0x0 image/);
+    const codestream = await encodeJ2k({ ...input, pixels: new Uint8Array(4 * 4 * 3), width: 4, height: 4 });
+    expect(Buffer.from(codestream.subarray(0, 4)).toString("hex")).toBe("ff4fff51");
+  });
+
   it("an incompressible image coded losslessly stays within the 1.5× codestream the multiple assumes", async () => {
     const [width, height] = [300, 200];
     const pixels = new Uint8Array(width * height * 3);
