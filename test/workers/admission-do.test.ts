@@ -62,7 +62,8 @@ describe("admission DO", () => {
     await scheduler.wait(200);
     expect(await metric("tessera_decode_memory_reserved_bytes")).toBe(48_000_000);
     expect(await metric("full_in_use")).toBe(1);
-    const second = await get("/iiif/3/big/full/pct:50/0/default.jpg");
+    // Another request of the same cost: the same one would wait for the first's answer (coalesced).
+    const second = await get("/iiif/3/big/full/pct:50/0/default.png");
     expect(second.status).toBe(503);
     expect(second.headers.get("retry-after")).toBe("1");
     expect(await metric("tessera_decode_memory_rejected_total")).toBe(rejected + 1);
