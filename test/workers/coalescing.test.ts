@@ -2,8 +2,11 @@
 // that only this file sends work to (test/support/workers-global-setup.ts), so its own request
 // counts say how many decodes ran: a burst is decoded once, every client gets the same bytes,
 // clients that leave take nothing from the others, and an error reaches every waiter.
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { AdmissionDO } from "../../edge/admission/admission-do";
+import { DECODER } from "../../shared/protocol";
 import { get, heartbeat, metric } from "./helpers";
 
 const decoder = () => env.TEST_COUNTED_DECODER_URL;
@@ -23,10 +26,12 @@ async function decodes(route: string, status = 200): Promise<number> {
 const burst = (path: string, n: number) => Promise.all(Array.from({ length: n }, () => get(path)));
 const bytes = async (res: Response) => new Uint8Array(await res.arrayBuffer());
 
+/** The sample's current version, for asking the DO directly. */
+let version: string;
 beforeEach(async () => {
   expect((await heartbeat({ url: decoder(), capacity: 4, memoryBytes: 4_000_000_000 })).status).toBe(204);
   // The source's metadata is then in the edge's cache: a burst's only misses are its pixels.
-  expect((await get(tile(2221, ".jpg"))).status).toBe(200);
+  version = (await get(tile(2221, ".jpg"))).headers.get("x-tessera-version")!;
 });
 
 describe("identical misses at once", () => {
@@ -92,5 +97,18 @@ describe("identical misses at once", () => {
     expect(answers.map((r) => r.status)).toEqual(Array(10).fill(400));
     for (const res of answers) expect(await res.json()).toMatchObject({ error: "bad_request", message: expect.stringMatching(/band/) });
     expect(await decodes("tiles", 400)).toBe(before + 1);
+  });
+
+  it("are each decoded with COALESCE=false", async () => {
+    const before = await decodes("tiles");
+    await runInDurableObject(env.ADMISSION.get(env.ADMISSION.idFromName("default")), async (_instance: AdmissionDO, state) => {
+      const separate = new AdmissionDO(state, { ...env, COALESCE: "false" });
+      separate.decoders.heartbeat({ url: decoder(), capacity: 4, memoryBytes: 4_000_000_000 }, Date.now());
+      const path = DECODER.tile("utm-quadrants", "WebMercatorQuad/12/2220/1428.png", version);
+      const answers = await Promise.all([1, 2, 3].map(() => separate.fetch(new Request(`https://admission${path}`))));
+      expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+      await Promise.all(answers.map((r) => r.arrayBuffer()));
+    });
+    expect(await decodes("tiles")).toBe(before + 3);
   });
 });
