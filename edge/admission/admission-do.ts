@@ -3,6 +3,7 @@
 // back, and releases what it holds when the stream ends, on every path: success, decoder
 // error, client abort, deadline. Every grant is also a lease with a deadline that a DO alarm
 // enforces, so a path that never ends (a hung pipe, a bug) still cannot keep its permits.
+// Identical decodes at once are admitted and decoded once, their answer given to all (coalesce.ts).
 
 import { connect } from "cloudflare:sockets";
 import { DurableObject } from "cloudflare:workers";
@@ -28,7 +29,7 @@ export interface Lease {
   grant: Grant;
   /** Aborts at the request deadline or when the client goes away. */
   signal: AbortSignal;
-  /** Aborts when the client goes away. */
+  /** Aborts when the client goes away (for a coalesced decode, every client waiting for it). */
   client: AbortSignal;
   /** Aborts when the lease is released or expires: what cuts off a decoder that never answers. */
   ended: AbortSignal;
@@ -254,9 +255,9 @@ export class AdmissionDO extends DurableObject<Env> {
 
   /**
    * Sends an admitted request to `decoder`, which runs it under the grant, and owns the lease
-   * from then on. Admission ends when the decoder's work does: a client that leaves (or a
-   * deadline that passes) before the answer gets its answer at once, the decoder is told to
-   * stop its I/O, and the permit and memory stay held until the decoder's own answer says
+   * from then on. Admission ends when the decoder's work does: a client that leaves (for a
+   * coalesced decode, the last one waiting for it) or a deadline that passes before the answer
+   * gets its answer at once, a client that left has the decoder told to stop its I/O, and the permit and memory stay held until the decoder's own answer says
    * the work has stopped (a render inside libvips finishes first), or the lease's alarm
    * ends a decoder that never answers. Once the answer streams, the lease is released when
    * the last byte is written or the pipe fails. A decoder dying mid-answer is a 502.

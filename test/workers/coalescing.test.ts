@@ -1,7 +1,8 @@
 // Bursts of identical misses through the Worker and the admission DO, in front of a real decoder
 // that only this file sends work to (test/support/workers-global-setup.ts), so its own request
 // counts say how many decodes ran: a burst is decoded once, every client gets the same bytes,
-// clients that leave take nothing from the others, and an error reaches every waiter.
+// clients that leave take nothing from the others, an error reaches every waiter, and
+// COALESCE=false decodes each.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
