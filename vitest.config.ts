@@ -22,6 +22,7 @@ export default defineConfig({
                 TEST_ROTATED_DECODER_URL: inject("rotatedDecoderUrl"),
                 TEST_DROPPING_DECODER_URL: inject("droppingDecoderUrl"),
                 TEST_WORKING_DECODER_URL: inject("workingDecoderUrl"),
+                TEST_COUNTED_DECODER_URL: inject("countedDecoderUrl"),
                 REQUEST_TIMEOUT: "2",
                 QUEUE_TIMEOUT: "1",
                 DECODER_TTL: "3",

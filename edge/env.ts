@@ -20,6 +20,7 @@ export interface Env extends AdmissionVars {
   PUBLIC_BASE_URL?: string;
   TRUST_FORWARDED_HEADERS?: string;
   PLAIN_ID_MODE?: string;
+  COALESCE?: string;
 }
 
 /** How answers under a plain id keep viewers from mixing versions (docs/operators.md). */
@@ -50,6 +51,8 @@ export interface EdgeConfig {
    * most INFO_MAX_AGE and then revalidated.
    */
   plainIdMode: PlainIdMode;
+  /** Whether concurrent identical decodes are decoded once (false only to measure without it). */
+  coalesce: boolean;
 }
 
 export function edgeConfig(env: Env): EdgeConfig {
@@ -70,8 +73,9 @@ export function edgeConfig(env: Env): EdgeConfig {
     },
     maxFileTransfers: intVar(env, "MAX_FILE_TRANSFERS", { min: 1 }),
     publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
-    trustForwardedHeaders: flag(env, "TRUST_FORWARDED_HEADERS"),
+    trustForwardedHeaders: flag(env, "TRUST_FORWARDED_HEADERS", false),
     plainIdMode: plainIdMode(env.PLAIN_ID_MODE),
+    coalesce: flag(env, "COALESCE", true),
   };
 }
 
@@ -93,9 +97,10 @@ function publicBaseUrl(raw: string | undefined): string | undefined {
 }
 
 /** "true" or "false"; unset or empty is false. */
-function flag(env: Env, name: "TRUST_FORWARDED_HEADERS"): boolean {
+function flag(env: Env, name: "TRUST_FORWARDED_HEADERS" | "COALESCE", fallback: boolean): boolean {
   const text = (env[name] ?? "").trim();
-  if (text === "" || text === "false") return false;
+  if (text === "") return fallback;
+  if (text === "false") return false;
   if (text === "true") return true;
   throw badConfig(name, `must be true or false, got ${JSON.stringify(env[name])}`);
 }

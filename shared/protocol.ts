@@ -64,6 +64,9 @@ export interface MosaicSummary {
 /** Every /file path starts so: transfers, not decodes, to the admission DO. */
 export const DECODER_FILE_PREFIX = "/v1/file/";
 
+/** Whether a decoder path decodes pixels (an image or a tile): what the admission DO coalesces. */
+export const isDecodePath = (path: string) => path.startsWith("/v1/image/") || path.startsWith("/v1/tiles/");
+
 /** Decoder routes. The image path carries the canonical IIIF 3.0 parts of a resolved request. */
 export const DECODER = {
   health: "/health",

@@ -3,15 +3,17 @@
 // back, and releases what it holds when the stream ends, on every path: success, decoder
 // error, client abort, deadline. Every grant is also a lease with a deadline that a DO alarm
 // enforces, so a path that never ends (a hung pipe, a bug) still cannot keep its permits.
+// Identical decodes at once are admitted and decoded once, their answer given to all (coalesce.ts).
 
 import { connect } from "cloudflare:sockets";
 import { DurableObject } from "cloudflare:workers";
 import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { untilAborted } from "../../shared/abort";
-import { DECODER, DECODER_FILE_PREFIX, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
+import { DECODER, DECODER_FILE_PREFIX, isDecodePath, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
 import { parseHeartbeat } from "../../shared/registration";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
+import { Flights, type Deadline } from "./coalesce";
 import { DecoderRegistry, type Decoder } from "./decoders";
 import { admissionMetrics } from "./metrics";
 import { AdmissionModel, type Grant } from "./model";
@@ -27,7 +29,7 @@ export interface Lease {
   grant: Grant;
   /** Aborts at the request deadline or when the client goes away. */
   signal: AbortSignal;
-  /** Aborts when the client goes away. */
+  /** Aborts when the client goes away (for a coalesced decode, every client waiting for it). */
   client: AbortSignal;
   /** Aborts when the lease is released or expires: what cuts off a decoder that never answers. */
   ended: AbortSignal;
@@ -52,6 +54,8 @@ export class AdmissionDO extends DurableObject<Env> {
   readonly model: AdmissionModel;
   readonly decoders: DecoderRegistry;
   readonly stats: DoStats = { released: 0, leasesExpired: 0, requestTimeouts: 0, disagreements: 0, decoderRetries: 0 };
+  /** Decodes in flight by decoder path, each answering every identical request that arrives meanwhile. */
+  readonly flights = new Flights();
   private readonly leases = new Map<number, { deadline: number; expire: () => void }>();
   private nextLeaseId = 0;
   /** /file transfers streaming now: they hold no decode permit, only a place under their own cap. */
@@ -96,11 +100,23 @@ export class AdmissionDO extends DurableObject<Env> {
       if (url.pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfer(url.pathname + url.search, request.signal);
       const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
       const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
-      return await this.admitAndForward(url.pathname + url.search, partition, estimate, request.signal);
+      return await this.decode(url.pathname + url.search, partition, estimate, request.signal);
     } catch (err) {
       // A client that went away is not a DO failure (and reads no answer).
       return errorResponse(err instanceof HttpError || request.signal.aborted ? err : failing(err));
     }
+  }
+
+  /**
+   * A decode (an image or a tile) joins the identical one in flight, if any, else is admitted
+   * and forwarded (coalesce.ts); anything else, and everything with COALESCE=false, is admitted
+   * on its own. A follower's deadline runs from its own arrival.
+   */
+  private decode(path: string, partition: Partition, estimate: number, client: AbortSignal): Promise<Response> {
+    const arrivedAt = Date.now();
+    const admit = (signal: AbortSignal) => this.admitAndForward(path, partition, estimate, signal, arrivedAt);
+    if (!this.config.coalesce || !isDecodePath(path)) return admit(client);
+    return this.flights.answer(path, client, admit, () => this.deadline(arrivedAt + this.config.admission.requestTimeoutMs));
   }
 
   /**
@@ -109,8 +125,7 @@ export class AdmissionDO extends DurableObject<Env> {
    * admitted once more, as the model says for the precise figure (it may then wait, be shed or
    * be refused with 413), under the same REQUEST_TIMEOUT from arrival.
    */
-  private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal) {
-    const arrivedAt = Date.now();
+  private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal, arrivedAt: number) {
     try {
       return await this.forward(path, await this.lease(partition, estimate, client, arrivedAt));
     } catch (err) {
@@ -125,26 +140,21 @@ export class AdmissionDO extends DurableObject<Env> {
   async lease(partition: Partition, estimate: number, clientSignal: AbortSignal, arrivedAt = Date.now()): Promise<Lease> {
     const { requestTimeoutMs, queueTimeoutMs, largeDecodeThresholdBytes } = this.config.admission;
     const deadlineAt = arrivedAt + requestTimeoutMs;
-    const deadline = new AbortController();
-    // The request timeout is wall-clock from arrival, the wait for a permit included.
-    const timer = setTimeout(() => {
-      this.stats.requestTimeouts++;
-      deadline.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
-    }, deadlineAt - Date.now());
+    const deadline = this.deadline(deadlineAt);
     const signal = AbortSignal.any([deadline.signal, clientSignal]);
     this.resize();
     let grant: Grant;
     try {
       grant = await this.model.admit(partition, estimate, queueTimeoutMs, signal);
     } catch (err) {
-      clearTimeout(timer);
+      deadline.clear();
       throw err;
     }
     const id = this.nextLeaseId++;
     const ended = new AbortController();
     const release = (expired: boolean) => {
       if (!this.leases.delete(id)) return;
-      clearTimeout(timer);
+      deadline.clear();
       ended.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
       grant.release();
       this.stats.released++;
@@ -161,6 +171,16 @@ export class AdmissionDO extends DurableObject<Env> {
     // A full is granted its reservation; a tile anything its partition admits (below the threshold).
     const grantedBytes = partition === "full" ? estimate : largeDecodeThresholdBytes - 1;
     return { grant, signal, client: clientSignal, ended: ended.signal, deadlineAt, grantedBytes, release: () => release(false) };
+  }
+
+  /** REQUEST_TIMEOUT, wall-clock from arrival (the wait for a permit included): 408, counted. */
+  private deadline(at: number): Deadline {
+    const deadline = new AbortController();
+    const timer = setTimeout(() => {
+      this.stats.requestTimeouts++;
+      deadline.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
+    }, at - Date.now());
+    return { signal: deadline.signal, clear: () => clearTimeout(timer) };
   }
 
   /** Reclaims every lease past its deadline and grace; re-arms for the next one. */
@@ -235,9 +255,9 @@ export class AdmissionDO extends DurableObject<Env> {
 
   /**
    * Sends an admitted request to `decoder`, which runs it under the grant, and owns the lease
-   * from then on. Admission ends when the decoder's work does: a client that leaves (or a
-   * deadline that passes) before the answer gets its answer at once, the decoder is told to
-   * stop its I/O, and the permit and memory stay held until the decoder's own answer says
+   * from then on. Admission ends when the decoder's work does: a client that leaves (for a
+   * coalesced decode, the last one waiting for it) or a deadline that passes before the answer
+   * gets its answer at once, a client that left has the decoder told to stop its I/O, and the permit and memory stay held until the decoder's own answer says
    * the work has stopped (a render inside libvips finishes first), or the lease's alarm
    * ends a decoder that never answers. Once the answer streams, the lease is released when
    * the last byte is written or the pipe fails. A decoder dying mid-answer is a 502.

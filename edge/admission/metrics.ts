@@ -35,6 +35,8 @@ export function admissionMetrics(d: AdmissionDO, now: number): string {
     [`${A}released_total`, "counter", "Leases released (decode finished, failed, abandoned or expired).", d.stats.released],
     [`${A}leases_expired_total`, "counter", "Leases reclaimed by the deadline alarm, not by their own path.", d.stats.leasesExpired],
     [`${A}request_timeouts_total`, "counter", "Requests that reached REQUEST_TIMEOUT (408).", d.stats.requestTimeouts],
+    [`${A}coalesced_total`, "counter", "Decodes answered from an identical one in flight, not decoded again.", d.flights.coalesced],
+    [`${A}coalescing`, "gauge", "Decodes in flight that identical requests arriving now would wait for.", d.flights.size],
     [`${A}decoder_retries_total`, "counter", "Forwards retried on another decoder after a connect failure.", d.stats.decoderRetries],
     [`${A}file_transfers`, "gauge", "/file transfers streaming now (they hold no decode permit).", d.fileTransfers],
     [`${A}file_transfers_limit`, "gauge", "MAX_FILE_TRANSFERS.", d.config.maxFileTransfers],

@@ -12,6 +12,9 @@ import type { PreparedDecode } from "../prepared-decode";
 import { assetLabel } from "../source/assets";
 import type { AssetRef, Mosaic } from "./mosaic";
 
+/** Members a tile opens at once. */
+const OPENS_AT_ONCE = 4;
+
 /** Most assets a mosaic tile may paint (TESSERA_MOSAIC_MAX_ASSETS). */
 export const DEFAULT_MOSAIC_MAX_ASSETS = 32;
 
@@ -37,9 +40,16 @@ export async function withMosaicTile<R>(
   }
   const leases = new Map<string, Awaited<ReturnType<CogCache<Cog>["lease"]>>>();
   try {
-    const assets = new Set(refs.flatMap((r) => (r.kind === "cog" ? [r.asset] : r.bands.map((b) => b.asset))));
-    // One at a time: opens share the store's connections with every other request's reads.
-    for (const asset of assets) leases.set(asset, await options.members.lease(asset, undefined, signal));
+    const assets = [...new Set(refs.flatMap((r) => (r.kind === "cog" ? [r.asset] : r.bands.map((b) => b.asset))))];
+    // A few at a time: a first tile over many members is not one store round trip per member in
+    // turn, and the opens leave the store's connections to other requests' reads.
+    for (let i = 0; i < assets.length; i += OPENS_AT_ONCE) {
+      const batch = assets.slice(i, i + OPENS_AT_ONCE);
+      const opened = await Promise.allSettled(batch.map((asset) => options.members.lease(asset, undefined, signal)));
+      opened.forEach((o, j) => o.status === "fulfilled" && leases.set(batch[j], o.value));
+      const failed = opened.find((o) => o.status === "rejected");
+      if (failed) throw failed.reason;
+    }
     const cogOf = (asset: string) => {
       const cog = leases.get(asset)!.opened;
       if (!cog.geo) throw new HttpError("bad_gateway", `mosaic "${id}": asset ${assetLabel(asset)} is not georeferenced`);

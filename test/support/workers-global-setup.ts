@@ -3,7 +3,8 @@
 // Beside it, two decoders gone wrong: a real one whose secret was rotated (it answers every
 // request 401), and one that accepts a request and dies before answering (its socket reset);
 // and one that works, over a picture whose upscaled, rotated render keeps libvips busy a while,
-// a large file of noise, and the bundled map sample.
+// a large file of noise, and the bundled map sample; and a second working decoder over the same
+// files for the tests that count its decodes, which no other test file sends work to.
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
@@ -21,6 +22,7 @@ declare module "vitest" {
     rotatedDecoderUrl: string;
     droppingDecoderUrl: string;
     workingDecoderUrl: string;
+    countedDecoderUrl: string;
   }
 }
 
@@ -53,9 +55,11 @@ export default async function setup(project: TestProject) {
   await writeFile(path.join(dir, "broken.style.json"), JSON.stringify({ bidx: [1], rescale: [[0, "max"]] }));
   const working = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
   project.provide("workingDecoderUrl", working.url);
+  const counted = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
+  project.provide("countedDecoderUrl", counted.url);
   return async () => {
     dropping.close();
-    await Promise.all([stopDecoder(decoder), stopDecoder(rotated), stopDecoder(working)]);
+    await Promise.all([stopDecoder(decoder), stopDecoder(rotated), stopDecoder(working), stopDecoder(counted)]);
     await rm(dir, { recursive: true, force: true });
   };
 }

@@ -451,3 +451,27 @@ describe("STAC: several bands in one asset", () => {
     }
   });
 });
+
+describe("a member that is missing", () => {
+  it("fails the tile with 502 naming it (not a 404 of the mosaic), and the tile works once it exists", async () => {
+    const dir2 = mkdtempSync(path.join(tmpdir(), "tessera-mosaic-"));
+    try {
+      cpSync(path.join(dir, monoC.key), path.join(dir2, monoC.key));
+      const key = tileToQuadkey(Z, P + 1, Q + 1);
+      writeFileSync(path.join(dir2, "gap.mosaic.json"), JSON.stringify({ mosaicjson: "0.0.3", minzoom: Z, maxzoom: Z, bounds: [16, 48, 17, 49], tiles: { [key]: ["mono-c.tif", "later.tif"] } }));
+      const d = await startDecoder(new LocalCatalog(dir2));
+      try {
+        const at = [Z, P + 1, Q + 1];
+        const missing = await tile(d, "gap", at, "pixel_selection=highest");
+        expect(missing.status).toBe(502);
+        expect(JSON.parse(missing.data.toString()).message).toBe("mosaic asset later.tif does not exist");
+        cpSync(path.join(dir, monoB.key), path.join(dir2, "later.tif"));
+        expect((await tile(d, "gap", at, "pixel_selection=highest")).status).toBe(200);
+      } finally {
+        await d.close();
+      }
+    } finally {
+      rmSync(dir2, { recursive: true, force: true });
+    }
+  });
+});

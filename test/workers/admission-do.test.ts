@@ -1,6 +1,7 @@
 // The admission DO inside workerd, through the real Worker, in front of the real decoder frozen
 // with SIGSTOP (every forwarded decode hangs): auto-sizing from heartbeats, the memory budget's
-// 503 vs 413, decoder expiry and retry, lease expiry by alarm, the mode fallback, /metrics.
+// 503 vs 413, identical decodes holding one permit, decoder expiry and retry, lease expiry by
+// alarm, the mode fallback, /metrics.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
@@ -62,7 +63,8 @@ describe("admission DO", () => {
     await scheduler.wait(200);
     expect(await metric("tessera_decode_memory_reserved_bytes")).toBe(48_000_000);
     expect(await metric("full_in_use")).toBe(1);
-    const second = await get("/iiif/3/big/full/pct:50/0/default.jpg");
+    // Another request of the same cost: the same one would wait for the first's answer (coalesced).
+    const second = await get("/iiif/3/big/full/pct:50/0/default.png");
     expect(second.status).toBe(503);
     expect(second.headers.get("retry-after")).toBe("1");
     expect(await metric("tessera_decode_memory_rejected_total")).toBe(rejected + 1);
@@ -74,6 +76,25 @@ describe("admission DO", () => {
     await settled();
     expect([await metric("tessera_decode_memory_reserved_bytes"), await metric("full_in_use")]).toEqual([0, 0]);
     expect(await metric("leases_expired_total")).toBe(expired + 1);
+  });
+
+  it("holds one permit for identical decodes at once; all get 408 at the first's deadline, and nothing stays held", async () => {
+    const [timeouts, coalesced] = [await metric("request_timeouts_total"), await metric("coalesced_total")];
+    const path = "/iiif/3/big/768,768,256,256/max/0/default.jpg";
+    const first = get(path); // hangs in the frozen decoder
+    await scheduler.wait(300);
+    const started = Date.now();
+    const followers = [get(path), get(path), get(path)];
+    await scheduler.wait(200);
+    expect([await metric("permits_in_use"), await metric("coalescing")]).toEqual([1, 1]);
+    const answers = await Promise.all([first, ...followers]);
+    expect(answers.map((r) => r.status)).toEqual([408, 408, 408, 408]);
+    // Before the followers' own REQUEST_TIMEOUT (2 s from their arrival): the first's ended them.
+    expect(Date.now() - started).toBeLessThan(1900);
+    expect(await metric("request_timeouts_total")).toBe(timeouts + 1);
+    expect(await metric("coalesced_total")).toBe(coalesced + 3);
+    expect(await metric("coalescing")).toBe(0);
+    await settled();
   });
 
   it("refuses with 413 a full that fits the decoders' summed budget but not the largest decoder's share", async () => {

@@ -178,6 +178,7 @@ describe("the public address in ids and links", () => {
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     for (const [vars, name] of [
       [{ TRUST_FORWARDED_HEADERS: "yes" }, /TRUST_FORWARDED_HEADERS must be true or false/],
+      [{ COALESCE: "off" }, /COALESCE must be true or false/],
       [{ PUBLIC_BASE_URL: "tiles.example.org" }, /PUBLIC_BASE_URL must be an absolute http\(s\) URL/],
     ] as const) {
       const res = await call(vars);

@@ -9,6 +9,8 @@ declare namespace Cloudflare {
     TEST_ROTATED_DECODER_URL: string;
     TEST_DROPPING_DECODER_URL: string;
     TEST_WORKING_DECODER_URL: string;
+    /** A working decoder only test/workers/coalescing.test.ts sends work to, so its counts are that file's. */
+    TEST_COUNTED_DECODER_URL: string;
   }
   interface GlobalProps {
     mainModule: TesseraWorker;
