@@ -99,6 +99,26 @@ function expectPixels(t: Tile, expected: (px: number, py: number) => number[] | 
 
 const clip = (v: number) => Math.max(0, Math.min(255, Math.round(v)));
 
+/**
+ * Runs `test` on a scratch data directory holding copies of fixture files (name there → fixture
+ * file), then removes it.
+ */
+async function inScratch(copies: Record<string, string>, test: (dir: string) => Promise<void>): Promise<void> {
+  const scratch = mkdtempSync(path.join(tmpdir(), "tessera-mosaic-"));
+  try {
+    for (const [name, file] of Object.entries(copies)) cpSync(path.join(dir, file), path.join(scratch, name));
+    await test(scratch);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** `{name}.mosaic.json` in `folder`: one quadkey, tile z/x/y's, listing `assets`, served at zoom z only. */
+function writeMosaic(folder: string, name: string, [z, x, y]: number[], assets: string[]): void {
+  const doc = { mosaicjson: "0.0.3", minzoom: z, maxzoom: z, bounds: [16, 48, 17, 49], tiles: { [tileToQuadkey(z, x, y)]: assets } };
+  writeFileSync(path.join(folder, `${name}.mosaic.json`), JSON.stringify(doc));
+}
+
 // The reductions, written here again from their definitions (population deviation; an even
 // count's median the mean of the middle two), over the valid assets in paint order.
 const REDUCE: Record<string, (values: number[]) => number> = {
@@ -164,11 +184,9 @@ describe("MosaicJSON: one band, three assets overlapping", () => {
   });
 
   it("refuses 413 a tile that would paint more assets than the configured most (3 here), naming the count", async () => {
-    const dir2 = mkdtempSync(path.join(tmpdir(), "tessera-mosaic-"));
-    try {
-      const key = tileToQuadkey(Z, P, Q + 1);
-      writeFileSync(path.join(dir2, "many.mosaic.json"), JSON.stringify({ mosaicjson: "0.0.3", minzoom: Z, maxzoom: Z, bounds: [16, 48, 17, 49], tiles: { [key]: ["a.tif", "b.tif", "c.tif", "d.tif"] } }));
-      const d = await startDecoder(new LocalCatalog(dir2), 3, { mosaicMaxAssets: 3 });
+    await inScratch({}, async (scratch) => {
+      writeMosaic(scratch, "many", [Z, P, Q + 1], ["a.tif", "b.tif", "c.tif", "d.tif"]);
+      const d = await startDecoder(new LocalCatalog(scratch), 3, { mosaicMaxAssets: 3 });
       try {
         const t = await tile(d, "many", [Z, P, Q + 1]);
         expect(t.status).toBe(413);
@@ -176,9 +194,7 @@ describe("MosaicJSON: one band, three assets overlapping", () => {
       } finally {
         await d.close();
       }
-    } finally {
-      rmSync(dir2, { recursive: true, force: true });
-    }
+    });
   });
 
   it("answers a tile inside the bounds where the index lists nothing with the transparent tile", async () => {
@@ -244,12 +260,9 @@ describe("MosaicJSON: three bands, the tuple rule", () => {
 
 describe("first reads no further asset once every pixel is filled", () => {
   it("stops before the second asset where the first covers the tile, and reads it when the mode needs it", async () => {
-    const dir2 = mkdtempSync(path.join(tmpdir(), "tessera-mosaic-"));
-    try {
-      for (const f of [monoB, monoC]) cpSync(path.join(dir, f.key), path.join(dir2, f.key));
+    await inScratch({ [monoB.key]: monoB.key, [monoC.key]: monoC.key }, async (dir2) => {
       // mono-c covers tile (P+1, Q+1) whole, its masked disc elsewhere; mono-b lies there too.
-      const key = tileToQuadkey(Z, P + 1, Q + 1);
-      writeFileSync(path.join(dir2, "cb.mosaic.json"), JSON.stringify({ mosaicjson: "0.0.3", minzoom: Z, maxzoom: Z, bounds: [16, 48, 17, 49], tiles: { [key]: ["mono-c.tif", "mono-b.tif"] } }));
+      writeMosaic(dir2, "cb", [Z, P + 1, Q + 1], ["mono-c.tif", "mono-b.tif"]);
       const recording = new RecordingCatalog(new LocalCatalog(dir2));
       const d = await startDecoder(recording, 3, { blockCache: new DecodedBlockCache(0) });
       try {
@@ -268,19 +281,14 @@ describe("first reads no further asset once every pixel is filled", () => {
       } finally {
         await d.close();
       }
-    } finally {
-      rmSync(dir2, { recursive: true, force: true });
-    }
+    });
   });
 });
 
 describe("invalidate_source(mosaic, member)", () => {
   it("keeps a member at its snapshot until invalidated, then opens the fresh one", async () => {
-    const dir2 = mkdtempSync(path.join(tmpdir(), "tessera-mosaic-"));
-    try {
-      cpSync(path.join(dir, monoC.key), path.join(dir2, monoC.key));
-      const key = tileToQuadkey(Z, P + 1, Q + 1);
-      writeFileSync(path.join(dir2, "c.mosaic.json"), JSON.stringify({ mosaicjson: "0.0.3", minzoom: Z, maxzoom: Z, bounds: [16, 48, 17, 49], tiles: { [key]: ["mono-c.tif"] } }));
+    await inScratch({ [monoC.key]: monoC.key }, async (dir2) => {
+      writeMosaic(dir2, "c", [Z, P + 1, Q + 1], ["mono-c.tif"]);
       const d = await startDecoder(new LocalCatalog(dir2));
       try {
         const at = [Z, P + 1, Q + 1];
@@ -297,9 +305,7 @@ describe("invalidate_source(mosaic, member)", () => {
       } finally {
         await d.close();
       }
-    } finally {
-      rmSync(dir2, { recursive: true, force: true });
-    }
+    });
   });
 });
 
@@ -369,8 +375,7 @@ describe("web assets under the access policy, through the tile route", () => {
   let dir2: string;
   // A UTM band file of the scene (large enough that a tile's blocks lie past the open's first read).
   const q = [12, 2234, 1420];
-  const mosaicOf = (name: string, assets: string[]) =>
-    writeFileSync(path.join(dir2, `${name}.mosaic.json`), JSON.stringify({ mosaicjson: "0.0.3", minzoom: 12, maxzoom: 12, bounds: [16, 48, 17, 49], tiles: { [tileToQuadkey(12, 2234, 1420)]: assets } }));
+  const mosaicOf = (name: string, assets: string[]) => writeMosaic(dir2, name, q, assets);
   const decoderWith = (env: NodeJS.ProcessEnv) => {
     const local = new LocalCatalog(dir2);
     return startDecoder(local, 3, { assets: new AssetSources(readAssetConfig(env), (key, signal) => local.openKey(key, signal)) });
@@ -424,9 +429,7 @@ describe("web assets under the access policy, through the tile route", () => {
 
 describe("STAC: several bands in one asset", () => {
   it("reads a three-band asset whole (assets=visual), or its bands by asset_bidx, as the COG's own tile", async () => {
-    const dir2 = mkdtempSync(path.join(tmpdir(), "tessera-stac-"));
-    try {
-      cpSync(path.join(dir, "rgb-a.tif"), path.join(dir2, "rgb-a.tif"));
+    await inScratch({ "rgb-a.tif": "rgb-a.tif" }, async (dir2) => {
       const item = {
         type: "Feature",
         stac_version: "1.0.0",
@@ -446,19 +449,14 @@ describe("STAC: several bands in one asset", () => {
       } finally {
         await d.close();
       }
-    } finally {
-      rmSync(dir2, { recursive: true, force: true });
-    }
+    });
   });
 });
 
 describe("a member that is missing", () => {
   it("fails the tile with 502 naming it (not a 404 of the mosaic), and the tile works once it exists", async () => {
-    const dir2 = mkdtempSync(path.join(tmpdir(), "tessera-mosaic-"));
-    try {
-      cpSync(path.join(dir, monoC.key), path.join(dir2, monoC.key));
-      const key = tileToQuadkey(Z, P + 1, Q + 1);
-      writeFileSync(path.join(dir2, "gap.mosaic.json"), JSON.stringify({ mosaicjson: "0.0.3", minzoom: Z, maxzoom: Z, bounds: [16, 48, 17, 49], tiles: { [key]: ["mono-c.tif", "later.tif"] } }));
+    await inScratch({ [monoC.key]: monoC.key }, async (dir2) => {
+      writeMosaic(dir2, "gap", [Z, P + 1, Q + 1], ["mono-c.tif", "later.tif"]);
       const d = await startDecoder(new LocalCatalog(dir2));
       try {
         const at = [Z, P + 1, Q + 1];
@@ -470,8 +468,6 @@ describe("a member that is missing", () => {
       } finally {
         await d.close();
       }
-    } finally {
-      rmSync(dir2, { recursive: true, force: true });
-    }
+    });
   });
 });
