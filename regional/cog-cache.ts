@@ -26,7 +26,7 @@ interface Entry<T> {
   closed: boolean;
 }
 
-export const cogKey = (id: string, version: string) => `${id}@${version}`;
+const cogKey = (id: string, version: string) => `${id}@${version}`;
 
 export interface CogCacheOptions {
   /** Bound on opening a source shared by many requests (default 10 s). */

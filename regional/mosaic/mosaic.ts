@@ -179,7 +179,7 @@ function lonLatOfMercator([x0, y0, x1, y1]: [number, number, number, number]): [
 }
 
 /** Where a mosaic lies: its lon/lat bounds, on WebMercatorQuad between its zooms. */
-export function mosaicGeoreference(bounds: [number, number, number, number], minZoom: number, maxZoom: number): Georeference {
+function mosaicGeoreference(bounds: [number, number, number, number], minZoom: number, maxZoom: number): Georeference {
   const toMercator = conversion(LON_LAT, TMS_CRS[MOSAIC_TMS]);
   // Web Mercator ends at ±85.0511°: a mosaic's bounds past it are clamped to the square.
   const limit = 85.0511287798066;
