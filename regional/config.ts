@@ -12,7 +12,7 @@ import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT } from "./request-lim
 import { DEFAULT_REQUEST_TIMEOUT_MS } from "./server";
 import { LocalCatalog } from "./source/local";
 import { DEFAULT_WORK_BUDGET_BYTES } from "./work-budget";
-import { S3SourceCatalog } from "./source/s3";
+import { DEFAULT_FIRST_READ_BYTES, S3SourceCatalog } from "./source/s3";
 import { readS3Location, s3ClientFor } from "./source/s3-location";
 import type { SourceCatalog } from "./source/source";
 
@@ -36,7 +36,8 @@ export interface DecoderConfig {
   mosaicMaxAssets: number;
 }
 
-const MIB = 1024 * 1024;
+const KIB = 1024;
+const MIB = 1024 * KIB;
 
 /** Reads and validates the decoder's environment; throws ConfigError naming the bad variable. */
 export function readConfig(env: NodeJS.ProcessEnv = process.env): DecoderConfig {
@@ -78,7 +79,8 @@ function catalogFrom(env: NodeJS.ProcessEnv, storeTimeoutMs: number): SourceCata
       throwOnRequestTimeout: true,
       socketTimeout: storeTimeoutMs,
     });
-    return new S3SourceCatalog({ client, bucket: location.bucket, prefix: location.prefix });
+    const firstReadBytes = KIB * intVar(env, "TESSERA_S3_FIRST_READ_KB", { fallback: DEFAULT_FIRST_READ_BYTES / KIB, min: 1, max: 16 * 1024 });
+    return new S3SourceCatalog({ client, bucket: location.bucket, prefix: location.prefix, firstReadBytes });
   }
   throw badConfig("TESSERA_SOURCE", `"${kind}" must be local or s3`);
 }

@@ -222,8 +222,8 @@ export class BlockReader {
   }
 
   private async loadTables(): Promise<TileTables> {
-    const offsets = (await this.dir.loadValue("TileOffsets")) as ArrayLike<number | bigint> | undefined;
-    const counts = (await this.dir.loadValue("TileByteCounts")) as ArrayLike<number | bigint> | undefined;
+    // Both tables at once: from a remote store each may be a round trip of its own.
+    const [offsets, counts] = (await Promise.all([this.dir.loadValue("TileOffsets"), this.dir.loadValue("TileByteCounts")])) as (ArrayLike<number | bigint> | undefined)[];
     const want = this.tilesAcross * this.tilesDown;
     if (!offsets || !counts || offsets.length !== want || counts.length !== want) {
       throw malformed(this.source.label, `a ${this.layout.width}x${this.layout.height} level needs ${want} tile offsets and byte counts, found ${offsets?.length ?? 0} and ${counts?.length ?? 0}`);

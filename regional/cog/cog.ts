@@ -393,8 +393,8 @@ async function checkRasterRanges(source: Source, level: CogLevel): Promise<void>
   const dir = level.image.getFileDirectory();
   const tiled = dir.hasTag("TileWidth");
   const noun = tiled ? "block" : "strip";
-  const offsets = (await dir.loadValue(tiled ? "TileOffsets" : "StripOffsets")) as ArrayLike<number | bigint> | undefined;
-  const counts = (await dir.loadValue(tiled ? "TileByteCounts" : "StripByteCounts")) as ArrayLike<number | bigint> | undefined;
+  const tables = tiled ? (["TileOffsets", "TileByteCounts"] as const) : (["StripOffsets", "StripByteCounts"] as const);
+  const [offsets, counts] = (await Promise.all(tables.map((tag) => dir.loadValue(tag)))) as (ArrayLike<number | bigint> | undefined)[];
   if (!offsets || !counts || offsets.length !== counts.length) {
     throw malformed(source.label, `${offsets?.length ?? 0} ${noun} offsets and ${counts?.length ?? 0} byte counts`);
   }

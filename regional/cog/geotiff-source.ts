@@ -7,7 +7,9 @@
 //   shared and cached by geotiff across requests. Over S3 each would be a GET, so they are
 //   served from aligned blocks kept in a small per-snapshot LRU (as GDAL and geotiff's own
 //   BlockedSource do). A shared block fetch is never aborted by one caller: each caller stops
-//   waiting on its own signal, and a failed block is dropped, not remembered.
+//   waiting on its own signal, and a failed block is dropped, not remembered. The bytes the
+//   Source read when it was opened are its first blocks, and the blocks of one read are fetched
+//   at once, not one after another.
 // - Tile reads (readRasters) carry the caller's signal and go straight to the Source as exact
 //   ranges; Cog always passes a signal, so pixel data never crowds headers out of the cache.
 
@@ -45,6 +47,7 @@ export class GeoTiffSource {
     this.blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE;
     this.maxBlocks = options.maxBlocks ?? DEFAULT_MAX_BLOCKS;
     this.sharedReadTimeoutMs = options.sharedReadTimeoutMs ?? DEFAULT_SHARED_WORK_TIMEOUT_MS;
+    this.keepFirstBytes();
   }
 
   get fileSize(): number {
@@ -77,13 +80,23 @@ export class GeoTiffSource {
     return toArrayBuffer(await this.source.read(offset, end - offset, signal));
   }
 
+  /** The whole blocks (and a last one ending the file) of what the source read when opened. */
+  private keepFirstBytes(): void {
+    const bytes = this.source.firstBytes ?? new Uint8Array(0);
+    for (let start = 0; start < bytes.length && this.blocks.size < this.maxBlocks; start += this.blockSize) {
+      const end = Math.min(start + this.blockSize, this.source.size);
+      if (end > bytes.length) break;
+      this.blocks.set(start / this.blockSize, Promise.resolve(bytes.subarray(start, end)));
+    }
+  }
+
   private async fromBlocks(offset: number, end: number): Promise<Uint8Array> {
     const first = Math.floor(offset / this.blockSize);
-    const last = Math.floor((end - 1) / this.blockSize);
+    const indexes = Array.from({ length: Math.floor((end - 1) / this.blockSize) - first + 1 }, (_, i) => first + i);
+    const blocks = await Promise.all(indexes.map((b) => this.block(b)));
     const out = new Uint8Array(end - offset);
-    for (let b = first; b <= last; b++) {
-      const block = await this.block(b);
-      const blockStart = b * this.blockSize;
+    for (const [i, block] of blocks.entries()) {
+      const blockStart = indexes[i] * this.blockSize;
       const from = Math.max(offset, blockStart);
       const to = Math.min(end, blockStart + block.length);
       out.set(block.subarray(from - blockStart, to - blockStart), from - offset);

@@ -3,6 +3,10 @@
 // version, its strong ETag), and every read is a ranged GET of exactly that snapshot, so a tile
 // can never mix bytes of two versions. The entry's snapshot policy decides whether an object
 // without such a validator may be served at all.
+//
+// Opening costs one round trip in the common case: the object is opened by a ranged GET of its
+// first bytes (whose answer names its size, VersionId and ETag, so no HEAD), sent together with
+// the read of the catalog entry; those bytes hold a COG's header and IFDs for the parser.
 import {
   GetObjectCommand,
   HeadObjectCommand,
@@ -19,9 +23,14 @@ export interface S3CatalogConfig {
   bucket: string;
   /** Key prefix; source id `x` lives at `<prefix>x.tif` (or `.mosaic.json`, `.stac.json`). */
   prefix: string;
+  /** Bytes of the ranged GET that opens an object (default 64 KiB): a typical COG's header and IFDs. */
+  firstReadBytes?: number;
 }
 
-/** What the SDK puts on a failed command (no credentials in any of these fields). */
+/** Enough for the header, every IFD and the tile tables of a COG of a few thousand tiles. */
+export const DEFAULT_FIRST_READ_BYTES = 64 * 1024;
+
+/** What S3 says on a failed command (no credentials in any of these fields). */
 interface SdkError {
   name?: string;
   $metadata?: { httpStatusCode?: number };
@@ -44,6 +53,18 @@ function storeFailure(what: string, label: string, e: unknown): HttpError {
   return err;
 }
 
+/**
+ * Whether a failed open means "no such object (version)": 404 no such key/version, or the current
+ * version is a delete marker; with a version asked for, 405 (it names a delete marker), 400 (the
+ * store cannot parse it) or 412 (the ETag pin is gone).
+ */
+function isMissing(e: unknown, version: string | undefined): boolean {
+  const status = statusOf(e);
+  const name = nameOf(e);
+  const missing = status === 404 || name === "NotFound" || name === "NoSuchKey" || name === "NoSuchVersion";
+  return missing || (version !== undefined && (status === 400 || status === 405 || status === 412));
+}
+
 // S3 VersionIds never contain '"', ETags always start with it (or W/): that tells the two kinds
 // of pinned version apart when a version comes back in a URL.
 const isEtag = (version: string) => version.startsWith('"') || version.startsWith("W/");
@@ -51,79 +72,140 @@ const isEtag = (version: string) => version.startsWith('"') || version.startsWit
 /** The VersionId S3 gives an object written while versioning was off or suspended. */
 const NULL_VERSION = "null";
 
+/** One version of one object as its opening read found it. */
+interface Snapshot {
+  key: string;
+  size: number;
+  versionId?: string;
+  etag?: string;
+  /** The object's first bytes, from offset 0. */
+  firstBytes: Uint8Array;
+  document?: SourceDocument;
+}
+
+const isSnapshotOf = (snapshot: Snapshot, version: string) => version === snapshot.versionId || version === snapshot.etag;
+
 export class S3SourceCatalog implements SourceCatalog {
   readonly description: string;
 
   readonly prefix: string;
 
+  private readonly firstReadBytes: number;
+
   constructor(private readonly cfg: S3CatalogConfig) {
     this.description = `s3://${cfg.bucket}/${cfg.prefix}<id>.tif`;
     this.prefix = cfg.prefix;
-  }
-
-  async open(id: string, requested: string | undefined, signal?: AbortSignal): Promise<Source> {
-    if (id === "") throw notFound("empty source id");
-    const entry = await this.entry(id, signal);
-    const version = requested ?? entry.pin;
-    for (const { suffix, document } of SOURCE_FILES) {
-      const key = `${this.cfg.prefix}${id}${suffix}`;
-      const head = await this.head(key, version, signal);
-      if (head) return this.pinned(key, head, entry.policy, document && { kind: document, key });
-    }
-    if (version === undefined) throw notFound(`unknown source "${id}"`);
-    throw versionGone(`source "${id}" has no version "${version}"`);
-  }
-
-  async openKey(key: string, signal?: AbortSignal): Promise<Source> {
-    const head = await this.head(key, undefined, signal);
-    if (!head) throw notFound(`no object s3://${this.cfg.bucket}/${key}`);
-    return this.pinned(key, head, NO_ENTRY.policy);
+    this.firstReadBytes = cfg.firstReadBytes ?? DEFAULT_FIRST_READ_BYTES;
   }
 
   /**
-   * The object at `key` (pinned to `version` when given); undefined when it has no such key or
-   * version. 404: no such key/version, or the current version is a delete marker. 405: the
-   * VersionId names a delete marker. 400: a VersionId the store cannot parse. 412: the ETag pin is
-   * gone. From the client's side all of them mean "this source (version) does not exist".
+   * One round trip in the common case: the catalog entry and the object's first bytes are read
+   * together, the object at the version asked for or, when none is, at its latest, which is what
+   * the entry pins unless a publisher rolled it back (then a second read at the pin).
    */
-  private async head(key: string, version: string | undefined, signal?: AbortSignal): Promise<HeadObjectCommandOutput | undefined> {
+  async open(id: string, requested: string | undefined, signal?: AbortSignal): Promise<Source> {
+    if (id === "") throw notFound("empty source id");
+    const [entry, found] = await Promise.all([this.entry(id, signal), this.find(id, requested, signal)]);
+    const pin = requested ?? entry.pin;
+    const snapshot = pin === undefined || (found && isSnapshotOf(found, pin)) ? found : await this.find(id, pin, signal);
+    if (snapshot) return this.pinned(snapshot, entry.policy);
+    if (pin === undefined) throw notFound(`unknown source "${id}"`);
+    throw versionGone(`source "${id}" has no version "${pin}"`);
+  }
+
+  async openKey(key: string, signal?: AbortSignal): Promise<Source> {
+    const snapshot = await this.snapshot(key, undefined, signal);
+    if (!snapshot) throw notFound(`no object s3://${this.cfg.bucket}/${key}`);
+    return this.pinned(snapshot, NO_ENTRY.policy);
+  }
+
+  /**
+   * The first of the source's files (SOURCE_FILES) that exists at `version`. The COG is looked for
+   * first; only when it is missing are the documents looked for, both at once.
+   */
+  private async find(id: string, version: string | undefined, signal?: AbortSignal): Promise<Snapshot | undefined> {
+    const [cog, ...documents] = SOURCE_FILES.map(({ suffix, document }) => ({ key: `${this.cfg.prefix}${id}${suffix}`, document }));
+    const found = await this.snapshot(cog.key, version, signal);
+    if (found) return found;
+    const others = await Promise.all(
+      documents.map(({ key, document }) => this.snapshot(key, version, signal, document && { kind: document, key })),
+    );
+    return others.find((s) => s !== undefined);
+  }
+
+  /**
+   * The object at `key` (pinned to `version` when given) by a ranged GET of its first bytes, whose
+   * answer also tells its size, VersionId and ETag; undefined when it has no such key or version.
+   */
+  private async snapshot(key: string, version: string | undefined, signal?: AbortSignal, document?: SourceDocument): Promise<Snapshot | undefined> {
+    const { client, bucket } = this.cfg;
+    const label = `s3://${bucket}/${key}`;
+    const byEtag = version !== undefined && isEtag(version);
+    const input: GetObjectCommandInput = {
+      Bucket: bucket,
+      Key: key,
+      VersionId: byEtag ? undefined : version,
+      IfMatch: byEtag ? version : undefined,
+      Range: `bytes=0-${this.firstReadBytes - 1}`,
+    };
+    let out;
+    try {
+      out = await client.send(new GetObjectCommand(input), { abortSignal: signal });
+    } catch (e) {
+      rethrowIfAborted(signal, e);
+      if (isMissing(e, version)) return undefined;
+      // An empty object has no byte 0 to range over: only a HEAD tells its version.
+      if (statusOf(e) === 416) return this.head(key, version, signal, document);
+      throw storeFailure("GetObject", label, e);
+    }
+    const body = out.Body as Body | undefined;
+    const size = sizeFrom(out.ContentRange, out.ContentLength);
+    const length = Math.min(size ?? 0, this.firstReadBytes);
+    if (size === undefined || out.ContentLength !== length) {
+      body?.destroy?.();
+      throw badGateway(`S3 GetObject for ${label} answered ${out.ContentRange ?? "no range"} to the first ${this.firstReadBytes} bytes`);
+    }
+    const firstBytes = await readFully(body, length, label, signal);
+    return { key, size, versionId: out.VersionId, etag: out.ETag, firstBytes, document };
+  }
+
+  /** As snapshot, for an object too small to range over: a HEAD, and no bytes. */
+  private async head(key: string, version: string | undefined, signal?: AbortSignal, document?: SourceDocument): Promise<Snapshot | undefined> {
     const { client, bucket } = this.cfg;
     const byEtag = version !== undefined && isEtag(version);
+    let head: HeadObjectCommandOutput;
     try {
-      return await client.send(
+      head = await client.send(
         new HeadObjectCommand({ Bucket: bucket, Key: key, VersionId: byEtag ? undefined : version, IfMatch: byEtag ? version : undefined }),
         { abortSignal: signal },
       );
     } catch (e) {
       rethrowIfAborted(signal, e);
-      const status = statusOf(e);
-      const name = nameOf(e);
-      const missing = status === 404 || name === "NotFound" || name === "NoSuchKey" || name === "NoSuchVersion";
-      const badVersion = version !== undefined && (status === 400 || status === 405 || status === 412);
-      if (missing || badVersion) return undefined;
+      if (isMissing(e, version)) return undefined;
       throw storeFailure("HeadObject", `s3://${bucket}/${key}`, e);
     }
-  }
-
-  /** A Source pinned to what `head` found, if the snapshot policy lets it be served. */
-  private pinned(key: string, head: HeadObjectCommandOutput, policy: SnapshotPolicy, document?: SourceDocument): Source {
-    const { client, bucket } = this.cfg;
-    const label = `s3://${bucket}/${key}`;
     const size = head.ContentLength;
     if (size === undefined || !Number.isSafeInteger(size) || size < 0) {
-      throw badGateway(`S3 HeadObject for ${label} returned no object size`);
+      throw badGateway(`S3 HeadObject for s3://${bucket}/${key} returned no object size`);
     }
-    const etag = head.ETag;
+    return { key, size, versionId: head.VersionId, etag: head.ETag, firstBytes: new Uint8Array(0), document };
+  }
+
+  /** A Source pinned to `snapshot`, if the snapshot policy lets it be served. */
+  private pinned(snapshot: Snapshot, policy: SnapshotPolicy): Source {
+    const { client, bucket } = this.cfg;
+    const { key, etag, versionId } = snapshot;
+    const label = `s3://${bucket}/${key}`;
     // A versioned bucket returns the VersionId; an unversioned one returns none, and then the
     // strong ETag plus If-Match is the only way to detect a replaced object. So does the "null"
     // version (written while versioning was off or suspended), which is overwritten in place.
-    const versionId = head.VersionId;
     const overwritable = !versionId || versionId === NULL_VERSION;
     const validated = !overwritable || (etag !== undefined && !etag.startsWith("W/"));
-    if (validated) return new S3Source(client, bucket, key, label, size, versionId, etag, undefined, document);
+    if (validated) return new S3Source(client, bucket, label, snapshot);
     if (policy === "AssumeImmutable") {
       // Served as the publisher promised: unconditional reads, known by whatever identity it has.
-      return new S3Source(client, bucket, key, label, size, undefined, undefined, `${etag ?? "unvalidated"}:${size}`, document);
+      const unvalidated = { ...snapshot, versionId: undefined, etag: undefined };
+      return new S3Source(client, bucket, label, unvalidated, `${etag ?? "unvalidated"}:${snapshot.size}`);
     }
     throw badGateway(
       `${label} has neither a VersionId nor a strong ETag, and its policy RequireValidator refuses an object ` +
@@ -147,23 +229,38 @@ export class S3SourceCatalog implements SourceCatalog {
   }
 }
 
+/** The object size a ranged GET's answer states (`bytes 0-N/SIZE`), or undefined. */
+function sizeFrom(contentRange: string | undefined, contentLength: number | undefined): number | undefined {
+  const match = /^bytes 0-\d+\/(\d+)$/.exec(contentRange ?? "");
+  const size = match ? Number(match[1]) : undefined;
+  return size !== undefined && Number.isSafeInteger(size) && contentLength !== undefined ? size : undefined;
+}
+
 class S3Source implements Source {
   readonly version: string;
+  readonly size: number;
+  readonly firstBytes: Uint8Array;
+  readonly document?: SourceDocument;
+  private readonly key: string;
+  private readonly versionId: string | undefined;
+  private readonly etag: string | undefined;
 
   constructor(
     private readonly client: S3Client,
     private readonly bucket: string,
-    private readonly key: string,
     readonly label: string,
-    readonly size: number,
-    private readonly versionId: string | undefined,
-    private readonly etag: string | undefined,
+    snapshot: Snapshot,
     assumedVersion?: string,
-    readonly document?: SourceDocument,
   ) {
+    this.key = snapshot.key;
+    this.size = snapshot.size;
+    this.versionId = snapshot.versionId;
+    this.etag = snapshot.etag;
+    this.firstBytes = snapshot.firstBytes;
+    this.document = snapshot.document;
     // The "null" version is read by that name (it stays readable once a newer version exists)
     // but known by its ETag: an in-place overwrite must not share cache keys with the old bytes.
-    this.version = versionId && versionId !== NULL_VERSION ? versionId : (etag ?? assumedVersion!);
+    this.version = this.versionId && this.versionId !== NULL_VERSION ? this.versionId : (this.etag ?? assumedVersion!);
   }
 
   async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {

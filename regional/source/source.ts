@@ -14,6 +14,11 @@ export interface Source {
    */
   read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
   close(): Promise<void>;
+  /**
+   * The object's first bytes (any length, maybe none), read when it was opened: a remote store's
+   * opening read brings the header with it, so parsing it costs no further round trip.
+   */
+  readonly firstBytes?: Uint8Array;
   /** Set when the source is a mosaic's document rather than a COG. */
   readonly document?: SourceDocument;
 }

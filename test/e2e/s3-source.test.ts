@@ -139,6 +139,12 @@ describe("S3 source on a versioned bucket", () => {
     expect((await src.read(src.size, 0)).length).toBe(0);
   });
 
+  it("opens an empty object, which has no first bytes to range over, at its version", async () => {
+    const { VersionId } = await put("empty", new Uint8Array(0));
+    const src = await catalog.open("empty", undefined);
+    expect([src.version, src.size]).toEqual([VersionId, 0]);
+  });
+
   it("pins an unversioned bucket's object by strong ETag + If-Match", async () => {
     const plain = `${BUCKET}-plain`;
     await client.send(new CreateBucketCommand({ Bucket: plain }));

@@ -22,18 +22,15 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     // No catalog entry: the source is served at its latest version.
     if (req.url?.includes(".tessera.json")) return void res.writeHead(404).end("<Error><Code>NoSuchKey</Code></Error>");
-    const headers = { etag: '"abc"', "x-amz-version-id": "v1", "last-modified": new Date(0).toUTCString() };
-    if (req.method === "HEAD") {
-      res.writeHead(200, { ...headers, "content-length": String(SIZE) }).end();
-      return;
-    }
+    const headers = { etag: '"abc"', "last-modified": new Date(0).toUTCString() };
+    const [, from, to] = /bytes=(\d+)-(\d+)/.exec(req.headers.range ?? "")!.map(Number);
     res.writeHead(206, {
       ...headers,
       "x-amz-version-id": wrong.versionId ?? "v1",
-      "content-range": wrong.contentRange ?? `bytes 0-${READ - 1}/${SIZE}`,
-      "content-length": String(READ),
+      "content-range": wrong.contentRange ?? `bytes ${from}-${to}/${SIZE}`,
+      "content-length": String(to - from + 1),
     });
-    void stream(res);
+    void stream(res, to - from + 1);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -44,16 +41,16 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
-/** Sends READ bytes as the client takes them; notes a close before the end. */
-async function stream(res: ServerResponse): Promise<void> {
+/** Sends `length` bytes as the client takes them; notes a close before the end. */
+async function stream(res: ServerResponse, length: number): Promise<void> {
   let closed!: () => void;
   cutShort = new Promise((r) => (closed = r));
   res.on("close", () => {
     if (!res.writableFinished) closed();
   });
   const chunk = Buffer.alloc(1 << 16);
-  for (let sent = 0; sent < READ && !res.destroyed; sent += chunk.length) {
-    if (!res.write(chunk)) await new Promise((r) => res.once("drain", r).once("close", r));
+  for (let sent = 0; sent < length && !res.destroyed; sent += chunk.length) {
+    if (!res.write(chunk.subarray(0, Math.min(chunk.length, length - sent)))) await new Promise((r) => res.once("drain", r).once("close", r));
   }
   res.end();
 }
@@ -64,10 +61,11 @@ describe("an S3 answer that fails its checks", () => {
     ["another range", { contentRange: `bytes 0-${READ - 1}/${SIZE + 1}` }, /sent bytes 0-\d+\/\d+, not/],
   ] as const) {
     it(`${what}: 502, and the body is destroyed`, async () => {
-      wrong = answer;
+      wrong = {};
       const client = makeS3Client({ endpoint, accessKeyId: "k", secretAccessKey: "s" });
       try {
         const source = await new S3SourceCatalog({ client, bucket: "b", prefix: "" }).open("x", undefined);
+        wrong = answer;
         await expect(source.read(0, READ)).rejects.toMatchObject({ status: 502, message: expect.stringMatching(message) });
         const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("the body was left open")), 2000));
         await Promise.race([cutShort, timeout]);

@@ -24,7 +24,9 @@ beforeAll(async () => {
     }
     const headers = { etag: 'W/"weak"', "last-modified": new Date(0).toUTCString() };
     if (req.method === "HEAD") return void res.writeHead(200, { ...headers, "content-length": String(BODY.length) }).end();
-    res.writeHead(206, { ...headers, "content-range": `bytes 0-3/${BODY.length}`, "content-length": "4" }).end(BODY.subarray(0, 4));
+    const [, from, to] = /bytes=(\d+)-(\d+)/.exec(req.headers.range ?? "")!.map(Number);
+    const part = BODY.subarray(from, to + 1);
+    res.writeHead(206, { ...headers, "content-range": `bytes ${from}-${from + part.length - 1}/${BODY.length}`, "content-length": String(part.length) }).end(part);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
