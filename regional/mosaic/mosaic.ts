@@ -91,7 +91,9 @@ export async function readDocument(source: Source, signal?: AbortSignal): Promis
   if (source.size > MAX_DOCUMENT_BYTES) {
     throw new HttpError("bad_gateway", `mosaic document ${source.label} is ${source.size} bytes, more than the ${MAX_DOCUMENT_BYTES} a document may be`);
   }
-  return new TextDecoder().decode(await source.read(0, source.size, signal));
+  // A small document came whole with the read that opened it: no second round trip for it.
+  const opened = source.firstBytes?.length === source.size ? source.firstBytes : undefined;
+  return new TextDecoder().decode(opened ?? (await source.read(0, source.size, signal)));
 }
 
 function mosaicJsonIndex(doc: MosaicJson): MosaicIndex {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureVersionedBucket, makeS3Client, startLocalS3, type LocalS3 } from "../../infra/local/s3";
 import { infoThenTile, startColdDecoder, tileFirst, type ColdDecoder, type ColdStep } from "../support/cold-open";
 import { describeRequests } from "../support/remote-region";
+import { DECODER } from "../../shared/protocol";
 
 const COG = readFileSync(fileURLToPath(new URL("../../samples/test-pattern.tif", import.meta.url)));
 const BUCKET = `cold-${Date.now().toString(36)}`;
@@ -79,5 +80,14 @@ describe("the first view of an unopened source, with fake remote-region latency"
     const { info } = await infoThenTile(decoder, rolledBack, TILE);
     expect(info.version).toBe(earlier);
     expect(roundTrips(info)).toMatchObject({ count: 2 });
+  });
+
+  it("a mosaic's info.json takes two: its COG is looked for first, then its documents at once, which come whole", async () => {
+    const id = `mosaic-${++fresh}`;
+    await decoder.putMosaic(id, { mosaicjson: "0.0.3", minzoom: 1, maxzoom: 2, bounds: [-10, -10, 10, 10], tiles: { "0": ["cold/members/a.tif"] } });
+    const info = await decoder.step(DECODER.info(id));
+    expect(info.status).toBe(200);
+    expect(roundTrips(info)).toMatchObject({ count: 2 });
+    expect(info.requests).toHaveLength(4); // the entry, the COG, the MosaicJSON and STAC documents
   });
 });

@@ -8,7 +8,7 @@ import { makeS3Client, type LocalS3Config } from "../../infra/local/s3";
 import { createDecoderServer } from "../../regional/server";
 import { S3SourceCatalog } from "../../regional/source/s3";
 import { catalogKey, type CatalogEntry } from "../../shared/catalog";
-import { DECODER, signRequest, VERSION_HEADER } from "../../shared/protocol";
+import { DECODER, SIGNATURE_HEADER, signRequest, VERSION_HEADER } from "../../shared/protocol";
 import { sequentialRoundTrips, startRemoteRegion, type RemoteRegion, type StoreRequest } from "./remote-region";
 
 /** One request to the decoder: its answer, and what it cost at the store. */
@@ -28,6 +28,8 @@ export interface ColdDecoder {
   region: RemoteRegion;
   /** Puts `body` as `{id}.tif`; returns its VersionId. */
   put(id: string, body: Uint8Array): Promise<string>;
+  /** Puts `document` as `{id}.mosaic.json`. */
+  putMosaic(id: string, document: object): Promise<void>;
   /** Stores `{id}`'s catalog entry. */
   putEntry(id: string, entry: CatalogEntry): Promise<void>;
   /** GET a decoder path (signed as the edge signs it) and what the store saw meanwhile. */
@@ -59,12 +61,15 @@ export async function startColdDecoder(s3: LocalS3Config, bucket: string, delayM
   return {
     region,
     put: async (id, body) => (await direct.send(new PutObjectCommand({ Bucket: bucket, Key: `${PREFIX}${id}.tif`, Body: body }))).VersionId!,
+    putMosaic: async (id, document) => {
+      await direct.send(new PutObjectCommand({ Bucket: bucket, Key: `${PREFIX}${id}.mosaic.json`, Body: JSON.stringify(document) }));
+    },
     putEntry: async (id, entry) => {
       await direct.send(new PutObjectCommand({ Bucket: bucket, Key: catalogKey(PREFIX, id), Body: JSON.stringify(entry) }));
     },
     step: async (path) => {
       const start = performance.now();
-      const res = await fetch(url + path, { headers: { "x-tessera-signature": await signRequest(SECRET, "GET", path) } });
+      const res = await fetch(url + path, { headers: { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", path) } });
       const body = Buffer.from(await res.arrayBuffer());
       const end = performance.now();
       // What ended after the answer (a background prefetch) was not waited for.
