@@ -14,6 +14,7 @@ import type { LookupFunction } from "node:net";
 import { Agent, request, type Dispatcher } from "undici";
 import { HttpError } from "../../shared/errors";
 import { AddressRefused, refusal } from "./access-policy";
+import { parseContentRange } from "./content-range";
 import { Slots } from "./slots";
 import type { Source } from "./source";
 
@@ -188,14 +189,6 @@ function redirected(label: string, status: number): HttpError | undefined {
 function header(res: Dispatcher.ResponseData, name: string): string | undefined {
   const value = res.headers[name];
   return typeof value === "string" ? value : undefined;
-}
-
-function parseContentRange(value: string | undefined): { first: number; last: number; total: number } | undefined {
-  const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(value ?? "");
-  if (!m) return undefined;
-  const [first, last, total] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const sane = [first, last, total].every(Number.isSafeInteger) && first <= last && last < total;
-  return sane ? { first, last, total } : undefined;
 }
 
 /** The body as one buffer; anything but exactly `length` bytes is a 502. */

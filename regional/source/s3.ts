@@ -16,6 +16,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry, type SnapshotPolicy } from "../../shared/catalog.js";
 import { HttpError, notFound, versionGone } from "../../shared/errors.js";
+import { parseContentRange } from "./content-range.js";
 import { SOURCE_FILES, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
 
 export interface S3CatalogConfig {
@@ -69,6 +70,12 @@ function isMissing(e: unknown, version: string | undefined): boolean {
 // of pinned version apart when a version comes back in a URL.
 const isEtag = (version: string) => version.startsWith('"') || version.startsWith("W/");
 
+/** How a request names `version`: by VersionId, or as an ETag by If-Match; nothing for the latest. */
+function selecting(version: string | undefined): { VersionId?: string; IfMatch?: string } {
+  if (version === undefined) return {};
+  return isEtag(version) ? { IfMatch: version } : { VersionId: version };
+}
+
 /** The VersionId S3 gives an object written while versioning was off or suspended. */
 const NULL_VERSION = "null";
 
@@ -107,7 +114,9 @@ export class S3SourceCatalog implements SourceCatalog {
     if (id === "") throw notFound("empty source id");
     const [entry, found] = await Promise.all([this.entry(id, signal), this.find(id, requested, signal)]);
     const pin = requested ?? entry.pin;
-    const snapshot = pin === undefined || (found && isSnapshotOf(found, pin)) ? found : await this.find(id, pin, signal);
+    // Without a version asked for, the latest was read on the chance that the entry pins it.
+    const missedPin = requested === undefined && pin !== undefined && !(found && isSnapshotOf(found, pin));
+    const snapshot = missedPin ? await this.find(id, pin, signal) : found;
     if (snapshot) return this.pinned(snapshot, entry.policy);
     if (pin === undefined) throw notFound(`unknown source "${id}"`);
     throw versionGone(`source "${id}" has no version "${pin}"`);
@@ -140,14 +149,7 @@ export class S3SourceCatalog implements SourceCatalog {
   private async snapshot(key: string, version: string | undefined, signal?: AbortSignal, document?: SourceDocument): Promise<Snapshot | undefined> {
     const { client, bucket } = this.cfg;
     const label = `s3://${bucket}/${key}`;
-    const byEtag = version !== undefined && isEtag(version);
-    const input: GetObjectCommandInput = {
-      Bucket: bucket,
-      Key: key,
-      VersionId: byEtag ? undefined : version,
-      IfMatch: byEtag ? version : undefined,
-      Range: `bytes=0-${this.firstReadBytes - 1}`,
-    };
+    const input: GetObjectCommandInput = { Bucket: bucket, Key: key, ...selecting(version), Range: `bytes=0-${this.firstReadBytes - 1}` };
     let out;
     try {
       out = await client.send(new GetObjectCommand(input), { abortSignal: signal });
@@ -159,26 +161,21 @@ export class S3SourceCatalog implements SourceCatalog {
       throw storeFailure("GetObject", label, e);
     }
     const body = out.Body as Body | undefined;
-    const size = sizeFrom(out.ContentRange, out.ContentLength);
-    const length = Math.min(size ?? 0, this.firstReadBytes);
-    if (size === undefined || out.ContentLength !== length) {
+    const range = parseContentRange(out.ContentRange);
+    if (!range || range.first !== 0 || range.last !== Math.min(this.firstReadBytes, range.total) - 1) {
       body?.destroy?.();
-      throw badGateway(`S3 GetObject for ${label} answered ${out.ContentRange ?? "no range"} to the first ${this.firstReadBytes} bytes`);
+      throw badGateway(`S3 GetObject for ${label} answered ${input.Range} with Content-Range ${out.ContentRange ?? "(none)"}`);
     }
-    const firstBytes = await readFully(body, length, label, signal);
-    return { key, size, versionId: out.VersionId, etag: out.ETag, firstBytes, document };
+    const firstBytes = await readFully(body, range.last + 1, label, signal);
+    return { key, size: range.total, versionId: out.VersionId, etag: out.ETag, firstBytes, document };
   }
 
   /** As snapshot, for an object too small to range over: a HEAD, and no bytes. */
   private async head(key: string, version: string | undefined, signal?: AbortSignal, document?: SourceDocument): Promise<Snapshot | undefined> {
     const { client, bucket } = this.cfg;
-    const byEtag = version !== undefined && isEtag(version);
     let head: HeadObjectCommandOutput;
     try {
-      head = await client.send(
-        new HeadObjectCommand({ Bucket: bucket, Key: key, VersionId: byEtag ? undefined : version, IfMatch: byEtag ? version : undefined }),
-        { abortSignal: signal },
-      );
+      head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ...selecting(version) }), { abortSignal: signal });
     } catch (e) {
       rethrowIfAborted(signal, e);
       if (isMissing(e, version)) return undefined;
@@ -227,13 +224,6 @@ export class S3SourceCatalog implements SourceCatalog {
       throw storeFailure("GetObject", `s3://${bucket}/${key}`, e);
     }
   }
-}
-
-/** The object size a ranged GET's answer states (`bytes 0-N/SIZE`), or undefined. */
-function sizeFrom(contentRange: string | undefined, contentLength: number | undefined): number | undefined {
-  const match = /^bytes 0-\d+\/(\d+)$/.exec(contentRange ?? "");
-  const size = match ? Number(match[1]) : undefined;
-  return size !== undefined && Number.isSafeInteger(size) && contentLength !== undefined ? size : undefined;
 }
 
 class S3Source implements Source {
