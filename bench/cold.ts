@@ -10,7 +10,8 @@
 // byte. The last line is the summary; cold_info_round_trips counts info.json's and the tile's.
 //
 // Fixture: a 4096² RGB JPEG COG with 512² blocks and overviews, as GDAL's COG driver writes
-// it (made once under BENCH_DIR; needs gdal-bin). TESSERA_BENCH_ROUNDS (9) rounds.
+// it (made once under BENCH_DIR; needs gdal-bin), or the COG at TESSERA_BENCH_COG.
+// TESSERA_BENCH_ROUNDS (9) rounds.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { ensureVersionedBucket, makeS3Client, startLocalS3 } from "../infra/local/s3";
@@ -48,7 +49,8 @@ function summary(costs: Cost[]): Cost {
 }
 
 async function main(): Promise<void> {
-  const cog = readFileSync(patternCog(path.join(DIR, `pattern-${SIZE}.tif`), SIZE));
+  const file = process.env.TESSERA_BENCH_COG ?? patternCog(path.join(DIR, `pattern-${SIZE}.tif`), SIZE);
+  const cog = readFileSync(file);
   const s3 = await startLocalS3();
   const client = makeS3Client(s3);
   const bucket = `cold-bench-${Date.now().toString(36)}`;
@@ -77,7 +79,7 @@ async function main(): Promise<void> {
     client.destroy();
     await s3.stop();
   }
-  log(`${ROUNDS} rounds, a ${SIZE}² JPEG COG, a ${TILE}² tile; remote = ${DELAY_MS} ms a store request, near = none`);
+  log(`${ROUNDS} rounds, ${path.basename(file)} (${cog.length} bytes), a ${TILE}² tile; remote = ${DELAY_MS} ms a store request, near = none`);
   const figures = new Map([...runs].map(([name, costs]) => [name, summary(costs)]));
   for (const [name, c] of figures) {
     log(`${name.padEnd(28)} ${c.roundTrips} round trips, ${c.requests} requests, ${c.ms.toFixed(1)} ms (median)`);
