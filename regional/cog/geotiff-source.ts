@@ -7,9 +7,9 @@
 //   shared and cached by geotiff across requests. Over S3 each would be a GET, so they are
 //   served from aligned blocks kept in a small per-snapshot LRU (as GDAL and geotiff's own
 //   BlockedSource do). A shared block fetch is never aborted by one caller: each caller stops
-//   waiting on its own signal, and a failed block is dropped, not remembered. The bytes the
-//   Source read when it was opened are its first blocks, and the blocks of one read are fetched
-//   at once, not one after another.
+//   waiting on its own signal, and a failed block is dropped, not remembered. Header bytes the
+//   Source read when it was opened are served from those, and the blocks of one read are
+//   fetched at once, not one after another.
 // - Tile reads (readRasters) carry the caller's signal and go straight to the Source as exact
 //   ranges; Cog always passes a signal, so pixel data never crowds headers out of the cache.
 
@@ -47,7 +47,6 @@ export class GeoTiffSource {
     this.blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE;
     this.maxBlocks = options.maxBlocks ?? DEFAULT_MAX_BLOCKS;
     this.sharedReadTimeoutMs = options.sharedReadTimeoutMs ?? DEFAULT_SHARED_WORK_TIMEOUT_MS;
-    this.keepFirstBytes();
   }
 
   get fileSize(): number {
@@ -63,10 +62,15 @@ export class GeoTiffSource {
     await this.source.close();
   }
 
-  /** Header bytes: through the per-snapshot block cache when small, shared by every request. */
+  /**
+   * Header bytes: from what the source read when it was opened if they lie in it, else through
+   * the per-snapshot block cache when small, shared by every request.
+   */
   async read(offset: number, length: number): Promise<Uint8Array> {
     const end = Math.min(offset + length, this.source.size);
     if (offset < 0 || end <= offset) return new Uint8Array(0);
+    const opened = this.opened(offset, end);
+    if (opened) return opened;
     if (end - offset > this.blockSize) return this.sharedRead(offset, end - offset);
     return this.fromBlocks(offset, end);
   }
@@ -78,16 +82,6 @@ export class GeoTiffSource {
     const end = Math.min(offset + length, this.source.size);
     if (offset < 0 || end <= offset) return new ArrayBuffer(0);
     return toArrayBuffer(await this.source.read(offset, end - offset, signal));
-  }
-
-  /** The whole blocks (and a last one ending the file) of what the source read when opened. */
-  private keepFirstBytes(): void {
-    const bytes = this.source.firstBytes ?? new Uint8Array(0);
-    for (let start = 0; start < bytes.length && this.blocks.size < this.maxBlocks; start += this.blockSize) {
-      const end = Math.min(start + this.blockSize, this.source.size);
-      if (end > bytes.length) break;
-      this.blocks.set(start / this.blockSize, Promise.resolve(bytes.subarray(start, end)));
-    }
   }
 
   private async fromBlocks(offset: number, end: number): Promise<Uint8Array> {
@@ -115,15 +109,23 @@ export class GeoTiffSource {
     );
   }
 
+  /** Bytes offset..end from what the source read when it was opened, if they lie in it. */
+  private opened(offset: number, end: number): Uint8Array | undefined {
+    const first = this.source.firstBytes;
+    return first && end <= first.length ? first.subarray(offset, end) : undefined;
+  }
+
   private block(index: number): Promise<Uint8Array> {
+    const start = index * this.blockSize;
+    const length = Math.min(this.blockSize, this.source.size - start);
+    const opened = this.opened(start, start + length);
+    if (opened) return Promise.resolve(opened);
     const cached = this.blocks.get(index);
     if (cached) {
       this.blocks.delete(index);
       this.blocks.set(index, cached);
       return cached;
     }
-    const start = index * this.blockSize;
-    const length = Math.min(this.blockSize, this.source.size - start);
     const pending = this.sharedRead(start, length);
     this.blocks.set(index, pending);
     pending.catch(() => {
