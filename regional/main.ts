@@ -10,6 +10,7 @@
 //   TESSERA_S3_BUCKET         s3: bucket                            (required for s3)
 //   TESSERA_S3_PREFIX         s3: key prefix                        ("")
 //   TESSERA_S3_REGION         s3: region                            (us-east-1)
+//   TESSERA_S3_FIRST_READ_KB  s3: KiB of the GET that opens an object (64)
 //   AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY   s3 credentials (the SDK's default chain)
 //   TESSERA_MAX_IN_FLIGHT_REQUESTS  request limiter: public requests at once   (64)
 //   TESSERA_MAX_FILE_TRANSFERS      /file transfers at once, beside those       (16)
