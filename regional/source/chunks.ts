@@ -1,4 +1,5 @@
-// A source's bytes as a stream of bounded ranged reads, so /file never holds a whole object.
+// A source's bytes as a stream of bounded ranged reads, so /file never holds a whole object. The
+// bytes its opening read brought go first, with no read of their own.
 import type { Source } from "./source";
 
 const CHUNK_BYTES = 1 << 20;
@@ -20,6 +21,10 @@ export function sourceChunks(source: Source, signal: AbortSignal): AsyncIterable
     },
     async next() {
       if (offset >= source.size) return finish();
+      if (offset === 0 && source.firstBytes?.length) {
+        offset = source.firstBytes.length;
+        return { done: false, value: source.firstBytes };
+      }
       const length = Math.min(CHUNK_BYTES, source.size - offset);
       try {
         const value = await source.read(offset, length, signal);

@@ -90,4 +90,12 @@ describe("the first view of an unopened source, with fake remote-region latency"
     expect(roundTrips(info)).toMatchObject({ count: 2 });
     expect(info.requests).toHaveLength(4); // the entry, the COG, the MosaicJSON and STAC documents
   });
+
+  it("the stored file of a source that fits in the opening read is that one round trip", async () => {
+    const id = `file-${++fresh}`;
+    const file = await decoder.step(DECODER.file(id, await decoder.put(id, COG)));
+    expect(file.status).toBe(200);
+    expect(file.body.equals(COG)).toBe(true);
+    expect(roundTrips(file)).toMatchObject({ count: 1 });
+  });
 });
