@@ -31,7 +31,7 @@ export interface S3CatalogConfig {
 /** Enough for the header, every IFD and the tile tables of a COG of a few thousand tiles. */
 export const DEFAULT_FIRST_READ_BYTES = 64 * 1024;
 
-/** What S3 says on a failed command (no credentials in any of these fields). */
+/** What the SDK puts on a failed command (no credentials in any of these fields). */
 interface SdkError {
   name?: string;
   $metadata?: { httpStatusCode?: number };
