@@ -1,11 +1,13 @@
 // The S3 source against a store that answers a ranged GET with another version or another
 // range than asked: the read fails, and the response body is destroyed at once rather than
-// left holding its connection (and the store's transfer) until garbage collection.
+// left holding its connection (and the store's transfer) until garbage collection. And the
+// opening read: one ranged GET whose size the operator sets.
 
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { makeS3Client } from "../../infra/local/s3";
+import { readConfig } from "../../regional/config";
 import { S3SourceCatalog } from "../../regional/source/s3";
 
 const SIZE = 64 << 20;
@@ -13,6 +15,8 @@ const READ = 32 << 20;
 
 /** What the store gets wrong in its GET answer. */
 let wrong: { versionId?: string; contentRange?: string } = {};
+/** The Range of every GET of the object, in order. */
+const ranges: string[] = [];
 /** Resolves when the store's GET answer is closed before all of it was sent. */
 let cutShort: Promise<void>;
 let server: Server;
@@ -23,6 +27,7 @@ beforeAll(async () => {
     // No catalog entry: the source is served at its latest version.
     if (req.url?.includes(".tessera.json")) return void res.writeHead(404).end("<Error><Code>NoSuchKey</Code></Error>");
     const headers = { etag: '"abc"', "last-modified": new Date(0).toUTCString() };
+    ranges.push(req.headers.range ?? "");
     const [, from, to] = /bytes=(\d+)-(\d+)/.exec(req.headers.range ?? "")!.map(Number);
     res.writeHead(206, {
       ...headers,
@@ -74,4 +79,20 @@ describe("an S3 answer that fails its checks", () => {
       }
     });
   }
+});
+
+describe("the opening read", () => {
+  it("is one ranged GET of TESSERA_S3_FIRST_READ_KB, its bytes kept with the source; 0 is refused", async () => {
+    wrong = {};
+    vi.stubEnv("AWS_ACCESS_KEY_ID", "k");
+    vi.stubEnv("AWS_SECRET_ACCESS_KEY", "s");
+    const env = { TESSERA_DECODER_SECRET: "s", TESSERA_SOURCE: "s3", TESSERA_S3_ENDPOINT: endpoint, TESSERA_S3_BUCKET: "b" };
+    const { catalog } = readConfig({ ...env, TESSERA_S3_FIRST_READ_KB: "128" });
+    ranges.length = 0;
+    const source = await catalog.open("x", undefined);
+    expect(source.firstBytes?.length).toBe(128 * 1024);
+    expect(ranges).toEqual(["bytes=0-131071"]);
+    expect(() => readConfig({ ...env, TESSERA_S3_FIRST_READ_KB: "0" })).toThrow(/TESSERA_S3_FIRST_READ_KB/);
+    vi.unstubAllEnvs();
+  });
 });
