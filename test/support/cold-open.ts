@@ -41,7 +41,7 @@ const SECRET = "cold-open-secret";
 const PREFIX = "cold/";
 
 /** The decoder's image path of the top-left `side`² tile of the full resolution. */
-export const firstTilePath = (id: string, side: number, version?: string) =>
+const firstTilePath = (id: string, side: number, version?: string) =>
   `/v1/image/${encodeURIComponent(id)}/0,0,${side},${side}/${side},${side}/0/default.jpg` +
   (version === undefined ? "" : `?version=${encodeURIComponent(version)}`);
 

@@ -24,8 +24,6 @@ export interface RemoteRegion {
   endpoint: string;
   /** Every request so far, in the order they ended. */
   readonly requests: StoreRequest[];
-  /** The delay added to each request, in milliseconds; may be changed between measurements. */
-  delayMs: number;
   close(): Promise<void>;
 }
 
@@ -33,38 +31,39 @@ export interface RemoteRegion {
 export async function startRemoteRegion(target: string, delayMs: number): Promise<RemoteRegion> {
   const upstream = new URL(target);
   const requests: StoreRequest[] = [];
-  const region = { endpoint: "", requests, delayMs, close: async () => {} } as RemoteRegion;
   const server: Server = createServer((req, res) => {
     const start = performance.now();
     const forward = () => pass(req, res, upstream, (status) => {
       requests.push({ method: req.method ?? "GET", path: req.url ?? "/", range: req.headers.range, status, start, end: performance.now() });
     });
-    if (region.delayMs > 0) setTimeout(forward, region.delayMs);
+    if (delayMs > 0) setTimeout(forward, delayMs);
     else forward();
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  region.endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  region.close = () =>
-    new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-  return region;
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
 }
 
+/** Forwards one request to the store and its answer back; `done` once, when the answer is sent or fails. */
 function pass(req: IncomingMessage, res: ServerResponse, upstream: URL, done: (status: number) => void): void {
+  let status = 502;
+  res.once("close", () => done(status));
   const out = request(
     { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
     (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      status = answer.statusCode ?? 502;
+      res.writeHead(status, answer.headers);
       answer.pipe(res);
-      res.once("close", () => done(answer.statusCode ?? 502));
     },
   );
-  out.once("error", () => {
-    res.destroy();
-    done(502);
-  });
+  out.once("error", () => res.destroy());
   req.pipe(out);
 }
 
