@@ -13,6 +13,11 @@
 // warm-up on a copy of the file. Plus the per-core limit: libjpeg-turbo decoding one stored
 // 512² block and encoding a 256² quadrant, in a loop on one core, nothing else.
 //
+// With `perf` installed, each phase's Tessera chunks are sampled (perf record -p, only while the
+// phase runs) and the decoder's CPU is split: libjpeg-turbo, the kernel, V8's background threads
+// (concurrent GC and compilation), the rest (JS, Node, V8 on the main thread);
+// outside_libjpeg_share is 1 − libjpeg-turbo's share. BENCH_PERF=0 turns this off.
+//
 // BENCH_OTHER_NODE=/usr/bin/node adds a second Tessera decoder run by that Node binary (own port,
 // same core), interleaved with the other two, and prints how the two compare; with
 // BENCH_OTHER_ROOT=<checkout> that decoder is another checkout's (e.g. the previous toolchain's,
@@ -280,14 +285,63 @@ async function jpegLimit(): Promise<number> {
   return n / ((performance.now() - started) / 1000);
 }
 
+/** The CPU split of one process while `perf record` sampled it. */
+interface CpuSplit {
+  libjpeg: number;
+  kernel: number;
+  v8Background: number;
+}
+
+/** perf is usable here (installed, and allowed to sample another process). */
+function perfAvailable(): boolean {
+  if (process.env.BENCH_PERF === "0") return false;
+  try {
+    execFileSync("perf", ["--version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Samples `pid` with perf until the returned function is called; that resolves to the split. */
+function samplePerf(pid: number, file: string): () => Promise<CpuSplit | undefined> {
+  const perf = spawn("perf", ["record", "-q", "-F", "999", "-g", "-p", String(pid), "-o", file], { stdio: "ignore" });
+  return async () => {
+    await new Promise<void>((resolve) => {
+      perf.once("exit", () => resolve());
+      perf.kill("SIGINT");
+    });
+    return cpuSplit(file);
+  };
+}
+
+/** Shares of the samples in `file`: by library (libjpeg-turbo, kernel) and by thread (V8's workers). */
+function cpuSplit(file: string): CpuSplit | undefined {
+  const report = (sort: string) =>
+    execFileSync("perf", ["report", "-i", file, "--no-children", "--sort", sort, "-g", "none", "--stdio", "-q"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  const share = (text: string, name: RegExp) =>
+    text
+      .split("\n")
+      .filter((line) => name.test(line))
+      .reduce((sum, line) => sum + Number(/([\d.]+)%/.exec(line)?.[1] ?? 0) / 100, 0);
+  try {
+    const byDso = report("dso");
+    const byThread = report("comm");
+    return { libjpeg: share(byDso, /libturbojpeg|libjpeg/), kernel: share(byDso, /\[kernel/), v8Background: share(byThread, /V8Worker/) };
+  } catch {
+    return undefined;
+  }
+}
+
 /** Each server's rate and CPU use per phase, its chunks interleaved with the other servers'. */
-async function measure(servers: Server[]): Promise<Record<string, Record<Phase, { rate: number; cpu: number }>>> {
+async function measure(servers: Server[], profile?: (phase: Phase) => () => Promise<void>): Promise<Record<string, Record<Phase, { rate: number; cpu: number }>>> {
   const seconds: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
   const cpu: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
   const cpuOf = (s: Server) => s.pids.reduce((n, pid) => n + cpuSeconds(pid), 0);
   for (const phase of Object.keys(PHASES) as Phase[]) {
     const tiles = PHASES[phase];
     const chunk = Math.ceil(tiles.length / ROUNDS);
+    const profiled = profile?.(phase);
     for (let r = 0; r < ROUNDS; r++) {
       // Each round starts with the next server (T I, I T, … for two), so no one always goes first.
       const order = [...servers.slice(r % servers.length), ...servers.slice(0, r % servers.length)];
@@ -300,6 +354,7 @@ async function measure(servers: Server[]): Promise<Record<string, Record<Phase, 
         cpu[server.name][phase] = (cpu[server.name][phase] ?? 0) + cpuOf(server) - cpuBefore;
       }
     }
+    await profiled?.();
   }
   return Object.fromEntries(
     servers.map((s) => [
@@ -330,7 +385,19 @@ async function main(): Promise<void> {
     for (const server of servers) {
       for (const tiles of Object.values(ALL_PHASES)) await drive(await Promise.all(tiles.slice(0, 96).map((t) => server.request(WARM_ID, t))));
     }
-    const results = await measure(servers);
+    // The decoder's CPU split per phase, sampled only while the phase runs (it idles during
+    // the other servers' chunks, which adds no samples).
+    const splits: Partial<Record<Phase, CpuSplit>> = {};
+    const profile = perfAvailable()
+      ? (phase: Phase) => {
+          const stop = samplePerf(tessera.pid, path.join(DIR, `decoder-${phase}.perf.data`));
+          return async () => {
+            const split = await stop();
+            if (split) splits[phase] = split;
+          };
+        }
+      : undefined;
+    const results = await measure(servers, profile);
     const metrics = await tessera.metrics();
     const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN);
     const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${tessera.pid}/status`, "utf8"))?.[1]) * 1024;
@@ -352,14 +419,22 @@ async function main(): Promise<void> {
         `${phase.padEnd(8)} tessera(node ${process.version})=${t.rate.toFixed(0)}/s (cpu ${t.cpu.toFixed(2)}) ${other!.name}=${o.rate.toFixed(0)}/s (cpu ${o.cpu.toFixed(2)}) ratio=${(t.rate / o.rate).toFixed(2)} per_cpu_second_ratio=${(t.rate / t.cpu / (o.rate / o.cpu)).toFixed(2)}`,
       );
     }
+    for (const [phase, s] of Object.entries(splits)) {
+      const pct = (n: number) => `${(n * 100).toFixed(0)}%`;
+      log(
+        `${phase.padEnd(8)} decoder cpu (perf): libjpeg-turbo ${pct(s.libjpeg)}, kernel ${pct(s.kernel)}, V8 background threads ${pct(s.v8Background)}, the rest (JS, Node, V8 on the main thread) ${pct(1 - s.libjpeg - s.kernel - s.v8Background)}; outside libjpeg-turbo ${pct(1 - s.libjpeg)}`,
+      );
+    }
     log(`decoder peak_rss_bytes=${peakRss} work_budget_peak_bytes=${value("tessera_decoder_work_budget_peak_bytes")} block_cache_hits=${value("tessera_decoder_block_cache_hits_total")} blocks_decoded=${value("tessera_decoder_blocks_decoded_total")} passthrough=${value("tessera_decoder_passthrough_total")}`);
     log(`limit (one core, libjpeg-turbo: decode a 512² block + encode a 256² quadrant) ${limit.toFixed(0)}/s`);
     if (!results.tessera.native || !results.tessera.aligned) return;
     const x = results.tessera.native.rate;
     const y = results.iipsrv.native.rate;
     const p = results.tessera.aligned.rate;
+    const lower = results.tessera.lower && results.iipsrv.lower ? ` lower_ratio=${(results.tessera.lower.rate / results.iipsrv.lower.rate).toFixed(2)}` : "";
+    const outside = splits.native ? ` outside_libjpeg_share=${(1 - splits.native.libjpeg).toFixed(2)}` : "";
     log(
-      `tiles_per_s=${x.toFixed(1)} iipsrv_tiles_per_s=${y.toFixed(1)} ratio=${(x / y).toFixed(2)} limit_tiles_per_s=${limit.toFixed(1)} passthrough_ratio=${(p / y).toFixed(2)}`,
+      `tiles_per_s=${x.toFixed(1)} iipsrv_tiles_per_s=${y.toFixed(1)} ratio=${(x / y).toFixed(2)}${lower} limit_tiles_per_s=${limit.toFixed(1)} passthrough_ratio=${(p / y).toFixed(2)}${outside} peak_rss_bytes=${peakRss}`,
     );
   } finally {
     await tessera.stop();
