@@ -379,8 +379,9 @@ export function createDecoderServer(options: DecoderOptions): Server {
     const stopped = runtime.decodes.start(grant?.partition ?? classify(cost, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES));
     try {
       const out = await prepared.render(signal, work);
-      // The encoded answer (its estimate's encode stage) stays reserved until its last byte is written.
-      const held = work.carve(out.body.length);
+      // The encoded answer (its estimate's encode stage) stays reserved until its last byte is
+      // written: a pooled answer holds its whole buffer, not only the body's bytes.
+      const held = work.carve(out.done ? out.body.buffer.byteLength : out.body.length);
       return {
         status: 200,
         headers: {
@@ -390,7 +391,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
           [ESTIMATE_HEADER]: String(cost),
         },
         body: out.body,
-        done: () => held.release(),
+        done: () => (out.done?.(), held.release()),
       };
     } finally {
       stopped();

@@ -186,7 +186,11 @@ export class Cog {
    * reserves its own, fail-fast (ResourceLimitError when the allowance is taken).
    */
   async readWindow(index: number, region: Rect, signal: AbortSignal = NEVER_ABORTED, work?: Reservation): Promise<Pixels> {
-    return compactWindow(await this.readWindowView(index, region, signal, work));
+    const view = await this.readWindowView(index, region, signal, work);
+    const pixels = compactWindow(view);
+    // A copy frees the block; a whole block handed over uncopied stays held by its new owner.
+    if (pixels.data !== view.data) view.release?.();
+    return pixels;
   }
 
   /** As readWindow, but a window inside one cached block comes as that block plus a crop, uncopied. */

@@ -7,12 +7,14 @@ const SOI = [0xff, 0xd8];
 
 const startsWithSoi = (b: Uint8Array) => b.length >= 2 && b[0] === SOI[0] && b[1] === SOI[1];
 
-export function mergeJpegTables(tile: Uint8Array, tables: Uint8Array | undefined): Uint8Array {
+/** The merged stream, written into `into` when it has room (else into new memory). */
+export function mergeJpegTables(tile: Uint8Array, tables: Uint8Array | undefined, into?: Uint8Array): Uint8Array {
   // No tables (or nothing between the tables' SOI and EOI): the tile stands alone.
   if (!tables || tables.length <= 4 || !startsWithSoi(tables) || !startsWithSoi(tile)) return tile;
   const end = tables[tables.length - 2] === 0xff && tables[tables.length - 1] === 0xd9 ? tables.length - 2 : tables.length;
   const segments = tables.subarray(2, end);
-  const out = new Uint8Array(tile.length + segments.length);
+  const bytes = tile.length + segments.length;
+  const out = into && into.length >= bytes ? into.subarray(0, bytes) : new Uint8Array(bytes);
   out.set(tile.subarray(0, 2), 0);
   out.set(segments, 2);
   out.set(tile.subarray(2), 2 + segments.length);

@@ -16,6 +16,11 @@ export interface Pixels {
  */
 export interface PixelView extends Pixels {
   crop: { left: number; top: number; width: number; height: number };
+  /**
+   * When `data` is a cached block's: the reader is done with it (its memory may be reused once
+   * the block is evicted). A view never released keeps its block's memory out of reuse.
+   */
+  release?: () => void;
 }
 
 /** The window of `view` as compact pixels (its rows copied out unless it is all of `data`). */
