@@ -126,7 +126,9 @@ function get(port: number, pathAndQuery: string, headers: Record<string, string>
       res.on("data", (c: Buffer) => (bytes += c.length));
       res.on("end", () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`${pathAndQuery}: HTTP ${res.statusCode}`))));
     });
-    req.on("error", reject);
+    // A kept-alive socket the server closed while it idled (other servers' turns can outlast its
+    // keep-alive timeout) fails at once: the request is sent again on a new one, as Node advises.
+    req.on("error", (e: NodeJS.ErrnoException) => (req.reusedSocket && e.code === "ECONNRESET" ? get(port, pathAndQuery, headers).then(resolve, reject) : reject(e)));
     req.end();
   });
 }

@@ -4,10 +4,12 @@
 // One cache is shared by every opened COG in the process; its residency is bounded by its own
 // byte cap here, not by the work budget.
 //
-// An evicted block's memory is reused for the next block decoded (a few spares are kept, once
-// no reader uses them): a new block otherwise costs fresh memory the kernel must fault in and
-// V8 must count, and that churn alone set off a full garbage collection every few hundred
-// milliseconds under load. Readers mark the blocks they use (`readers`) until they are done.
+// Blocks are decoded into memory the cache hands out (`memory`): slots of one arena the size
+// of the cap, reserved on first use (the kernel maps its pages as they are first written, so
+// residency still follows what is cached), and an evicted block's slot takes the next block of
+// its size once no reader uses it. A fresh allocation per block made V8 count every new block
+// as external memory, and that growth alone set off a full garbage collection every few hundred
+// milliseconds while the cache filled. Readers mark the blocks they use (`readers`) until done.
 export interface DecodedBlock {
   /** Interleaved samples, `width * height * channels` bytes. */
   data: Uint8Array;
@@ -18,10 +20,12 @@ export interface DecodedBlock {
   readers: number;
   /** Out of the cache (evicted, or never admitted). */
   evicted: boolean;
+  /** The memory `data` lies in when the cache handed it out (`memory`): reused after eviction. */
+  slot?: Uint8Array;
 }
 
-/** Evicted blocks' memory kept for reuse, beyond the cap: a few blocks, one per decode in progress. */
-const MAX_SPARES = 4;
+/** Slots outside the arena (it was full) kept for reuse once evicted: a few, one per decode in progress. */
+const MAX_LOOSE_SPARES = 4;
 
 /** 256 MiB: about 340 decoded 512² RGB blocks, a whole 8192² level. */
 export const DEFAULT_BLOCK_CACHE_BYTES = 256 * 1024 * 1024;
@@ -38,9 +42,11 @@ export class DecodedBlockCache {
   decoded = 0;
   /** Memory handed out again from evicted blocks. */
   recycled = 0;
-  private readonly spares: ArrayBuffer[] = [];
-  /** Memory this cache handed out: only that is ever reused (a block may be a view of anything). */
-  private readonly owned = new WeakSet<ArrayBuffer>();
+  /** Slots of evicted blocks no reader uses, by size. */
+  private readonly spares = new Map<number, Uint8Array[]>();
+  private looseSpares = 0;
+  private arena: Uint8Array | undefined;
+  private arenaUsed = 0;
 
   constructor(readonly maxBytes: number = DEFAULT_BLOCK_CACHE_BYTES) {}
 
@@ -81,17 +87,24 @@ export class DecodedBlockCache {
     }
   }
 
-  /** `bytes` of memory to decode a block into: an evicted block's when one of that size is spare. */
+  /**
+   * `bytes` of memory to decode a block into: an evicted block's slot of that size, else a new
+   * slot of the arena, else (the arena is taken) memory of its own. Uninitialised: the decoder
+   * writes every byte a reader sees.
+   */
   memory(bytes: number): Uint8Array {
-    const i = this.spares.findIndex((b) => b.byteLength === bytes);
-    if (i >= 0) {
+    const spare = this.spares.get(bytes)?.pop();
+    if (spare) {
       this.recycled++;
-      return new Uint8Array(this.spares.splice(i, 1)[0]);
+      if (spare.buffer !== this.arena?.buffer) this.looseSpares--;
+      return spare;
     }
-    // Uninitialised (the decoder writes every byte) and never a slice of Node's shared pool.
-    const fresh = Buffer.allocUnsafeSlow(bytes);
-    this.owned.add(fresh.buffer);
-    return fresh;
+    this.arena ??= new Uint8Array(this.maxBytes); // zero pages until written: no resident cost yet
+    if (this.arenaUsed + bytes <= this.arena.length) {
+      this.arenaUsed += bytes;
+      return this.arena.subarray(this.arenaUsed - bytes, this.arenaUsed);
+    }
+    return Buffer.allocUnsafeSlow(bytes); // never a slice of Node's shared pool
   }
 
   /** A reader is done with `block`'s data. */
@@ -104,9 +117,18 @@ export class DecodedBlockCache {
     if (block.readers === 0) this.spare(block);
   }
 
-  /** Keeps an unused block's whole memory (its data and any slack after it) for the next decode. */
   private spare(block: DecodedBlock): void {
-    const memory = block.data.buffer as ArrayBuffer;
-    if (this.spares.length < MAX_SPARES && this.owned.has(memory) && !this.spares.includes(memory)) this.spares.push(memory);
+    if (block.slot) this.reuse(block.slot);
+    block.slot = undefined; // spared once, however often it is released
+  }
+
+  /** Takes back a slot from `memory` nothing uses: every arena slot, a few others. */
+  reuse(slot: Uint8Array): void {
+    const inArena = slot.buffer === this.arena?.buffer;
+    if (!inArena && this.looseSpares >= MAX_LOOSE_SPARES) return;
+    if (!inArena) this.looseSpares++;
+    const list = this.spares.get(slot.length) ?? [];
+    list.push(slot);
+    this.spares.set(slot.length, list);
   }
 }

@@ -229,13 +229,17 @@ export class BlockReader {
     const { tileWidth: width, tileHeight: height, params } = this.layout;
     const expected = blockBytes(params);
     let data: Uint8Array;
+    let slot: Uint8Array | undefined;
     if (r.count === 0) {
       data = new Uint8Array(expected); // a sparse block (GDAL's SPARSE_OK): all zeros
     } else if (this.layout.compression === COMPRESSION.jpeg) {
       // Into the cache's memory, with a row to spare after the block: a window at its bottom
       // edge can then be encoded in place with the block's row stride (jpeg-encode.ts).
-      const row = width * params.samplesPerPixel;
-      data = await decodeJpegBlock(stored, params, this.cache.memory(expected + row));
+      slot = this.cache.memory(expected + width * params.samplesPerPixel);
+      data = await decodeJpegBlock(stored, params, slot).catch((e) => {
+        this.cache.reuse(slot!);
+        throw e;
+      });
     } else {
       // geotiff.js codecs take an ArrayBuffer: a block read alone is one already; a block cut
       // from a coalesced read is copied out.
@@ -243,10 +247,11 @@ export class BlockReader {
       data = new Uint8Array(await this.decoder.decode((whole ? stored : stored.slice()).buffer));
     }
     if (data.byteLength !== expected) {
+      if (slot) this.cache.reuse(slot);
       throw malformed(this.source.label, `block ${r.index} decodes to ${data.byteLength} bytes, not the declared ${expected}`);
     }
     if (params.bitsPerSample[0] === 1) data = unpackBits(data, width, height);
-    return { data, width, height, channels: params.samplesPerPixel, readers: 0, evicted: false };
+    return { data, width, height, channels: params.samplesPerPixel, readers: 0, evicted: false, slot };
   }
 
   private range(tables: TileTables, index: number): { offset: number; count: number } {
