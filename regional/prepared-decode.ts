@@ -5,6 +5,8 @@ import type { Reservation } from "./work-budget";
 
 /** An encoded answer; `done`, when present, takes back its body's memory once it is written. */
 export interface EncodedAnswer {
+  /** Bytes sent before `body`, shared by many answers (a stored JPEG tile's tables): no copy. */
+  head?: Buffer;
   body: Buffer;
   contentType: string;
   done?: () => void;

@@ -110,6 +110,8 @@ export function jsonLog(record: LogRecord): void {
 interface Answer {
   status: number;
   headers: Record<string, string>;
+  /** Bytes of a whole body sent before `body` (shared by many answers, never copied). */
+  head?: Buffer;
   /** A whole body, or a stream of chunks whose content-length is in `headers`. */
   body: Buffer | AsyncIterable<Uint8Array>;
   /** Frees what the answer holds, once its last byte is written or its client is gone. */
@@ -390,6 +392,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
           // The precise peak-memory estimate, for the DO's classifier-disagreement count.
           [ESTIMATE_HEADER]: String(cost),
         },
+        head: out.head,
         body: out.body,
         done: () => (out.done?.(), held.release()),
       };
@@ -457,8 +460,11 @@ async function send(res: ServerResponse, answer: Answer): Promise<void> {
     return;
   }
   if (Buffer.isBuffer(answer.body)) {
-    res.writeHead(answer.status, { ...answer.headers, "content-length": String(answer.body.length) });
-    res.end(answer.body);
+    const { head, body } = answer;
+    res.writeHead(answer.status, { ...answer.headers, "content-length": String((head?.length ?? 0) + body.length) });
+    // Headers, head and body leave in one write (Node gathers what is written before end()).
+    if (head) res.write(head);
+    res.end(body);
     await finished(res).catch(() => {});
     return;
   }
