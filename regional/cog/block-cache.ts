@@ -99,7 +99,7 @@ export class DecodedBlockCache {
       if (spare.buffer !== this.arena?.buffer) this.looseSpares--;
       return spare;
     }
-    this.arena ??= new Uint8Array(this.maxBytes); // zero pages until written: no resident cost yet
+    this.arena ??= reserveArena(this.maxBytes);
     if (this.arenaUsed + bytes <= this.arena.length) {
       this.arenaUsed += bytes;
       return this.arena.subarray(this.arenaUsed - bytes, this.arenaUsed);
@@ -130,5 +130,14 @@ export class DecodedBlockCache {
     const list = this.spares.get(slot.length) ?? [];
     list.push(slot);
     this.spares.set(slot.length, list);
+  }
+}
+
+/** Zero pages until written (no resident cost yet); none when the address space refuses it. */
+function reserveArena(bytes: number): Uint8Array {
+  try {
+    return new Uint8Array(bytes);
+  } catch {
+    return new Uint8Array(0); // every block then gets memory of its own, as without an arena
   }
 }

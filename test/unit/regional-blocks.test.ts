@@ -321,6 +321,9 @@ describe("reused memory", () => {
     try {
       const held = await cog.readWindowView(0, { x: 0, y: 0, w: 128, h: 128 });
       const before = Uint8Array.from(held.data);
+      // A whole block read as pixels is the caller's own copy, whatever happens to the block.
+      const whole = await cog.readWindow(0, { x: 0, y: 0, w: 256, h: 256 });
+      const wholeBefore = Uint8Array.from(whole.data);
       // Evicts the held block, then decodes two more: neither may take its memory.
       await cog.readWindow(0, { x: 256, y: 0, w: 128, h: 128 });
       await cog.readWindow(0, { x: 512, y: 0, w: 128, h: 128 });
@@ -329,6 +332,7 @@ describe("reused memory", () => {
       held.release?.();
       await cog.readWindow(0, { x: 768, y: 0, w: 128, h: 128 });
       expect(cache.recycled).toBe(recycled + 1); // released and evicted: its memory takes the next block
+      expect(Buffer.from(whole.data).equals(wholeBefore)).toBe(true);
     } finally {
       await cog.close();
     }
