@@ -210,12 +210,17 @@ export class BlockReader {
       this.pending.set(r.index, entry);
       found.set(r.index, block);
       settled.push(
-        block.then(
-          (b) => this.cache.set(this.key(r.index), b),
-          () => {},
-        ).finally(() => {
-          if (this.pending.get(r.index) === entry) this.pending.delete(r.index);
-        }),
+        block
+          .then(
+            (b) => (this.cache.set(this.key(r.index), b), b),
+            () => undefined,
+          )
+          .then((b) => {
+            // The decode's own mark, dropped only now: every waiter's mark was queued before this
+            // step, so a block the cache refused or evicted at once is not reused under them.
+            if (b) this.cache.release(b);
+            if (this.pending.get(r.index) === entry) this.pending.delete(r.index);
+          }),
       );
     }
     void Promise.all(settled).finally(() => {
@@ -251,7 +256,8 @@ export class BlockReader {
       throw malformed(this.source.label, `block ${r.index} decodes to ${data.byteLength} bytes, not the declared ${expected}`);
     }
     if (params.bitsPerSample[0] === 1) data = unpackBits(data, width, height);
-    return { data, width, height, channels: params.samplesPerPixel, readers: 0, evicted: false, slot };
+    // One reader from the start: the fetch's, until its waiters hold the block (startFetch).
+    return { data, width, height, channels: params.samplesPerPixel, readers: 1, evicted: false, slot };
   }
 
   private range(tables: TileTables, index: number): { offset: number; count: number } {

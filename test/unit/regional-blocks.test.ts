@@ -305,6 +305,17 @@ describe("reused memory", () => {
         got.forEach((bytes, i) => expect(bytes.equals(want[i]), `${tiles[i]} pass ${pass}`).toBe(true));
       }
       expect(await metricValue(d, "tessera_decoder_block_buffers_recycled_total")).toBeGreaterThan(0);
+      // Without a cache every block is evicted as it is decoded: its memory is reused only once
+      // the requests encoding from it are done.
+      const uncached = await startDecoder(new LocalCatalog(fixtures.dir), 3, { blockCache: new DecodedBlockCache(0) });
+      try {
+        for (let pass = 0; pass < 2; pass++) {
+          const got = await Promise.all(tiles.map((t) => image(uncached, "jpeg", t)));
+          got.forEach((bytes, i) => expect(bytes.equals(want[i]), `${tiles[i]} uncached, pass ${pass}`).toBe(true));
+        }
+      } finally {
+        await uncached.close();
+      }
       // 48 answers, at most one encoder buffer per answer in flight at once (3 passes of 16).
       const allocated = await metricValue(d, "tessera_decoder_jpeg_buffers_allocated_total");
       for (const t of tiles) await image(d, "jpeg", t);
@@ -312,6 +323,19 @@ describe("reused memory", () => {
     } finally {
       await reference.close();
       await d.close();
+    }
+  });
+
+  it("never decodes into a block a reader holds that the cache refused (no cache at all)", async () => {
+    const cog = await Cog.open(await new LocalCatalog(fixtures.dir).open("jpeg", undefined), { cache: new DecodedBlockCache(0), prefetchRing: 0 });
+    try {
+      const held = await cog.readWindowView(0, { x: 0, y: 0, w: 128, h: 128 });
+      const before = Uint8Array.from(held.data);
+      await cog.readWindow(0, { x: 256, y: 0, w: 128, h: 128 });
+      expect(Buffer.from(held.data).equals(before)).toBe(true);
+      held.release?.();
+    } finally {
+      await cog.close();
     }
   });
 
