@@ -16,10 +16,12 @@
 // is still being paged in. BENCH_COLD_CACHE=1 warms up with 96 requests per phase only. Plus the per-core limit: libjpeg-turbo decoding one stored
 // 512² block and encoding a 256² quadrant, in a loop on one core, nothing else.
 //
-// With `perf` installed, each phase's Tessera chunks are sampled (perf record -p, only while the
-// phase runs) and the decoder's CPU is split: libjpeg-turbo, the kernel, V8's background threads
-// (concurrent GC and compilation), the rest (JS, Node, V8 on the main thread);
-// outside_libjpeg_share is 1 − libjpeg-turbo's share. BENCH_PERF=0 turns this off.
+// With `perf` installed, each phase is then run once more on Tessera alone, untimed, on the warm
+// copy (whose blocks the timed phases evicted), sampled by perf record -p: the decoder's CPU split
+// into libjpeg-turbo, the kernel, V8's background threads (concurrent GC and compilation) and the
+// rest (JS, Node, V8 on the main thread); outside_libjpeg_share is 1 − libjpeg-turbo's share.
+// Not during the timed phases: sampling with call graphs slowed the decoder by up to half on
+// this VM. BENCH_PERF=0 turns this off.
 //
 // BENCH_OTHER_NODE=/usr/bin/node adds a second Tessera decoder run by that Node binary (own port,
 // same core), interleaved with the other two, and prints how the two compare; with
@@ -44,7 +46,12 @@ const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
 const ID = "rgb-jpeg";
 const FILE = path.join(DIR, `${ID}.tif`);
 const SIZE = 8192;
-const IN_FLIGHT = 8;
+/**
+ * Requests in flight (BENCH_IN_FLIGHT, default 8). On a loaded machine 8 can leave the faster
+ * server idle, waiting for the client to turn answers into new requests: its `cpu` column then
+ * stays well under 1.0 while the other's does not, and a larger figure measures capacity.
+ */
+const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 8);
 const DECODER_PORT = 9190;
 const IIP_PORT = 9191;
 const LIGHTTPD_PORT = 9192;
@@ -340,15 +347,28 @@ function cpuSplit(file: string): CpuSplit | undefined {
   }
 }
 
+/** The decoder's CPU split per phase: each phase's list on the warm copy, untimed, under perf. */
+async function cpuSplits(tessera: Server & { pid: number }): Promise<Partial<Record<Phase, CpuSplit>>> {
+  const splits: Partial<Record<Phase, CpuSplit>> = {};
+  for (const [phase, tiles] of Object.entries(PHASES) as [Phase, Tile[]][]) {
+    const requests = await Promise.all(tiles.map((t) => tessera.request(WARM_ID, t)));
+    const stop = samplePerf(tessera.pid, path.join(DIR, `decoder-${phase}.perf.data`));
+    await new Promise((r) => setTimeout(r, 500)); // perf attaches; the idle decoder adds no samples
+    await drive(requests);
+    const split = await stop();
+    if (split) splits[phase] = split;
+  }
+  return splits;
+}
+
 /** Each server's rate and CPU use per phase, its chunks interleaved with the other servers'. */
-async function measure(servers: Server[], profile?: (phase: Phase) => () => Promise<void>): Promise<Record<string, Record<Phase, { rate: number; cpu: number }>>> {
+async function measure(servers: Server[]): Promise<Record<string, Record<Phase, { rate: number; cpu: number }>>> {
   const seconds: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
   const cpu: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
   const cpuOf = (s: Server) => s.pids.reduce((n, pid) => n + cpuSeconds(pid), 0);
   for (const phase of Object.keys(PHASES) as Phase[]) {
     const tiles = PHASES[phase];
     const chunk = Math.ceil(tiles.length / ROUNDS);
-    const profiled = profile?.(phase);
     for (let r = 0; r < ROUNDS; r++) {
       // Each round starts with the next server (T I, I T, … for two), so no one always goes first.
       const order = [...servers.slice(r % servers.length), ...servers.slice(0, r % servers.length)];
@@ -361,7 +381,6 @@ async function measure(servers: Server[], profile?: (phase: Phase) => () => Prom
         cpu[server.name][phase] = (cpu[server.name][phase] ?? 0) + cpuOf(server) - cpuBefore;
       }
     }
-    await profiled?.();
   }
   return Object.fromEntries(
     servers.map((s) => [
@@ -395,22 +414,11 @@ async function main(): Promise<void> {
         await drive(await Promise.all(tiles.slice(0, count).map((t) => server.request(WARM_ID, t))));
       }
     }
-    // The decoder's CPU split per phase, sampled only while the phase runs (it idles during
-    // the other servers' chunks, which adds no samples).
-    const splits: Partial<Record<Phase, CpuSplit>> = {};
-    const profile = perfAvailable()
-      ? (phase: Phase) => {
-          const stop = samplePerf(tessera.pid, path.join(DIR, `decoder-${phase}.perf.data`));
-          return async () => {
-            const split = await stop();
-            if (split) splits[phase] = split;
-          };
-        }
-      : undefined;
-    const results = await measure(servers, profile);
+    const results = await measure(servers);
     const metrics = await tessera.metrics();
     const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN);
     const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${tessera.pid}/status`, "utf8"))?.[1]) * 1024;
+    const splits = perfAvailable() ? await cpuSplits(tessera) : {};
     // cpu: cores each server used while it was being driven (1.0 = all of its one core). Below
     // 1.0 it was waiting or, on a shared machine, its core was busy with other work.
     for (const phase of Object.keys(PHASES) as Phase[]) {
