@@ -10,8 +10,18 @@
 //   aligned  random distinct 512² tiles at full resolution (one stored block each:
 //            Tessera answers these by codec passthrough)
 // Each list is cut into ROUNDS chunks run alternately on the two servers, after an untimed
-// warm-up on a copy of the file. Plus the per-core limit: libjpeg-turbo decoding one stored
+// warm-up on a copy of the file: every native and one-zoom-down tile of it, which fills the
+// decoder's block cache, so the timed phases see a decoder in its steady state (each new block
+// decoded into an evicted one's memory) rather than its first minute, when the cache's memory
+// is still being paged in. BENCH_COLD_CACHE=1 warms up with 96 requests per phase only. Plus the per-core limit: libjpeg-turbo decoding one stored
 // 512² block and encoding a 256² quadrant, in a loop on one core, nothing else.
+//
+// With `perf` installed, each phase is then run once more on Tessera alone, untimed, on the warm
+// copy (whose blocks the timed phases evicted), sampled by perf record -p: the decoder's CPU split
+// into libjpeg-turbo, the kernel, V8's background threads (concurrent GC and compilation) and the
+// rest (JS, Node, V8 on the main thread); outside_libjpeg_share is 1 − libjpeg-turbo's share.
+// Not during the timed phases: sampling with call graphs slowed the decoder by up to half on
+// this VM. BENCH_PERF=0 turns this off.
 //
 // BENCH_OTHER_NODE=/usr/bin/node adds a second Tessera decoder run by that Node binary (own port,
 // same core), interleaved with the other two, and prints how the two compare; with
@@ -36,7 +46,12 @@ const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
 const ID = "rgb-jpeg";
 const FILE = path.join(DIR, `${ID}.tif`);
 const SIZE = 8192;
-const IN_FLIGHT = 8;
+/**
+ * Requests in flight (BENCH_IN_FLIGHT, default 8). On a loaded machine 8 can leave the faster
+ * server idle, waiting for the client to turn answers into new requests: its `cpu` column then
+ * stays well under 1.0 while the other's does not, and a larger figure measures capacity.
+ */
+const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 8);
 const DECODER_PORT = 9190;
 const IIP_PORT = 9191;
 const LIGHTTPD_PORT = 9192;
@@ -111,6 +126,8 @@ const PHASES = Object.fromEntries(
 const ROUNDS = 4;
 /** Warm-up: every phase's kind of request, on a copy of the file (its own caches), untimed. */
 const WARM_ID = `${ID}-warm`;
+/** Requests of each phase's list the warm-up sends (all, unless BENCH_COLD_CACHE=1). */
+const WARM_UP = process.env.BENCH_COLD_CACHE === "1" ? 96 : Infinity;
 
 const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
 
@@ -121,7 +138,9 @@ function get(port: number, pathAndQuery: string, headers: Record<string, string>
       res.on("data", (c: Buffer) => (bytes += c.length));
       res.on("end", () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`${pathAndQuery}: HTTP ${res.statusCode}`))));
     });
-    req.on("error", reject);
+    // A kept-alive socket the server closed while it idled (other servers' turns can outlast its
+    // keep-alive timeout) fails at once: the request is sent again on a new one, as Node advises.
+    req.on("error", (e: NodeJS.ErrnoException) => (req.reusedSocket && e.code === "ECONNRESET" ? get(port, pathAndQuery, headers).then(resolve, reject) : reject(e)));
     req.end();
   });
 }
@@ -280,6 +299,68 @@ async function jpegLimit(): Promise<number> {
   return n / ((performance.now() - started) / 1000);
 }
 
+/** The CPU split of one process while `perf record` sampled it. */
+interface CpuSplit {
+  libjpeg: number;
+  kernel: number;
+  v8Background: number;
+}
+
+/** perf is usable here (installed, and allowed to sample another process). */
+function perfAvailable(): boolean {
+  if (process.env.BENCH_PERF === "0") return false;
+  try {
+    execFileSync("perf", ["--version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Samples `pid` with perf until the returned function is called; that resolves to the split. */
+function samplePerf(pid: number, file: string): () => Promise<CpuSplit | undefined> {
+  const perf = spawn("perf", ["record", "-q", "-F", "999", "-g", "-p", String(pid), "-o", file], { stdio: "ignore" });
+  return async () => {
+    await new Promise<void>((resolve) => {
+      perf.once("exit", () => resolve());
+      perf.kill("SIGINT");
+    });
+    return cpuSplit(file);
+  };
+}
+
+/** Shares of the samples in `file`: by library (libjpeg-turbo, kernel) and by thread (V8's workers). */
+function cpuSplit(file: string): CpuSplit | undefined {
+  const report = (sort: string) =>
+    execFileSync("perf", ["report", "-i", file, "--no-children", "--sort", sort, "-g", "none", "--stdio", "-q"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  const share = (text: string, name: RegExp) =>
+    text
+      .split("\n")
+      .filter((line) => name.test(line))
+      .reduce((sum, line) => sum + Number(/([\d.]+)%/.exec(line)?.[1] ?? 0) / 100, 0);
+  try {
+    const byDso = report("dso");
+    const byThread = report("comm");
+    return { libjpeg: share(byDso, /libturbojpeg|libjpeg/), kernel: share(byDso, /\[kernel/), v8Background: share(byThread, /V8Worker/) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The decoder's CPU split per phase: each phase's list on the warm copy, untimed, under perf. */
+async function cpuSplits(tessera: Server & { pid: number }): Promise<Partial<Record<Phase, CpuSplit>>> {
+  const splits: Partial<Record<Phase, CpuSplit>> = {};
+  for (const [phase, tiles] of Object.entries(PHASES) as [Phase, Tile[]][]) {
+    const requests = await Promise.all(tiles.map((t) => tessera.request(WARM_ID, t)));
+    const stop = samplePerf(tessera.pid, path.join(DIR, `decoder-${phase}.perf.data`));
+    await new Promise((r) => setTimeout(r, 500)); // perf attaches; the idle decoder adds no samples
+    await drive(requests);
+    const split = await stop();
+    if (split) splits[phase] = split;
+  }
+  return splits;
+}
+
 /** Each server's rate and CPU use per phase, its chunks interleaved with the other servers'. */
 async function measure(servers: Server[]): Promise<Record<string, Record<Phase, { rate: number; cpu: number }>>> {
   const seconds: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
@@ -328,12 +409,16 @@ async function main(): Promise<void> {
   const servers = other ? [tessera, other, iipsrv] : [tessera, iipsrv];
   try {
     for (const server of servers) {
-      for (const tiles of Object.values(ALL_PHASES)) await drive(await Promise.all(tiles.slice(0, 96).map((t) => server.request(WARM_ID, t))));
+      for (const [phase, tiles] of Object.entries(ALL_PHASES)) {
+        const count = phase === "aligned" ? 96 : WARM_UP; // passthrough caches nothing
+        await drive(await Promise.all(tiles.slice(0, count).map((t) => server.request(WARM_ID, t))));
+      }
     }
     const results = await measure(servers);
     const metrics = await tessera.metrics();
     const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? NaN);
     const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${tessera.pid}/status`, "utf8"))?.[1]) * 1024;
+    const splits = perfAvailable() ? await cpuSplits(tessera) : {};
     // cpu: cores each server used while it was being driven (1.0 = all of its one core). Below
     // 1.0 it was waiting or, on a shared machine, its core was busy with other work.
     for (const phase of Object.keys(PHASES) as Phase[]) {
@@ -352,14 +437,25 @@ async function main(): Promise<void> {
         `${phase.padEnd(8)} tessera(node ${process.version})=${t.rate.toFixed(0)}/s (cpu ${t.cpu.toFixed(2)}) ${other!.name}=${o.rate.toFixed(0)}/s (cpu ${o.cpu.toFixed(2)}) ratio=${(t.rate / o.rate).toFixed(2)} per_cpu_second_ratio=${(t.rate / t.cpu / (o.rate / o.cpu)).toFixed(2)}`,
       );
     }
+    for (const [phase, s] of Object.entries(splits)) {
+      const pct = (n: number) => `${(n * 100).toFixed(0)}%`;
+      log(
+        `${phase.padEnd(8)} decoder cpu (perf): libjpeg-turbo ${pct(s.libjpeg)}, kernel ${pct(s.kernel)}, V8 background threads ${pct(s.v8Background)}, the rest (JS, Node, V8 on the main thread) ${pct(1 - s.libjpeg - s.kernel - s.v8Background)}; outside libjpeg-turbo ${pct(1 - s.libjpeg)}`,
+      );
+    }
     log(`decoder peak_rss_bytes=${peakRss} work_budget_peak_bytes=${value("tessera_decoder_work_budget_peak_bytes")} block_cache_hits=${value("tessera_decoder_block_cache_hits_total")} blocks_decoded=${value("tessera_decoder_blocks_decoded_total")} passthrough=${value("tessera_decoder_passthrough_total")}`);
     log(`limit (one core, libjpeg-turbo: decode a 512² block + encode a 256² quadrant) ${limit.toFixed(0)}/s`);
     if (!results.tessera.native || !results.tessera.aligned) return;
-    const x = results.tessera.native.rate;
-    const y = results.iipsrv.native.rate;
-    const p = results.tessera.aligned.rate;
+    const { tessera: t, iipsrv: i } = results;
+    const x = t.native.rate;
+    const y = i.native.rate;
+    const p = t.aligned.rate;
+    // The same ratios per CPU-second: what a shared machine's other load moves least.
+    const perCpu = (a: { rate: number; cpu: number }, b: { rate: number; cpu: number }) => (a.rate / a.cpu / (b.rate / b.cpu)).toFixed(2);
+    const lower = t.lower && i.lower ? ` lower_ratio=${(t.lower.rate / i.lower.rate).toFixed(2)} lower_per_cpu_ratio=${perCpu(t.lower, i.lower)}` : "";
+    const outside = splits.native ? ` outside_libjpeg_share=${(1 - splits.native.libjpeg).toFixed(2)}` : "";
     log(
-      `tiles_per_s=${x.toFixed(1)} iipsrv_tiles_per_s=${y.toFixed(1)} ratio=${(x / y).toFixed(2)} limit_tiles_per_s=${limit.toFixed(1)} passthrough_ratio=${(p / y).toFixed(2)}`,
+      `tiles_per_s=${x.toFixed(1)} iipsrv_tiles_per_s=${y.toFixed(1)} ratio=${(x / y).toFixed(2)} per_cpu_ratio=${perCpu(t.native, i.native)}${lower} limit_tiles_per_s=${limit.toFixed(1)} passthrough_ratio=${(p / y).toFixed(2)} passthrough_per_cpu_ratio=${perCpu(t.aligned, i.native)}${outside} peak_rss_bytes=${peakRss}`,
     );
   } finally {
     await tessera.stop();

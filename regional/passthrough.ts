@@ -1,6 +1,7 @@
 // Codec passthrough: a request that is exactly one stored JPEG or WebP tile at its native size
 // (the usual viewer and map-tile request on a COG whose tiles match the client's) is answered
-// with the stored bytes (JPEG: JPEGTables merged in): no decode, no re-encode, no generation loss.
+// with the stored bytes (JPEG: JPEGTables merged in, sent as the tables then the tile, both as
+// read, never copied into one buffer): no decode, no re-encode, no generation loss.
 //
 // Exactly means: the output format is the stored codec's, default quality (or color for a
 // colour source), no rotation or mirror, the region maps onto one whole block of the level
@@ -11,7 +12,8 @@ import sharp from "sharp";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
 import { COMPRESSION } from "./cog/codecs";
-import { jpegFrame, mergeJpegTables } from "./cog/jpeg-tables";
+import { jpegFrame, tablesPrefix, tileSegments } from "./cog/jpeg-tables";
+import type { EncodedAnswer } from "./prepared-decode";
 import { malformed } from "./cog/tiff-guard";
 import { chooseLevel } from "../shared/levels";
 
@@ -55,9 +57,9 @@ export function passthroughTile(cog: Cog, req: ResolvedImageRequest): StoredTile
 }
 
 /** The stored tile as a standalone image of its format; a tile that lies about its shape is a 502. */
-export async function storedTile(cog: Cog, tile: StoredTile, signal: AbortSignal): Promise<{ body: Buffer; contentType: string }> {
+export async function storedTile(cog: Cog, tile: StoredTile, signal: AbortSignal): Promise<EncodedAnswer> {
   return tile.format === "jpg"
-    ? { body: await storedJpeg(cog, tile, signal), contentType: "image/jpeg" }
+    ? { ...(await storedJpeg(cog, tile, signal)), contentType: "image/jpeg" }
     : { body: await storedWebp(cog, tile, signal), contentType: "image/webp" };
 }
 
@@ -79,7 +81,7 @@ async function storedWebp(cog: Cog, tile: StoredTile, signal: AbortSignal): Prom
  * The stored bytes of `tile` as a standalone JPEG. Its frame header must declare exactly the
  * block's shape: a lying tile is a 502, not a different picture passed on.
  */
-async function storedJpeg(cog: Cog, tile: StoredTile, signal: AbortSignal): Promise<Buffer> {
+async function storedJpeg(cog: Cog, tile: StoredTile, signal: AbortSignal): Promise<{ head?: Buffer; body: Buffer }> {
   const blocks = cog.levels[tile.level].blocks!;
   const stored = await blocks.storedBlock(tile.bx, tile.by, signal);
   const { tileWidth, tileHeight, params } = blocks.layout;
@@ -88,6 +90,11 @@ async function storedJpeg(cog: Cog, tile: StoredTile, signal: AbortSignal): Prom
     const found = frame ? `${frame.width}x${frame.height}x${frame.components}` : "no frame header";
     throw malformed(cog.source.label, `JPEG block is ${found}, declared ${tileWidth}x${tileHeight}x${params.samplesPerPixel}`);
   }
-  const merged = mergeJpegTables(stored, params.JPEGTables);
-  return Buffer.from(merged.buffer, merged.byteOffset, merged.byteLength); // a view, not a copy
+  const prefix = tablesPrefix(params.JPEGTables);
+  const rest = tileSegments(stored); // there is one: the frame was found after an SOI
+  if (!prefix || !rest) return { body: asBuffer(stored) };
+  return { head: asBuffer(prefix), body: asBuffer(rest) };
 }
+
+/** A view, not a copy. */
+const asBuffer = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength);

@@ -3,8 +3,17 @@
 // the render to run once the work is admitted.
 import type { Reservation } from "./work-budget";
 
+/** An encoded answer; `done`, when present, takes back its body's memory once it is written. */
+export interface EncodedAnswer {
+  /** Bytes sent before `body`, shared by many answers (a stored JPEG tile's tables): no copy. */
+  head?: Buffer;
+  body: Buffer;
+  contentType: string;
+  done?: () => void;
+}
+
 export interface PreparedDecode {
   cost: number;
   what: string;
-  render(signal: AbortSignal, work: Reservation): Promise<{ body: Buffer; contentType: string }>;
+  render(signal: AbortSignal, work: Reservation): Promise<EncodedAnswer>;
 }

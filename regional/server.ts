@@ -110,6 +110,8 @@ export function jsonLog(record: LogRecord): void {
 interface Answer {
   status: number;
   headers: Record<string, string>;
+  /** Bytes of a whole body sent before `body` (shared by many answers, never copied). */
+  head?: Buffer;
   /** A whole body, or a stream of chunks whose content-length is in `headers`. */
   body: Buffer | AsyncIterable<Uint8Array>;
   /** Frees what the answer holds, once its last byte is written or its client is gone. */
@@ -379,8 +381,9 @@ export function createDecoderServer(options: DecoderOptions): Server {
     const stopped = runtime.decodes.start(grant?.partition ?? classify(cost, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES));
     try {
       const out = await prepared.render(signal, work);
-      // The encoded answer (its estimate's encode stage) stays reserved until its last byte is written.
-      const held = work.carve(out.body.length);
+      // The encoded answer (its estimate's encode stage) stays reserved until its last byte is
+      // written: a pooled answer holds its whole buffer, not only the body's bytes.
+      const held = work.carve(out.done ? out.body.buffer.byteLength : out.body.length);
       return {
         status: 200,
         headers: {
@@ -389,8 +392,9 @@ export function createDecoderServer(options: DecoderOptions): Server {
           // The precise peak-memory estimate, for the DO's classifier-disagreement count.
           [ESTIMATE_HEADER]: String(cost),
         },
+        head: out.head,
         body: out.body,
-        done: () => held.release(),
+        done: () => (out.done?.(), held.release()),
       };
     } finally {
       stopped();
@@ -456,8 +460,11 @@ async function send(res: ServerResponse, answer: Answer): Promise<void> {
     return;
   }
   if (Buffer.isBuffer(answer.body)) {
-    res.writeHead(answer.status, { ...answer.headers, "content-length": String(answer.body.length) });
-    res.end(answer.body);
+    const { head, body } = answer;
+    res.writeHead(answer.status, { ...answer.headers, "content-length": String((head?.length ?? 0) + body.length) });
+    // Headers, head and body leave in one write (Node gathers what is written before end()).
+    if (head) res.write(head);
+    res.end(body);
     await finished(res).catch(() => {});
     return;
   }

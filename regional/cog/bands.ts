@@ -123,6 +123,7 @@ function planesOf(pixels: PixelView, samples: number[]): Float32Array[] {
       for (let k = 0; k < n; k++) planes[k][to] = data[from + samples[k]];
     }
   }
+  pixels.release?.(); // copied: a cached block's memory may be reused once evicted
   return planes;
 }
 

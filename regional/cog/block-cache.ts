@@ -3,14 +3,29 @@
 // block index, so a new version of a source can never be served an old version's pixels.
 // One cache is shared by every opened COG in the process; its residency is bounded by its own
 // byte cap here, not by the work budget.
-
+//
+// Blocks are decoded into memory the cache hands out (`memory`): slots of one arena the size
+// of the cap, reserved on first use (the kernel maps its pages as they are first written, so
+// residency still follows what is cached), and an evicted block's slot takes the next block of
+// its size once no reader uses it. A fresh allocation per block made V8 count every new block
+// as external memory, and that growth alone set off a full garbage collection every few hundred
+// milliseconds while the cache filled. Readers mark the blocks they use (`readers`) until done.
 export interface DecodedBlock {
   /** Interleaved samples, `width * height * channels` bytes. */
   data: Uint8Array;
   width: number;
   height: number;
   channels: number;
+  /** Reads using `data` now: its memory is reused only once there are none and it is evicted. */
+  readers: number;
+  /** Out of the cache (evicted, or never admitted). */
+  evicted: boolean;
+  /** The memory `data` lies in when the cache handed it out (`memory`): reused after eviction. */
+  slot?: Uint8Array;
 }
+
+/** Slots outside the arena (it was full) kept for reuse once evicted: a few, one per decode in progress. */
+const MAX_LOOSE_SPARES = 4;
 
 /** 256 MiB: about 340 decoded 512² RGB blocks, a whole 8192² level. */
 export const DEFAULT_BLOCK_CACHE_BYTES = 256 * 1024 * 1024;
@@ -25,6 +40,13 @@ export class DecodedBlockCache {
   misses = 0;
   /** Blocks decoded and offered to the cache (cached unless larger than the cap). */
   decoded = 0;
+  /** Memory handed out again from evicted blocks. */
+  recycled = 0;
+  /** Slots of evicted blocks no reader uses, by size. */
+  private readonly spares = new Map<number, Uint8Array[]>();
+  private looseSpares = 0;
+  private arena: Uint8Array | undefined;
+  private arenaUsed = 0;
 
   constructor(readonly maxBytes: number = DEFAULT_BLOCK_CACHE_BYTES) {}
 
@@ -47,11 +69,13 @@ export class DecodedBlockCache {
   set(key: string, block: DecodedBlock): void {
     this.decoded++;
     const size = block.data.byteLength;
-    if (size > this.maxBytes) return; // would evict everything and still not fit
+    if (size > this.maxBytes) return this.evict(block); // would evict everything and still not fit
     const old = this.entries.get(key);
+    if (old === block) return;
     if (old) {
       this.used -= old.data.byteLength;
       this.entries.delete(key);
+      this.evict(old);
     }
     this.entries.set(key, block);
     this.used += size;
@@ -59,6 +83,61 @@ export class DecodedBlockCache {
       if (this.used <= this.maxBytes) break;
       this.entries.delete(k);
       this.used -= b.data.byteLength;
+      this.evict(b);
     }
+  }
+
+  /**
+   * `bytes` of memory to decode a block into: an evicted block's slot of that size, else a new
+   * slot of the arena, else (the arena is taken) memory of its own. Uninitialised: the decoder
+   * writes every byte a reader sees.
+   */
+  memory(bytes: number): Uint8Array {
+    const spare = this.spares.get(bytes)?.pop();
+    if (spare) {
+      this.recycled++;
+      if (spare.buffer !== this.arena?.buffer) this.looseSpares--;
+      return spare;
+    }
+    this.arena ??= reserveArena(this.maxBytes);
+    if (this.arenaUsed + bytes <= this.arena.length) {
+      this.arenaUsed += bytes;
+      return this.arena.subarray(this.arenaUsed - bytes, this.arenaUsed);
+    }
+    return Buffer.allocUnsafeSlow(bytes); // never a slice of Node's shared pool
+  }
+
+  /** A reader is done with `block`'s data. */
+  release(block: DecodedBlock): void {
+    if (--block.readers === 0 && block.evicted) this.spare(block);
+  }
+
+  private evict(block: DecodedBlock): void {
+    block.evicted = true;
+    if (block.readers === 0) this.spare(block);
+  }
+
+  private spare(block: DecodedBlock): void {
+    if (block.slot) this.reuse(block.slot);
+    block.slot = undefined; // spared once, however often it is released
+  }
+
+  /** Takes back a slot from `memory` nothing uses: every arena slot, a few others. */
+  reuse(slot: Uint8Array): void {
+    const inArena = slot.buffer === this.arena?.buffer;
+    if (!inArena && this.looseSpares >= MAX_LOOSE_SPARES) return;
+    if (!inArena) this.looseSpares++;
+    const list = this.spares.get(slot.length) ?? [];
+    list.push(slot);
+    this.spares.set(slot.length, list);
+  }
+}
+
+/** Zero pages until written (no resident cost yet); none when the address space refuses it. */
+function reserveArena(bytes: number): Uint8Array {
+  try {
+    return new Uint8Array(bytes);
+  } catch {
+    return new Uint8Array(0); // every block then gets memory of its own, as without an arena
   }
 }

@@ -15,7 +15,7 @@ import { untilAborted } from "../../shared/abort";
 import type { Source } from "../source/source";
 import type { Reservation } from "../work-budget";
 import type { DecodedBlock, DecodedBlockCache } from "./block-cache";
-import { blockBytes, type BlockParameters } from "./codecs";
+import { blockBytes, COMPRESSION, decodeJpegBlock, type BlockParameters } from "./codecs";
 import type { PixelView } from "./pixels";
 import { malformed } from "./tiff-guard";
 
@@ -104,32 +104,57 @@ export class BlockReader {
     for (let by = by0; by < by1; by++) for (let bx = bx0; bx < bx1; bx++) indices.push(by * this.tilesAcross + bx);
 
     const blocks = await this.blocks(indices, signal, work);
-    signal.throwIfAborted();
-
+    const done = () => blocks.forEach((b) => this.cache.release(b));
     const width = x1 - x0;
     const height = y1 - y0;
-    // A window inside one block needs no copy: hand over the block and where the window lies.
-    if (!into && blocks.length === 1 && blocks[0].channels === channels) {
+    // A window inside one block needs no copy: hand over the block and where the window lies,
+    // marked as read until the caller releases it.
+    if (!signal.aborted && !into && blocks.length === 1 && blocks[0].channels === channels) {
       const { data, width: bw, height: bh } = blocks[0];
-      return { data, width: bw, height: bh, channels, crop: { left: x0 - bx0 * tw, top: y0 - by0 * th, width, height } };
+      return { data, width: bw, height: bh, channels, crop: { left: x0 - bx0 * tw, top: y0 - by0 * th, width, height }, release: once(done) };
     }
-    const out = into ? into.subarray(0, width * height * channels) : new Uint8Array(width * height * channels);
-    indices.forEach((index, i) => copyInto(out, window, blocks[i], (index % this.tilesAcross) * tw, Math.floor(index / this.tilesAcross) * th, channels));
-    return { data: out, width, height, channels, crop: { left: 0, top: 0, width, height } };
+    try {
+      signal.throwIfAborted();
+      const out = into ? into.subarray(0, width * height * channels) : new Uint8Array(width * height * channels);
+      indices.forEach((index, i) => copyInto(out, window, blocks[i], (index % this.tilesAcross) * tw, Math.floor(index / this.tilesAcross) * th, channels));
+      return { data: out, width, height, channels, crop: { left: 0, top: 0, width, height } };
+    } finally {
+      done();
+    }
   }
 
+  /**
+   * The blocks at `indices`, each marked as read (the caller releases them). A block is marked
+   * the moment this request holds it, cached or just decoded, so its memory cannot be reused
+   * while the request waits for the others.
+   */
   private async blocks(indices: number[], signal: AbortSignal, work: Reservation): Promise<DecodedBlock[]> {
     const found = new Map<number, Promise<DecodedBlock>>();
     const joined: SharedFetch[] = [];
     const missing: number[] = [];
+    const held: DecodedBlock[] = [];
+    let failed = false;
+    const hold = (b: DecodedBlock) => {
+      if (!failed) {
+        b.readers++;
+        held.push(b);
+      }
+      return b;
+    };
+    // Marked on arrival (observed here too: a failure is this request's to throw, or nobody's).
+    const holding = (block: Promise<DecodedBlock>) => {
+      const p = block.then(hold);
+      p.catch(() => {});
+      return p;
+    };
     for (const index of indices) {
       const cached = this.cache.get(this.key(index));
       const p = this.pending.get(index);
-      if (cached) found.set(index, Promise.resolve(cached));
+      if (cached) found.set(index, Promise.resolve(hold(cached)));
       // A fetch every waiter has left is aborted but may not have settled yet: it would only
       // fail this request, so the block is fetched anew.
       else if (p && !p.fetch.controller.signal.aborted) {
-        found.set(index, p.block);
+        found.set(index, holding(p.block));
         // Counted at once, before any await: the fetch must not be aborted under us.
         if (!joined.includes(p.fetch)) {
           joined.push(p.fetch);
@@ -153,9 +178,14 @@ export class BlockReader {
           const fetch = this.startFetch(run, found, work);
           fetch.waiters++;
           joined.push(fetch);
+          for (const r of run) found.set(r.index, holding(found.get(r.index)!));
         }
       }
       return await untilAborted(Promise.all(indices.map((i) => found.get(i)!)), signal);
+    } catch (e) {
+      failed = true;
+      for (const b of held) this.cache.release(b);
+      throw e;
     } finally {
       leave();
     }
@@ -180,12 +210,17 @@ export class BlockReader {
       this.pending.set(r.index, entry);
       found.set(r.index, block);
       settled.push(
-        block.then(
-          (b) => this.cache.set(this.key(r.index), b),
-          () => {},
-        ).finally(() => {
-          if (this.pending.get(r.index) === entry) this.pending.delete(r.index);
-        }),
+        block
+          .then(
+            (b) => (this.cache.set(this.key(r.index), b), b),
+            () => undefined,
+          )
+          .then((b) => {
+            // The decode's own mark, dropped only now: every waiter's mark was queued before this
+            // step, so a block the cache refused or evicted at once is not reused under them.
+            if (b) this.cache.release(b);
+            if (this.pending.get(r.index) === entry) this.pending.delete(r.index);
+          }),
       );
     }
     void Promise.all(settled).finally(() => {
@@ -199,8 +234,17 @@ export class BlockReader {
     const { tileWidth: width, tileHeight: height, params } = this.layout;
     const expected = blockBytes(params);
     let data: Uint8Array;
+    let slot: Uint8Array | undefined;
     if (r.count === 0) {
       data = new Uint8Array(expected); // a sparse block (GDAL's SPARSE_OK): all zeros
+    } else if (this.layout.compression === COMPRESSION.jpeg) {
+      // Into the cache's memory, with a row to spare after the block: a window at its bottom
+      // edge can then be encoded in place with the block's row stride (jpeg-encode.ts).
+      slot = this.cache.memory(expected + width * params.samplesPerPixel);
+      data = await decodeJpegBlock(stored, params, slot).catch((e) => {
+        this.cache.reuse(slot!);
+        throw e;
+      });
     } else {
       // geotiff.js codecs take an ArrayBuffer: a block read alone is one already; a block cut
       // from a coalesced read is copied out.
@@ -208,10 +252,12 @@ export class BlockReader {
       data = new Uint8Array(await this.decoder.decode((whole ? stored : stored.slice()).buffer));
     }
     if (data.byteLength !== expected) {
+      if (slot) this.cache.reuse(slot);
       throw malformed(this.source.label, `block ${r.index} decodes to ${data.byteLength} bytes, not the declared ${expected}`);
     }
     if (params.bitsPerSample[0] === 1) data = unpackBits(data, width, height);
-    return { data, width, height, channels: params.samplesPerPixel };
+    // One reader from the start: the fetch's, until its waiters hold the block (startFetch).
+    return { data, width, height, channels: params.samplesPerPixel, readers: 1, evicted: false, slot };
   }
 
   private range(tables: TileTables, index: number): { offset: number; count: number } {
@@ -234,6 +280,15 @@ export class BlockReader {
   private key(index: number): string {
     return `${this.keyPrefix}/${index}`;
   }
+}
+
+/** `fn`, callable any number of times, run at most once. */
+function once(fn: () => void): () => void {
+  let called = false;
+  return () => {
+    if (!called) fn();
+    called = true;
+  };
 }
 
 /** Throws unless stored block `index` lies inside the file and is no larger than any codec makes it. */

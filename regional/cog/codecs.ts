@@ -192,23 +192,52 @@ class WebpDecoder extends BoundedDecoder {
 class JpegDecoder extends BoundedDecoder {
   protected readonly name = "JPEG";
   async decodeBlock(buffer: ArrayBuffer): Promise<ArrayBuffer> {
-    const jpeg = mergeJpegTables(new Uint8Array(buffer), this.parameters.JPEGTables);
+    return toArrayBuffer(await decodeJpegBlock(new Uint8Array(buffer), this.parameters));
+  }
+}
+
+/**
+ * Merged streams (tile + JPEGTables) being decoded, reused: a block's merged stream is as large
+ * as the tile, and a new one per block was garbage for V8 to count and collect.
+ */
+const mergeSpares: Uint8Array[] = [];
+const MAX_MERGE_SPARES = 4;
+
+/**
+ * One stored JPEG block decoded by TurboJPEG, into `into` when given (at least the declared
+ * block's bytes; what it returns is then a view of it). The frame must declare exactly the
+ * block's shape before TurboJPEG allocates or writes anything.
+ */
+export async function decodeJpegBlock(stored: Uint8Array, params: BlockParameters, into?: Uint8Array): Promise<Uint8Array> {
+  const tables = params.JPEGTables;
+  const scratch = mergeScratch(stored.length + (tables?.length ?? 0));
+  const jpeg = mergeJpegTables(stored, tables, scratch);
+  try {
     const frame = jpegFrame(jpeg);
     if (!frame) throw new HttpError("bad_gateway", "malformed TIFF: JPEG block has no frame header");
-    checkShape(this.name, this.parameters, { width: frame.width, height: frame.height, channels: frame.components });
+    checkShape("JPEG", params, { width: frame.width, height: frame.height, channels: frame.components });
     if (frame.components !== 1 && frame.components !== 3) {
       throw unsupported(`JPEG blocks with ${frame.components} components are not supported`);
     }
     let decoded;
     try {
       const input = Buffer.from(jpeg.buffer, jpeg.byteOffset, jpeg.byteLength);
-      decoded = await decompress(input, { format: frame.components === 1 ? FORMAT_GRAY : FORMAT_RGB });
+      const options = { format: frame.components === 1 ? FORMAT_GRAY : FORMAT_RGB };
+      decoded = await (into ? decompress(input, Buffer.from(into.buffer, into.byteOffset, into.byteLength), options) : decompress(input, options));
     } catch (e) {
       throw new HttpError("bad_gateway", `malformed TIFF: corrupt JPEG block (${(e as Error).message})`);
     }
-    checkShape(this.name, this.parameters, { width: decoded.width, height: decoded.height, channels: frame.components });
-    return toArrayBuffer(decoded.data);
+    checkShape("JPEG", params, { width: decoded.width, height: decoded.height, channels: frame.components });
+    return decoded.data;
+  } finally {
+    if (mergeSpares.length < MAX_MERGE_SPARES) mergeSpares.push(scratch);
   }
+}
+
+/** Room for a merged stream of up to `bytes`: a spare, or a new one with headroom for larger tiles. */
+function mergeScratch(bytes: number): Uint8Array {
+  const i = mergeSpares.findIndex((b) => b.length >= bytes);
+  return i >= 0 ? mergeSpares.splice(i, 1)[0] : new Uint8Array(Math.ceil(bytes * 1.25));
 }
 
 /** A decoded block must be the declared width and samples; strips may be shorter at the bottom. */

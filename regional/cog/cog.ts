@@ -19,7 +19,7 @@ import { readGeoreference, type SourceGeo } from "./georeference";
 import { blockBytes, blockParameters, COMPRESSION, registerCodecs, type BlockParameters } from "./codecs";
 import { GeoTiffSource } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "../../shared/levels";
-import { compactWindow, type PixelView, type Pixels } from "./pixels";
+import { compactWindow, copyWindow, type PixelView, type Pixels } from "./pixels";
 import { checkTiffStructure, malformed } from "./tiff-guard";
 import type { ImageLimits, Rect } from "../../shared/iiif/resolve";
 import { maxRenderArea } from "../../shared/cost";
@@ -186,7 +186,14 @@ export class Cog {
    * reserves its own, fail-fast (ResourceLimitError when the allowance is taken).
    */
   async readWindow(index: number, region: Rect, signal: AbortSignal = NEVER_ABORTED, work?: Reservation): Promise<Pixels> {
-    return compactWindow(await this.readWindowView(index, region, signal, work));
+    const view = await this.readWindowView(index, region, signal, work);
+    try {
+      // Copied out even when the window is the whole block: a cached block's memory is reused
+      // once it is evicted, and these pixels outlive this call.
+      return view.release ? copyWindow(view) : compactWindow(view);
+    } finally {
+      view.release?.();
+    }
   }
 
   /** As readWindow, but a window inside one cached block comes as that block plus a crop, uncopied. */

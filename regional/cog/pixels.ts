@@ -16,6 +16,12 @@ export interface Pixels {
  */
 export interface PixelView extends Pixels {
   crop: { left: number; top: number; width: number; height: number };
+  /**
+   * When `data` is a cached block's: the reader is done with it (its memory may be reused once
+   * the block is evicted). Every reader calls it once done: a view never released keeps its
+   * block's memory out of reuse for good.
+   */
+  release?: () => void;
 }
 
 /** The window of `view` as compact pixels (its rows copied out unless it is all of `data`). */
@@ -24,6 +30,12 @@ export function compactWindow(view: PixelView): Pixels {
   if (crop.left === 0 && crop.top === 0 && crop.width === width && crop.height === view.height) {
     return { data, width, height: view.height, channels };
   }
+  return copyWindow(view);
+}
+
+/** The window of `view` copied out into memory of its own. */
+export function copyWindow(view: PixelView): Pixels {
+  const { data, width, channels, crop } = view;
   const row = crop.width * channels;
   const out = new Uint8Array(row * crop.height);
   for (let y = 0; y < crop.height; y++) {

@@ -5,6 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { copyFile, readFile, rm } from "node:fs/promises";
 import path from "node:path";
+import jpegTurbo from "@julusian/jpeg-turbo";
 import { fromFile } from "geotiff";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -276,6 +277,88 @@ describe("codec passthrough", () => {
       expect(await metricValue(d, "tessera_decoder_passthrough_total")).toBe(before);
     } finally {
       await d.close();
+    }
+  });
+});
+
+describe("reused memory", () => {
+  const BLOCK = 256 * 256 * 3;
+  /** The 16 tiles of 128² over the top-left 2×2 blocks, in an order that evicts as it goes. */
+  const tiles = [0, 128, 256, 384].flatMap((y) => [0, 128, 256, 384].map((x) => `${x},${y},128,128/128,128/0/default.jpg`));
+
+  it("answers tiles from recycled blocks and pooled encoder buffers with exactly the TurboJPEG encoding of their pixels", async () => {
+    // Two blocks' room for four blocks: every pass evicts, and later blocks decode into the
+    // memory of evicted ones while other requests still encode from theirs.
+    const d = await startDecoder(new LocalCatalog(fixtures.dir), 3, { blockCache: new DecodedBlockCache(2 * BLOCK) });
+    const reference = await Cog.open(await new LocalCatalog(fixtures.dir).open("jpeg", undefined), { cache: new DecodedBlockCache(0), prefetchRing: 0 });
+    try {
+      const want = await Promise.all(
+        tiles.map(async (t) => {
+          const [x, y] = t.split(",").map(Number);
+          const { data } = await reference.readWindow(0, { x, y, w: 128, h: 128 });
+          const options = { width: 128, height: 128, format: jpegTurbo.FORMAT_RGB, subsampling: jpegTurbo.SAMP_420, quality: 85 };
+          return jpegTurbo.compressSync(Buffer.from(data.buffer, data.byteOffset, data.byteLength), options);
+        }),
+      );
+      for (let pass = 0; pass < 3; pass++) {
+        const got = await Promise.all(tiles.map((t) => image(d, "jpeg", t)));
+        got.forEach((bytes, i) => expect(bytes.equals(want[i]), `${tiles[i]} pass ${pass}`).toBe(true));
+      }
+      expect(await metricValue(d, "tessera_decoder_block_buffers_recycled_total")).toBeGreaterThan(0);
+      // Without a cache every block is evicted as it is decoded: its memory is reused only once
+      // the requests encoding from it are done.
+      const uncached = await startDecoder(new LocalCatalog(fixtures.dir), 3, { blockCache: new DecodedBlockCache(0) });
+      try {
+        for (let pass = 0; pass < 2; pass++) {
+          const got = await Promise.all(tiles.map((t) => image(uncached, "jpeg", t)));
+          got.forEach((bytes, i) => expect(bytes.equals(want[i]), `${tiles[i]} uncached, pass ${pass}`).toBe(true));
+        }
+      } finally {
+        await uncached.close();
+      }
+      // 48 answers, at most one encoder buffer per answer in flight at once (3 passes of 16).
+      const allocated = await metricValue(d, "tessera_decoder_jpeg_buffers_allocated_total");
+      for (const t of tiles) await image(d, "jpeg", t);
+      expect(await metricValue(d, "tessera_decoder_jpeg_buffers_allocated_total")).toBe(allocated); // one at a time: all reused
+    } finally {
+      await reference.close();
+      await d.close();
+    }
+  });
+
+  it("never decodes into a block a reader holds that the cache refused (no cache at all)", async () => {
+    const cog = await Cog.open(await new LocalCatalog(fixtures.dir).open("jpeg", undefined), { cache: new DecodedBlockCache(0), prefetchRing: 0 });
+    try {
+      const held = await cog.readWindowView(0, { x: 0, y: 0, w: 128, h: 128 });
+      const before = Uint8Array.from(held.data);
+      await cog.readWindow(0, { x: 256, y: 0, w: 128, h: 128 });
+      expect(Buffer.from(held.data).equals(before)).toBe(true);
+      held.release?.();
+    } finally {
+      await cog.close();
+    }
+  });
+
+  it("never decodes into a block a reader still holds, even once it is evicted", async () => {
+    const cache = new DecodedBlockCache(BLOCK);
+    const cog = await Cog.open(await new LocalCatalog(fixtures.dir).open("jpeg", undefined), { cache, prefetchRing: 0 });
+    try {
+      const held = await cog.readWindowView(0, { x: 0, y: 0, w: 128, h: 128 });
+      const before = Uint8Array.from(held.data);
+      // A whole block read as pixels is the caller's own copy, whatever happens to the block.
+      const whole = await cog.readWindow(0, { x: 0, y: 0, w: 256, h: 256 });
+      const wholeBefore = Uint8Array.from(whole.data);
+      // Evicts the held block, then decodes two more: neither may take its memory.
+      await cog.readWindow(0, { x: 256, y: 0, w: 128, h: 128 });
+      await cog.readWindow(0, { x: 512, y: 0, w: 128, h: 128 });
+      expect(Buffer.from(held.data).equals(before)).toBe(true);
+      const recycled = cache.recycled;
+      held.release?.();
+      await cog.readWindow(0, { x: 768, y: 0, w: 128, h: 128 });
+      expect(cache.recycled).toBe(recycled + 1); // released and evicted: its memory takes the next block
+      expect(Buffer.from(whole.data).equals(wholeBefore)).toBe(true);
+    } finally {
+      await cog.close();
     }
   });
 });
