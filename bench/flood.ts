@@ -17,18 +17,19 @@ import { copyFile, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ROOT, startStack, type Stack } from "../infra/local/stack";
+import { ADMISSION_DEFAULTS } from "../shared/admission-config";
 
 const MEMORY_LIMIT = 1.5 * 2 ** 30;
 const DECODER_CAPACITY = 2; // per decoder: n = 4 permits
-// 3 of the 4 permits guaranteed to tiles, so full_max = 1: a full decode holds a decoder's event
-// loop for seconds, and one decoder must stay free for tiles (docs/operators.md, "Tuning").
-const TILES_THREAD_RATIO = "0.75";
+// The product's default (half the permits guaranteed to tiles: full_max = 2, so both decoders may
+// render a full at once); BENCH_TILES_THREAD_RATIO compares another.
+const TILES_THREAD_RATIO = process.env.BENCH_TILES_THREAD_RATIO ?? String(ADMISSION_DEFAULTS.TILES_THREAD_RATIO);
 const VIEWERS = 3;
 // Bounds a window: in basic mode a flooded tile can wait QUEUE_TIMEOUT, and the whole list of
 // ~700 tiles would take many minutes.
-const VIEWER_SECONDS = 10;
-const ROUNDS = 3;
-const CRAWLERS = 24; // full_max is 1: 24 times the full partition, 6 times all permits
+const VIEWER_SECONDS = Number(process.env.BENCH_VIEWER_SECONDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CRAWLERS = 24; // 12 times the full partition at the default ratio, 6 times all permits
 const BIG = 6000;
 const HUGE = 11000; // full/max: 6720², read from the full level in bands, ~512 MiB by the estimate
 

@@ -7,53 +7,56 @@
 // by band, and would only evict the blocks viewers come back to; sharing it would move every
 // decoded block between threads.
 
+import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
+import { pathToFileURL } from "node:url";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { Piscina } from "piscina";
-import { Counter, Gauge } from "prom-client";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
-import { registry } from "./metrics";
 import type { RenderedImage } from "./render";
 import { fromWire, toWire, type MainMessage, type ReadRequest, type RenderOutcome, type RenderTask } from "./render-worker";
 import type { Reservation } from "./work-budget";
 
-/** Idle threads above none end after this long; the next large render starts one again. */
+/** Idle threads beyond the first end after this long; a busier moment starts them again. */
 const IDLE_TIMEOUT_MS = 60_000;
 
 let threads = availableParallelism();
 let pool: Piscina<RenderTask, RenderOutcome> | undefined;
 
-/** Sets how many large renders run at once (the rest wait their turn); call before the first. */
+/**
+ * Sets how many large renders run at once (the rest wait their turn) and starts the first
+ * thread now: loading a thread's modules takes about a second, which no render should wait.
+ */
 export function configureRenderPool(maxThreads: number): void {
   threads = maxThreads;
+  renderPool();
 }
 
 function renderPool(): Piscina<RenderTask, RenderOutcome> {
   return (pool ??= new Piscina({
     filename: new URL("./render-worker.ts", import.meta.url).href,
-    minThreads: 0,
+    minThreads: 1,
     maxThreads: threads,
     idleTimeout: IDLE_TIMEOUT_MS,
+    // The worker is TypeScript: tsx's loader, whether or not this process started with it.
+    execArgv: ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href],
     // geotiff.js loads web-worker, which on any thread but the main one reads workerData to
     // find its own script: an object without one tells it this thread is not its worker.
     workerData: {},
   }));
 }
 
-const offLoop = new Counter({
-  name: "tessera_decoder_render_pool_renders_total",
-  help: "Large renders run on the render pool's threads, off the event loop.",
-  registers: [registry],
-});
-const poolGauge = (name: string, help: string, read: (p: Piscina) => number) =>
-  new Gauge({ name, help, registers: [registry], collect() { this.set(pool ? read(pool) : 0); } });
-poolGauge("tessera_decoder_render_pool_threads", "Render-pool threads started now.", (p) => p.threads.length);
-poolGauge("tessera_decoder_render_pool_busy", "Large renders running on the pool now.", (p) => Math.max(0, inPool - p.queueSize));
-poolGauge("tessera_decoder_render_pool_queued", "Large renders admitted and waiting for a pool thread.", (p) => p.queueSize);
-
 /** Renders handed to the pool and not yet returned (running or queued). */
 let inPool = 0;
+/** Renders ever handed to the pool. */
+let renders = 0;
+
+/** What the decoder's /metrics reports of the pool (metrics.ts). */
+export function renderPoolStats(): { threads: number; busy: number; queued: number; renders: number } {
+  const queued = pool?.queueSize ?? 0;
+  return { threads: pool?.threads.length ?? 0, busy: Math.max(0, inPool - queued), queued, renders };
+}
 
 /**
  * Renders `req` on a pool thread. The reservation stays held on this thread for the whole
@@ -75,7 +78,7 @@ export async function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: 
     port: port2,
   };
   inPool++;
-  offLoop.inc();
+  renders++;
   try {
     const out = await renderPool().run(task, { transferList: [port2] });
     signal.throwIfAborted();
