@@ -21,6 +21,9 @@ import type { Reservation } from "./work-budget";
 /** Idle threads beyond the first end after this long; a busier moment starts them again. */
 const IDLE_TIMEOUT_MS = 60_000;
 
+/** Added to the pool threads' nice value (Linux: per thread): fulls yield the CPU to tiles. */
+const NICE_INCREMENT = 10;
+
 let threads = availableParallelism();
 let pool: Piscina<RenderTask, RenderOutcome> | undefined;
 
@@ -39,6 +42,9 @@ function renderPool(): Piscina<RenderTask, RenderOutcome> {
     minThreads: 1,
     maxThreads: threads,
     idleTimeout: IDLE_TIMEOUT_MS,
+    // A full is throughput, a tile is latency: on a busy machine the scheduler runs the event
+    // loop and the libuv pool (tiles' decodes and encodes) first; idle CPU still goes to fulls.
+    niceIncrement: NICE_INCREMENT,
     // The worker is TypeScript: tsx's loader, whether or not this process started with it.
     execArgv: ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href],
     // geotiff.js loads web-worker, which on any thread but the main one reads workerData to

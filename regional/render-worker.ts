@@ -9,7 +9,7 @@ import { HttpError, type ErrorKind } from "../shared/errors";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import { DecodedBlockCache } from "./cog/block-cache";
 import { Cog } from "./cog/cog";
-import { renderHere, type RenderedImage } from "./render";
+import { renderCheapest, type RenderedImage } from "./render";
 import type { Source } from "./source/source";
 import { WorkBudget } from "./work-budget";
 
@@ -60,7 +60,7 @@ export default async function renderTask(task: RenderTask): Promise<RenderOutcom
   try {
     const budget = new WorkBudget(task.budgetBytes);
     cog = await Cog.open(source, { budget, cache: new DecodedBlockCache(task.cacheBytes) }, controller.signal);
-    return await renderHere(cog, task.req, controller.signal, budget.takeGranted(task.workBytes));
+    return await renderCheapest(cog, task.req, controller.signal, budget.takeGranted(task.workBytes));
   } catch (e) {
     return { error: toWire(controller.signal.aborted ? controller.signal.reason : e) };
   } finally {

@@ -12,6 +12,7 @@ import { chooseLevel, windowAtLevel } from "../shared/levels";
 import { ADMISSION_DEFAULTS } from "../shared/admission-config";
 import { bandRows, classify, exactBands, rendersInStrips, type BandStep } from "../shared/cost";
 import { encoderFor, type Encoder } from "./encode/formats";
+import { renderDirectJpeg } from "./jpeg-encode";
 import type { Reservation } from "./work-budget";
 
 export interface RenderedImage {
@@ -36,19 +37,26 @@ const WHITE = { r: 255, g: 255, b: 255, alpha: 1 };
 const TRANSPARENT = { r: 0, g: 0, b: 0, alpha: 0 };
 
 /**
- * `work`: the request's admitted work reservation (else the read reserves its own, fail-fast).
- * Work of the full partition renders on the render pool's threads, off the event loop.
+ * The cheapest way to answer `req`, on the right thread. `work`: the request's admitted work
+ * reservation; work of the full partition renders on the render pool's threads, off the event
+ * loop. Without one (a direct call), the read reserves its own, fail-fast, and libvips renders.
  */
 export async function render(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal, work?: Reservation): Promise<RenderedImage> {
-  if (work && classify(work.bytes, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES) === "full") {
-    // Loaded here, not above: the pool's threads run renderHere and never load the pool.
+  if (!work) return renderHere(cog, req, signal);
+  if (classify(work.bytes, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES) === "full") {
+    // Loaded here, not above: the pool's threads run renderCheapest and never load the pool.
     const { renderInPool } = await import("./render-pool");
     return renderInPool(cog, req, signal ?? NEVER_ABORTED, work);
   }
-  return renderHere(cog, req, signal, work);
+  return renderCheapest(cog, req, signal ?? NEVER_ABORTED, work);
 }
 
 const NEVER_ABORTED = new AbortController().signal;
+
+/** A TurboJPEG encode of the decoded pixels when that is all it takes (jpeg-encode.ts), else libvips. */
+export async function renderCheapest(cog: Cog, req: ResolvedImageRequest, signal: AbortSignal, work: Reservation): Promise<RenderedImage> {
+  return (await renderDirectJpeg(cog, req, signal, work)) ?? renderHere(cog, req, signal, work);
+}
 
 /** The render itself, on the calling thread. */
 export async function renderHere(
