@@ -10,7 +10,9 @@
 // ratios within the same run. The last line is the summary: tile p99 flooded/alone, tile
 // errors, the crawlers' 503s and 413s, the decoders' peak RSS (sum of both, sampled) and the
 // limit, the requests the decoders found in another partition than the edge did (each
-// re-admitted once), and basic mode's ratio.
+// re-admitted once), and basic mode's ratio. TILES_THREAD_RATIO is the product's default unless
+// BENCH_TILES_THREAD_RATIO says otherwise; BENCH_ROUNDS (3) and BENCH_VIEWER_SECONDS (10) shorten
+// a run while developing.
 
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdtemp, readFile, rm } from "node:fs/promises";

@@ -14,6 +14,7 @@ import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
+import { chooseLevel, windowAtLevel } from "../shared/levels";
 import type { RenderedImage } from "./render";
 import { fromWire, toWire, type MainMessage, type ReadRequest, type RenderOutcome, type RenderTask } from "./render-worker";
 import type { Reservation } from "./work-budget";
@@ -80,7 +81,7 @@ export async function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: 
     req,
     workBytes: work.bytes,
     budgetBytes: cog.budget.limitBytes,
-    cacheBytes: blockRowsBytes(cog),
+    cacheBytes: blockRowsBytes(cog, req),
     port: port2,
   };
   inPool++;
@@ -108,7 +109,11 @@ async function serveRead(cog: Cog, { id, offset, length }: ReadRequest, signal: 
   }
 }
 
-/** Two rows of blocks of the widest level: what a band's halo reads again from the band before. */
-function blockRowsBytes(cog: Cog): number {
-  return Math.max(1, ...cog.levels.map((l) => (l.blocks ? 2 * l.blocks.tilesAcross * l.blocks.blockBytes : 0)));
+/** Two rows of the blocks the render reads: what a band's halo reads again of the band before. */
+function blockRowsBytes(cog: Cog, req: ResolvedImageRequest): number {
+  const index = chooseLevel(cog.levels, req.region, req.width, req.height);
+  const level = cog.levels[index];
+  const [x0, , x1] = windowAtLevel(cog.levels[0], level, req.region);
+  const across = Math.ceil(x1 / level.tileWidth) - Math.floor(x0 / level.tileWidth);
+  return 2 * across * (level.blocks?.blockBytes ?? 0);
 }
