@@ -38,7 +38,19 @@ export function configureRenderPool(maxThreads: number): void {
 }
 
 function renderPool(): Piscina<RenderTask, RenderOutcome> {
-  return (pool ??= new Piscina({
+  if (!pool) {
+    pool = startPool();
+    // A thread lost with no render on it (a failed start) is logged: unheard, piscina's error
+    // event would end the decoder.
+    pool.on("error", (err: unknown) =>
+      process.stderr.write(`${JSON.stringify({ level: "error", msg: "render pool thread failed", error: String(err) })}\n`),
+    );
+  }
+  return pool;
+}
+
+function startPool(): Piscina<RenderTask, RenderOutcome> {
+  return new Piscina({
     filename: new URL("./render-worker.ts", import.meta.url).href,
     minThreads: 1,
     maxThreads: threads,
@@ -51,7 +63,7 @@ function renderPool(): Piscina<RenderTask, RenderOutcome> {
     // geotiff.js loads web-worker, which on any thread but the main one reads workerData to
     // find its own script: an object without one tells it this thread is not its worker.
     workerData: {},
-  }));
+  });
 }
 
 /** Renders handed to the pool and not yet returned (running or queued). */
