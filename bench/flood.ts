@@ -10,25 +10,28 @@
 // ratios within the same run. The last line is the summary: tile p99 flooded/alone, tile
 // errors, the crawlers' 503s and 413s, the decoders' peak RSS (sum of both, sampled) and the
 // limit, the requests the decoders found in another partition than the edge did (each
-// re-admitted once), and basic mode's ratio.
+// re-admitted once), the decoders' longest event-loop stall, and basic mode's ratio. TILES_THREAD_RATIO is the product's default unless
+// BENCH_TILES_THREAD_RATIO says otherwise; BENCH_ROUNDS (3) and BENCH_VIEWER_SECONDS (10) shorten
+// a run while developing.
 
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ROOT, startStack, type Stack } from "../infra/local/stack";
+import { ADMISSION_DEFAULTS } from "../shared/admission-config";
 
 const MEMORY_LIMIT = 1.5 * 2 ** 30;
 const DECODER_CAPACITY = 2; // per decoder: n = 4 permits
-// 3 of the 4 permits guaranteed to tiles, so full_max = 1: a full decode holds a decoder's event
-// loop for seconds, and one decoder must stay free for tiles (docs/operators.md, "Tuning").
-const TILES_THREAD_RATIO = "0.75";
+// The product's default (half the permits guaranteed to tiles: full_max = 2, so both decoders may
+// render a full at once); BENCH_TILES_THREAD_RATIO compares another.
+const TILES_THREAD_RATIO = process.env.BENCH_TILES_THREAD_RATIO ?? String(ADMISSION_DEFAULTS.TILES_THREAD_RATIO);
 const VIEWERS = 3;
 // Bounds a window: in basic mode a flooded tile can wait QUEUE_TIMEOUT, and the whole list of
 // ~700 tiles would take many minutes.
-const VIEWER_SECONDS = 10;
-const ROUNDS = 3;
-const CRAWLERS = 24; // full_max is 1: 24 times the full partition, 6 times all permits
+const VIEWER_SECONDS = Number(process.env.BENCH_VIEWER_SECONDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CRAWLERS = 24; // 12 times the full partition at the default ratio, 6 times all permits
 const BIG = 6000;
 const HUGE = 11000; // full/max: 6720², read from the full level in bands, ~512 MiB by the estimate
 
@@ -137,6 +140,21 @@ function rssSampler(stack: Stack): { peak(): number; stop(): void } {
   return { peak: () => peak, stop: () => clearInterval(timer) };
 }
 
+/**
+ * The longest event-loop stall of either decoder: their lag maximum (prom-client resets it at
+ * each scrape), read every 500 ms. A stall is what every tile on that decoder waits out.
+ */
+function loopLagSampler(stack: Stack): { max(): number; stop(): void } {
+  let max = 0;
+  const timer = setInterval(async () => {
+    for (const d of stack.decoders) {
+      const text = await fetch(`${d.url}/metrics`).then((r) => r.text()).catch(() => "");
+      max = Math.max(max, Number(/^tessera_decoder_nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1] ?? 0));
+    }
+  }, 500);
+  return { max: () => max, stop: () => clearInterval(timer) };
+}
+
 async function metric(stack: Stack, name: string): Promise<number> {
   const text = await (await fetch(`${stack.url}/metrics`)).text();
   return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
@@ -149,6 +167,7 @@ async function runMode(mode: "advanced" | "basic", dir: string) {
     vars: { ADMISSION_MODE: mode, MEMORY_LIMIT: String(MEMORY_LIMIT), TILES_THREAD_RATIO },
   });
   const rss = rssSampler(stack);
+  const lag = loopLagSampler(stack);
   try {
     const alone: Phase = { latencies: [], errors: 0 };
     const flooded: Phase = { latencies: [], errors: 0 };
@@ -179,6 +198,7 @@ async function runMode(mode: "advanced" | "basic", dir: string) {
       tileErrors: alone.errors + flooded.errors,
       ...flood,
       rssPeak: rss.peak(),
+      loopLagMax: lag.max(),
       fullShadowRejected: await metric(stack, "tessera_admission_full_shadow_rejected_total"),
       memoryShadowTooLarge: await metric(stack, "tessera_decode_memory_shadow_too_large_total"),
       leasesExpired: await metric(stack, "tessera_admission_leases_expired_total"),
@@ -189,11 +209,13 @@ async function runMode(mode: "advanced" | "basic", dir: string) {
         `(medians ${median(alone.latencies).toFixed(0)} / ${median(flooded.latencies).toFixed(0)} ms); tile errors ${result.tileErrors}; crawler ok ${result.ok}, ` +
         `503 ${result.shed503}, 413 ${result.tooLarge413}, other ${result.other}; decoder RSS peak ` +
         `${(result.rssPeak / 2 ** 20).toFixed(0)} MiB of ${(MEMORY_LIMIT / 2 ** 20).toFixed(0)} MiB; ` +
+        `longest decoder event-loop stall ${(result.loopLagMax * 1000).toFixed(0)} ms; ` +
         `shadow: full ${result.fullShadowRejected}, too large ${result.memoryShadowTooLarge}`,
     );
     return result;
   } finally {
     rss.stop();
+    lag.stop();
     await stack.stop();
   }
 }
@@ -225,6 +247,7 @@ async function main() {
       `tile_p99_ratio=${(advanced.floodP99 / advanced.aloneP99).toFixed(2)} tile_errors=${advanced.tileErrors} ` +
         `full_503=${advanced.shed503} full_413=${advanced.tooLarge413} decoder_rss_peak_bytes=${advanced.rssPeak} ` +
         `memory_limit_bytes=${MEMORY_LIMIT} classifier_disagreements=${advanced.disagreements} ` +
+        `decoder_loop_stall_max_ms=${(advanced.loopLagMax * 1000).toFixed(0)} ` +
         `basic_tile_p99_ratio=${(basic.floodP99 / basic.aloneP99).toFixed(2)}`,
     );
   } finally {

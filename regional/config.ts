@@ -34,6 +34,8 @@ export interface DecoderConfig {
   workBudgetBytes: number;
   blockCacheBytes: number;
   mosaicMaxAssets: number;
+  /** Large renders run at once on the render pool's threads (render-pool.ts). */
+  renderThreads: number;
 }
 
 const KIB = 1024;
@@ -44,11 +46,12 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): DecoderConfig 
   const secret = env.TESSERA_DECODER_SECRET;
   if (!secret) throw badConfig("TESSERA_DECODER_SECRET", "is required (the HMAC secret shared with the edge)");
   const sharedWorkTimeoutMs = intVar(env, "TESSERA_SHARED_WORK_TIMEOUT_MS", { fallback: DEFAULT_SHARED_WORK_TIMEOUT_MS, min: 1 });
+  const capacity = intVar(env, "TESSERA_DECODER_CAPACITY", { fallback: availableParallelism(), min: 1 });
   return {
     host: env.TESSERA_DECODER_HOST || "127.0.0.1",
     port: intVar(env, "TESSERA_DECODER_PORT", { fallback: 9100, max: 65535 }),
     secret,
-    capacity: intVar(env, "TESSERA_DECODER_CAPACITY", { fallback: availableParallelism(), min: 1 }),
+    capacity,
     catalog: catalogFrom(env, sharedWorkTimeoutMs),
     assets: readAssetConfig(env),
     maxInFlight: intVar(env, "TESSERA_MAX_IN_FLIGHT_REQUESTS", { fallback: DEFAULT_MAX_IN_FLIGHT, min: 1 }),
@@ -59,6 +62,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): DecoderConfig 
     workBudgetBytes: MIB * intVar(env, "TESSERA_WORK_BUDGET_MB", { fallback: DEFAULT_WORK_BUDGET_BYTES / MIB, min: 1, max: 1 << 20 }),
     blockCacheBytes: MIB * intVar(env, "TESSERA_BLOCK_CACHE_MB", { fallback: DEFAULT_BLOCK_CACHE_BYTES / MIB, max: 1 << 20 }),
     mosaicMaxAssets: intVar(env, "TESSERA_MOSAIC_MAX_ASSETS", { fallback: DEFAULT_MOSAIC_MAX_ASSETS, min: 1, max: 10_000 }),
+    renderThreads: intVar(env, "TESSERA_RENDER_THREADS", { fallback: capacity, min: 1, max: 1024 }),
   };
 }
 

@@ -20,6 +20,7 @@
 //   TESSERA_WORK_BUDGET_MB          work budget (active work, not RSS)         (512)
 //   TESSERA_BLOCK_CACHE_MB          decoded-block cache cap                    (256)
 //   TESSERA_MOSAIC_MAX_ASSETS       most assets a mosaic tile may paint; more is 413 (32)
+//   TESSERA_RENDER_THREADS          large renders at once, on worker threads off the event loop (capacity)
 //   UV_THREADPOOL_SIZE              libuv pool: decodes/encodes at once; = the decoder's cores
 //   TESSERA_ASSET_PREFIXES          mosaics: store key prefixes assets may name, each ending "/"
 //                                   (s3: TESSERA_S3_PREFIX; local: the whole data directory)
@@ -37,6 +38,7 @@ import { ConfigError } from "../shared/config";
 import { readConfig, type DecoderConfig } from "./config";
 import { DecodedBlockCache } from "./cog/block-cache";
 import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig } from "./heartbeat";
+import { configureRenderPool } from "./render-pool";
 import { RequestLimiter } from "./request-limiter";
 import { createDecoderServer, jsonLog } from "./server";
 import { AssetSources } from "./source/assets";
@@ -54,6 +56,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const { host, port, secret, capacity, catalog } = config;
+  configureRenderPool(config.renderThreads);
   const server = createDecoderServer({
     catalog,
     secret,

@@ -1,15 +1,18 @@
 // Renders a resolved IIIF request from an opened COG, in the order the Image API defines:
 // region (read at the best stored level) → size → mirror → rotation → quality → format.
 // A large window is read and resized a band at a time (see `inBands`), so its memory follows
-// the output, not the source; shared/cost.ts decides which and counts it.
+// the output, not the source; shared/cost.ts decides which and counts it. Work of the full
+// partition runs on the render pool's threads (render-pool.ts), the rest on the calling thread.
 
 import sharp, { type Sharp } from "sharp";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog, LevelWindow } from "./cog/cog";
 import { compactWindow, type Pixels } from "./cog/pixels";
 import { chooseLevel, windowAtLevel } from "../shared/levels";
-import { bandRows, exactBands, rendersInStrips, type BandStep } from "../shared/cost";
+import { ADMISSION_DEFAULTS } from "../shared/admission-config";
+import { bandRows, classify, exactBands, rendersInStrips, type BandStep } from "../shared/cost";
 import { encoderFor, type Encoder } from "./encode/formats";
+import { renderDirectJpeg } from "./jpeg-encode";
 import type { Reservation } from "./work-budget";
 
 export interface RenderedImage {
@@ -33,8 +36,30 @@ export function configureSharp(): void {
 const WHITE = { r: 255, g: 255, b: 255, alpha: 1 };
 const TRANSPARENT = { r: 0, g: 0, b: 0, alpha: 0 };
 
-/** `work`: the request's admitted work reservation (else the read reserves its own, fail-fast). */
-export async function render(
+/**
+ * The cheapest way to answer `req`, on the right thread. `work`: the request's admitted work
+ * reservation; work of the full partition renders on the render pool's threads, off the event
+ * loop. Without one (a direct call), the read reserves its own, fail-fast, and libvips renders.
+ */
+export async function render(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal, work?: Reservation): Promise<RenderedImage> {
+  if (!work) return renderHere(cog, req, signal);
+  if (classify(work.bytes, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES) === "full") {
+    // Loaded here, not above: the pool's threads run renderCheapest and never load the pool.
+    const { renderInPool } = await import("./render-pool");
+    return renderInPool(cog, req, signal ?? NEVER_ABORTED, work);
+  }
+  return renderCheapest(cog, req, signal ?? NEVER_ABORTED, work);
+}
+
+const NEVER_ABORTED = new AbortController().signal;
+
+/** A TurboJPEG encode of the decoded pixels when that is all it takes (jpeg-encode.ts), else libvips. */
+export async function renderCheapest(cog: Cog, req: ResolvedImageRequest, signal: AbortSignal, work: Reservation): Promise<RenderedImage> {
+  return (await renderDirectJpeg(cog, req, signal, work)) ?? renderHere(cog, req, signal, work);
+}
+
+/** The render itself, on the calling thread. */
+export async function renderHere(
   cog: Cog,
   req: ResolvedImageRequest,
   signal?: AbortSignal,

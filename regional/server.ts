@@ -47,7 +47,6 @@ import { assetCatalog } from "./source/asset-catalog";
 import { readAssetConfig } from "./source/access-policy";
 import { AssetSources } from "./source/assets";
 import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
-import { renderDirectJpeg } from "./jpeg-encode";
 import { passthroughTile, storedTile } from "./passthrough";
 import { configureSharp, render } from "./render";
 import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./request-limiter";
@@ -402,10 +401,10 @@ export function createDecoderServer(options: DecoderOptions): Server {
     }
   }
 
-  /** Cheapest first: the stored tile itself, a TurboJPEG encode of cached pixels, libvips. */
+  /** Cheapest first: the stored tile itself, else render.ts (a TurboJPEG encode of cached pixels, libvips). */
   async function renderImage(cog: Cog, resolved: ResolvedImageRequest, signal: AbortSignal, work: Reservation) {
     const tile = passthroughTile(cog, resolved);
-    if (!tile) return (await renderDirectJpeg(cog, resolved, signal, work)) ?? (await render(cog, resolved, signal, work));
+    if (!tile) return render(cog, resolved, signal, work);
     runtime.passthrough.inc();
     return storedTile(cog, tile, signal);
   }

@@ -7,6 +7,8 @@
 // libuv pool, the IFD's JPEGTables merged into each abbreviated tile stream; measured at half
 // the time of the same decode through libvips, whose pipeline setup costs as much as the decode
 // of a 512² block), WebP through sharp/libwebp, Deflate through node:zlib on the libuv pool,
+// except on a render-pool thread: there JPEG and Deflate decode synchronously, on the render's
+// own thread, so that a full's hundreds of blocks never queue in the libuv pool ahead of tiles;
 // ZSTD through zstddec's WASM with the output size fixed up front. LZW and PackBits are small
 // bounded decoders here (geotiff.js's grow without limit). LERC is refused (501): its blob
 // header sizes its own allocation, and no source here needs it. JPEG 2000 blocks (34712, and
@@ -14,7 +16,8 @@
 // test a decoder against, and Aperio's YCbCr needs a colour conversion of its own.
 
 import { promisify } from "node:util";
-import { inflate as inflateCb } from "node:zlib";
+import { isMainThread } from "node:worker_threads";
+import { inflate as inflateCb, inflateSync } from "node:zlib";
 import jpegTurbo from "@julusian/jpeg-turbo";
 import { addDecoder, BaseDecoder, type ImageFileDirectory } from "geotiff";
 import sharp from "sharp";
@@ -23,9 +26,15 @@ import { HttpError, unsupported } from "../../shared/errors";
 import { jpegFrame, mergeJpegTables } from "./jpeg-tables";
 
 // CommonJS whose exports Node's ESM loader cannot detect statically: take them off the default.
-const { decompress, FORMAT_GRAY, FORMAT_RGB } = jpegTurbo;
+const { decompress, decompressSync, FORMAT_GRAY, FORMAT_RGB } = jpegTurbo;
 
-const inflate = promisify(inflateCb);
+// On the main thread, off the event loop on the libuv pool; on a render-pool thread, on that thread.
+const inflate = isMainThread ? promisify(inflateCb) : async (b: Uint8Array, o: { maxOutputLength: number }) => inflateSync(b, o);
+type DecodeOptions = { format: number };
+async function decompressJpeg(input: Buffer, into: Buffer | undefined, options: DecodeOptions) {
+  if (isMainThread) return into ? decompress(input, into, options) : decompress(input, options);
+  return into ? decompressSync(input, into, options) : decompressSync(input, options);
+}
 
 /** What geotiff.js passes a decoder, plus what the bounds need. */
 export interface BlockParameters {
@@ -223,7 +232,7 @@ export async function decodeJpegBlock(stored: Uint8Array, params: BlockParameter
     try {
       const input = Buffer.from(jpeg.buffer, jpeg.byteOffset, jpeg.byteLength);
       const options = { format: frame.components === 1 ? FORMAT_GRAY : FORMAT_RGB };
-      decoded = await (into ? decompress(input, Buffer.from(into.buffer, into.byteOffset, into.byteLength), options) : decompress(input, options));
+      decoded = await decompressJpeg(input, into && Buffer.from(into.buffer, into.byteOffset, into.byteLength), options);
     } catch (e) {
       throw new HttpError("bad_gateway", `malformed TIFF: corrupt JPEG block (${(e as Error).message})`);
     }

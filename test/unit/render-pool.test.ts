@@ -1,0 +1,82 @@
+// Large renders run on the render pool's threads, off the decoder's event loop: a full's pixel
+// work (block decodes, copies, resizes, encode) costs the main thread almost nothing, the
+// answer's bytes are those of the same render on the main thread, and a cancelled full gives
+// its work memory and its thread back.
+//
+// Why CPU time and not latency: on a loaded two-core machine a timed assertion (event-loop lag,
+// a tile answered within N ms) passes or fails with the neighbours' load, while the share of the
+// process's CPU time the main thread spends on a render depends only on where its work runs.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Cog } from "../../regional/cog/cog";
+import { renderHere } from "../../regional/render";
+import { LocalCatalog } from "../../regional/source/local";
+import { WorkBudget } from "../../regional/work-budget";
+import { resolveImageRequest } from "../../shared/iiif/resolve";
+import { parseImageRequest } from "../../shared/iiif/image-request";
+import { DECODER, signRequest, type SourceInfo } from "../../shared/protocol";
+import { patternCog } from "../support/pattern-cog";
+import { metricValue, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+
+const SIDE = 4000;
+const FULL = "full/3000,/0/default.jpg";
+let dir: string;
+let d: Decoder;
+let version: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "tessera-render-pool-"));
+  patternCog(path.join(dir, "big.tif"), SIDE);
+  d = await startDecoder(new LocalCatalog(dir), 3, { budget: new WorkBudget() });
+  version = ((await (await signedGet(d, DECODER.info("big"))).json()) as SourceInfo).version;
+  // The pool's first thread starts with the first large render: started here, not timed below.
+  expect((await signedGet(d, DECODER.image("big", "full/2999,/0/default.jpg", version))).status).toBe(200);
+}, 120_000);
+afterAll(async () => {
+  await d?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const cpuMicros = ({ user, system }: NodeJS.CpuUsage) => user + system;
+
+describe("a full render", () => {
+  it("runs on a pool thread: the main thread spends a small share of its CPU time", async () => {
+    const before = { thread: process.threadCpuUsage(), process: process.cpuUsage() };
+    const res = await signedGet(d, DECODER.image("big", FULL, version));
+    expect(res.status, await res.clone().text()).toBe(200);
+    await res.arrayBuffer();
+    const thread = cpuMicros(process.threadCpuUsage(before.thread));
+    const whole = cpuMicros(process.cpuUsage(before.process));
+    // Rendered on the main thread it took almost half the process's time (block copies, big
+    // buffers, their collection); here the main thread serves the pool's reads and the HTTP
+    // exchange, under a tenth.
+    expect(thread / whole).toBeLessThan(0.2);
+    expect(await metricValue(d, "tessera_decoder_render_pool_renders_total")).toBe(2);
+  }, 60_000);
+
+  it("answers the bytes the same render makes on the main thread", async () => {
+    const res = await signedGet(d, DECODER.image("big", FULL, version));
+    const pooled = Buffer.from(await res.arrayBuffer());
+    const cog = await Cog.open(await new LocalCatalog(dir).open("big", version), { budget: new WorkBudget() });
+    const [region, size, rotation, qualityFormat] = FULL.split("/");
+    const req = resolveImageRequest(parseImageRequest({ region, size, rotation, qualityFormat }, 3), cog);
+    const here = await renderHere(cog, req);
+    await cog.close();
+    expect(pooled.equals(here.body)).toBe(true);
+  }, 60_000);
+
+  it("cancelled by its client, frees its work memory and its thread for the next", async () => {
+    const client = new AbortController();
+    const target = DECODER.image("big", "full/3500,/0/default.jpg", version);
+    const headers = { "x-tessera-signature": await signRequest(d.secret, "GET", target) };
+    const pending = fetch(d.url + target, { headers, signal: client.signal }).catch(() => undefined);
+    // Cancelled once it runs on the pool (not while it is still being admitted).
+    await expect.poll(() => metricValue(d, "tessera_decoder_render_pool_busy"), { interval: 20, timeout: 20_000 }).toBe(1);
+    client.abort();
+    await pending;
+    await expect.poll(() => metricValue(d, "tessera_decoder_render_pool_busy"), { timeout: 20_000 }).toBe(0);
+    await expect.poll(() => metricValue(d, "tessera_decoder_work_budget_used_bytes"), { timeout: 20_000 }).toBe(0);
+    expect((await signedGet(d, DECODER.image("big", FULL, version))).status).toBe(200);
+  }, 60_000);
+});
