@@ -87,9 +87,9 @@ export async function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: 
   port1.on("message", (m: ReadRequest) => void serveRead(cog, m, signal, port1));
   const abort = () => port1.postMessage({ abort: toWire(signal.reason) } satisfies MainMessage);
   signal.addEventListener("abort", abort, { once: true });
-  const { version, size, label } = cog.source;
+  const { version, size, label, firstBytes } = cog.source;
   const task: RenderTask = {
-    source: { version, size, label },
+    source: { version, size, label, firstBytes },
     req,
     workBytes: work.bytes,
     budgetBytes: cog.budget.limitBytes,

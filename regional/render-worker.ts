@@ -15,7 +15,8 @@ import { WorkBudget } from "./work-budget";
 
 /** One render, as the main thread hands it over. */
 export interface RenderTask {
-  source: { version: string; size: number; label: string };
+  /** The source as the main thread opened it; its opening bytes spare the header's reads. */
+  source: { version: string; size: number; label: string; firstBytes?: Uint8Array };
   req: ResolvedImageRequest;
   /** The bytes the main thread reserved for this render (its work budget keeps the account). */
   workBytes: number;
@@ -60,7 +61,12 @@ export default async function renderTask(task: RenderTask): Promise<RenderOutcom
   try {
     const budget = new WorkBudget(task.budgetBytes);
     cog = await Cog.open(source, { budget, cache: new DecodedBlockCache(task.cacheBytes) }, controller.signal);
-    return await renderCheapest(cog, task.req, controller.signal, budget.takeGranted(task.workBytes));
+    const out = await renderCheapest(cog, task.req, controller.signal, budget.takeGranted(task.workBytes));
+    // A pooled answer's buffer belongs to this thread's pool: its bytes cross as a copy, and
+    // only plain fields can cross at all.
+    const body = out.done ? Buffer.from(out.body) : out.body;
+    out.done?.();
+    return { body, contentType: out.contentType };
   } catch (e) {
     return { error: toWire(controller.signal.aborted ? controller.signal.reason : e) };
   } finally {
@@ -74,12 +80,13 @@ class PortSource implements Source {
   readonly version: string;
   readonly size: number;
   readonly label: string;
+  readonly firstBytes?: Uint8Array;
   private readonly port: MessagePort;
   private readonly waiting = new Map<number, { resolve(b: Uint8Array): void; reject(e: Error): void }>();
   private nextId = 0;
 
   constructor(task: RenderTask, controller: AbortController) {
-    ({ version: this.version, size: this.size, label: this.label } = task.source);
+    ({ version: this.version, size: this.size, label: this.label, firstBytes: this.firstBytes } = task.source);
     this.port = task.port;
     this.port.on("message", (m: MainMessage) => {
       if ("abort" in m) return controller.abort(fromWire(m.abort));

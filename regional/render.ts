@@ -13,6 +13,7 @@ import { ADMISSION_DEFAULTS } from "../shared/admission-config";
 import { bandRows, classify, exactBands, rendersInStrips, type BandStep } from "../shared/cost";
 import { encoderFor, type Encoder } from "./encode/formats";
 import { renderDirectJpeg } from "./jpeg-encode";
+import type { EncodedAnswer } from "./prepared-decode";
 import type { Reservation } from "./work-budget";
 
 export interface RenderedImage {
@@ -41,7 +42,7 @@ const TRANSPARENT = { r: 0, g: 0, b: 0, alpha: 0 };
  * reservation; work of the full partition renders on the render pool's threads, off the event
  * loop. Without one (a direct call), the read reserves its own, fail-fast, and libvips renders.
  */
-export async function render(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal, work?: Reservation): Promise<RenderedImage> {
+export async function render(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal, work?: Reservation): Promise<EncodedAnswer> {
   if (!work) return renderHere(cog, req, signal);
   if (classify(work.bytes, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES) === "full") {
     // Loaded here, not above: the pool's threads run renderCheapest and never load the pool.
@@ -54,7 +55,7 @@ export async function render(cog: Cog, req: ResolvedImageRequest, signal?: Abort
 const NEVER_ABORTED = new AbortController().signal;
 
 /** A TurboJPEG encode of the decoded pixels when that is all it takes (jpeg-encode.ts), else libvips. */
-export async function renderCheapest(cog: Cog, req: ResolvedImageRequest, signal: AbortSignal, work: Reservation): Promise<RenderedImage> {
+export async function renderCheapest(cog: Cog, req: ResolvedImageRequest, signal: AbortSignal, work: Reservation): Promise<EncodedAnswer> {
   return (await renderDirectJpeg(cog, req, signal, work)) ?? renderHere(cog, req, signal, work);
 }
 

@@ -9,6 +9,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Cog } from "../../regional/cog/cog";
 import { renderHere } from "../../regional/render";
@@ -64,6 +65,16 @@ describe("a full render", () => {
     const here = await renderHere(cog, req);
     await cog.close();
     expect(pooled.equals(here.body)).toBe(true);
+  }, 60_000);
+
+  it("an unscaled region TurboJPEG encodes on a pool thread crosses back whole", async () => {
+    // Large enough for the full partition, small enough that no libvips step is needed: the
+    // pool thread's answer lies in that thread's pooled encoder buffer.
+    const region = "0,0,3600,3600/max/0/default.jpg";
+    const res = await signedGet(d, DECODER.image("big", region, version));
+    expect(res.status, await res.clone().text()).toBe(200);
+    const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(["jpeg", 3600, 3600]);
   }, 60_000);
 
   it("cancelled by its client, frees its work memory and its thread for the next", async () => {
