@@ -31,12 +31,12 @@ import { fromFile } from "geotiff";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
 import { mergeJpegTables } from "../regional/cog/jpeg-tables";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
-const ID = "rgb-jpeg";
-const FILE = path.join(DIR, `${ID}.tif`);
-const SIZE = 8192;
-const IN_FLIGHT = 8;
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+export const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
+export const ID = "rgb-jpeg";
+export const FILE = path.join(DIR, `${ID}.tif`);
+export const SIZE = 8192;
+export const IN_FLIGHT = 8;
 const DECODER_PORT = 9190;
 const IIP_PORT = 9191;
 const LIGHTTPD_PORT = 9192;
@@ -44,7 +44,7 @@ const OTHER_NODE_DECODER_PORT = 9193;
 const SECRET = "bench-secret";
 
 type Phase = "native" | "lower" | "aligned";
-interface Tile {
+export interface Tile {
   region: [number, number, number, number];
   out: number;
 }
@@ -54,7 +54,7 @@ function log(msg: string) {
 }
 
 /** Gradients plus noise, so JPEG blocks cost what photographs cost (a flat image is too cheap). */
-function makeFixture(): void {
+export function makeFixture(): void {
   if (existsSync(FILE)) return;
   mkdirSync(DIR, { recursive: true });
   const ppm = path.join(DIR, "base.ppm");
@@ -79,7 +79,7 @@ function makeFixture(): void {
 }
 
 /** Seeded shuffle, so both servers get the same order and runs are comparable. */
-function shuffled<T>(items: T[], seed: number): T[] {
+export function shuffled<T>(items: T[], seed: number): T[] {
   const out = [...items];
   for (let i = out.length - 1; i > 0; i--) {
     seed = (seed * 1103515245 + 12345) & 0x7fffffff;
@@ -89,7 +89,7 @@ function shuffled<T>(items: T[], seed: number): T[] {
   return out;
 }
 
-function grid(step: number, regionSize: number, out: number): Tile[] {
+export function grid(step: number, regionSize: number, out: number): Tile[] {
   const tiles: Tile[] = [];
   for (let y = 0; y < SIZE; y += step) for (let x = 0; x < SIZE; x += step) tiles.push({ region: [x, y, regionSize, regionSize], out });
   return tiles;
@@ -110,11 +110,11 @@ const PHASES = Object.fromEntries(
  */
 const ROUNDS = 4;
 /** Warm-up: every phase's kind of request, on a copy of the file (its own caches), untimed. */
-const WARM_ID = `${ID}-warm`;
+export const WARM_ID = `${ID}-warm`;
 
 const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
 
-function get(port: number, pathAndQuery: string, headers: Record<string, string> = {}): Promise<number> {
+export function get(port: number, pathAndQuery: string, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request({ host: "127.0.0.1", port, path: pathAndQuery, agent, headers }, (res) => {
       let bytes = 0;
@@ -127,7 +127,7 @@ function get(port: number, pathAndQuery: string, headers: Record<string, string>
 }
 
 /** Runs every request with IN_FLIGHT at once; returns requests per second. */
-async function drive(requests: (() => Promise<number>)[]): Promise<number> {
+export async function drive(requests: (() => Promise<number>)[]): Promise<number> {
   let next = 0;
   const started = performance.now();
   await Promise.all(
@@ -138,7 +138,7 @@ async function drive(requests: (() => Promise<number>)[]): Promise<number> {
   return requests.length / ((performance.now() - started) / 1000);
 }
 
-async function waitFor(port: number, pathAndQuery: string): Promise<void> {
+export async function waitFor(port: number, pathAndQuery: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
     try {
       await get(port, pathAndQuery);
@@ -150,7 +150,7 @@ async function waitFor(port: number, pathAndQuery: string): Promise<void> {
   throw new Error(`nothing answered on port ${port}`);
 }
 
-function stop(p: ChildProcess): Promise<void> {
+export function stop(p: ChildProcess): Promise<void> {
   if (p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     p.once("exit", () => resolve());
@@ -158,7 +158,7 @@ function stop(p: ChildProcess): Promise<void> {
   });
 }
 
-interface Server {
+export interface Server {
   name: string;
   /** Processes whose CPU time is the server's. */
   pids: number[];
@@ -207,7 +207,7 @@ async function startTessera(
 }
 
 /** User + system CPU seconds of a process so far (/proc/<pid>/stat, clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
@@ -219,33 +219,34 @@ async function fetchText(port: number, pathAndQuery: string, signed: boolean): P
   return res.text();
 }
 
-async function startIipsrv(): Promise<Server> {
-  const conf = path.join(DIR, "lighttpd.conf");
+/** iipsrv behind lighttpd, both on `cpus`; each port pair has its own config and log, so two benches can run at once. */
+export async function startIipsrv(fcgiPort = IIP_PORT, httpPort = LIGHTTPD_PORT, cpus = "0"): Promise<Server> {
+  const conf = path.join(DIR, `lighttpd-${httpPort}.conf`);
   mkdirSync(path.join(DIR, "www"), { recursive: true });
   writeFileSync(
     conf,
     [
       `server.modules = ( "mod_fastcgi" )`,
       `server.bind = "127.0.0.1"`,
-      `server.port = ${LIGHTTPD_PORT}`,
+      `server.port = ${httpPort}`,
       `server.document-root = "${path.join(DIR, "www")}"`,
-      `server.errorlog = "${path.join(DIR, "lighttpd.log")}"`,
+      `server.errorlog = "${path.join(DIR, `lighttpd-${httpPort}.log`)}"`,
       `server.max-keep-alive-requests = 100000`,
-      `fastcgi.server = ( "/iiif" => ( ( "host" => "127.0.0.1", "port" => ${IIP_PORT}, "check-local" => "disable" ) ) )`,
+      `fastcgi.server = ( "/iiif" => ( ( "host" => "127.0.0.1", "port" => ${fcgiPort}, "check-local" => "disable" ) ) )`,
     ].join("\n"),
   );
-  const iip = spawn("taskset", ["-c", "0", "/usr/lib/iipimage-server/iipsrv.fcgi", "--bind", `127.0.0.1:${IIP_PORT}`], {
+  const iip = spawn("taskset", ["-c", cpus, "/usr/lib/iipimage-server/iipsrv.fcgi", "--bind", `127.0.0.1:${fcgiPort}`], {
     env: { ...process.env, FILESYSTEM_PREFIX: `${DIR}/`, URI_MAP: "iiif=>IIIF", OMP_NUM_THREADS: "1", MAX_IMAGE_CACHE_SIZE: "5", JPEG_QUALITY: "85", LOGFILE: "/dev/null" },
     stdio: "ignore", // it warns about GeoTIFF tags on every request
   });
-  const httpd = spawn("taskset", ["-c", "0", "lighttpd", "-D", "-f", conf], { stdio: "ignore" });
-  await waitFor(LIGHTTPD_PORT, `/iiif/${ID}.tif/info.json`);
+  const httpd = spawn("taskset", ["-c", cpus, "lighttpd", "-D", "-f", conf], { stdio: "ignore" });
+  await waitFor(httpPort, `/iiif/${ID}.tif/info.json`);
   return {
     name: "iipsrv",
     pids: [iip.pid!, httpd.pid!],
     async request(id, { region, out }) {
       const p = `/iiif/${id}.tif/${region.join(",")}/${out},/0/default.jpg`;
-      return () => get(LIGHTTPD_PORT, p);
+      return () => get(httpPort, p);
     },
     async stop() {
       await stop(httpd);
@@ -369,4 +370,5 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+// The helpers above also serve bench:stack, which imports this file without running it.
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await main();
