@@ -5,6 +5,7 @@ import type { IRequest } from "itty-router";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { DECODER, VERSION_HEADER } from "../../shared/protocol";
 import { viaAdmission, type Cost } from "../admission-client";
+import { ALLOW_ANY_ORIGIN } from "../cors";
 import type { EdgeConfig, Env } from "../env";
 import { errorCacheControl, imageCacheControl, isPermanentError, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
 
@@ -71,9 +72,11 @@ async function decode(env: Env, config: EdgeConfig, path: string, signal: AbortS
   }
 }
 
+/** The stored answer with this request's headers: one new Response, already carrying CORS. */
 function answer(stored: Response, headers: Record<string, string>, status: "hit" | "miss"): Response {
   const out = new Response(stored.body, stored);
   if (stored.ok) for (const [k, v] of Object.entries(headers)) out.headers.set(k, v);
   out.headers.set(CACHE_STATUS_HEADER, status);
+  out.headers.set(...ALLOW_ANY_ORIGIN);
   return out;
 }
