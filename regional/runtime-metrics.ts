@@ -15,6 +15,8 @@ export interface RuntimeMetrics {
   budgetRetries: Counter<string>;
   /** Answers served from the stored tile bytes (codec passthrough). */
   passthrough: Counter<string>;
+  /** TCP connections accepted. */
+  connections: Counter<string>;
   decodes: RunningDecodes;
 }
 
