@@ -31,8 +31,21 @@ export interface DecodeRequest {
 export const decodedCacheKey = (origin: string, route: DecodeRequest["route"], id: string, canonical: string, version: string) =>
   `${origin}/__tessera/${route}/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`;
 
+/** ETags made lately, by cache key: a popular tile's hits ask for the same one again and again. */
+const etags = new Map<string, Promise<string>>();
+const ETAG_ENTRIES = 1000;
+
 /** One ETag per (source, pixels, version): equal for every spelling, new with every version. */
-export const decodedEtag = ({ id, version, canonical }: DecodeRequest) => strongEtag(id, version, canonical);
+export function decodedEtag({ route, id, version, canonical }: DecodeRequest): Promise<string> {
+  const key = decodedCacheKey("", route, id, canonical, version);
+  let etag = etags.get(key);
+  if (!etag) {
+    etag = strongEtag(id, version, canonical);
+    if (etags.size >= ETAG_ENTRIES) etags.delete(etags.keys().next().value!); // oldest first
+    etags.set(key, etag);
+  }
+  return etag;
+}
 
 /** 304, a cache hit, or the decoder's answer through admission (then stored). */
 export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, config: EdgeConfig, ctx: ExecutionContext): Promise<Response> {
