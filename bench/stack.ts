@@ -28,12 +28,12 @@
 // Needs what bench:decode needs (gdal-bin, iipimage-server, lighttpd). Ports 9290–9294.
 
 import { execFileSync } from "node:child_process";
-import { copyFileSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { ESTIMATE_HEADER, PARTITION_HEADER } from "../shared/cost";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
 import { startStack } from "../infra/local/stack";
-import { cpuSeconds, DIR, drive, FILE, get, grid, ID, makeFixture, shuffled, startIipsrv, WARM_ID, type Tile } from "./decode";
+import { cpuSeconds, DIR, drive, FILE, get, grid, ID, makeFixture, shuffled, startIipsrv, WARM_ID, workerdPid, type Tile } from "./decode";
 
 const EDGE_PORT = 9290;
 const DECODER_PORT = 9291;
@@ -62,19 +62,6 @@ export default {
 
 function log(msg: string) {
   process.stdout.write(`${msg}\n`);
-}
-
-/** The pid of this process's child running `name` (Miniflare spawns workerd itself). */
-function childPid(name: string): number {
-  for (const entry of readdirSync("/proc").filter((e) => /^\d+$/.test(e))) {
-    try {
-      const [comm, rest] = readFileSync(`/proc/${entry}/stat`, "utf8").split(") ");
-      if (comm.endsWith(`(${name}`) && Number(rest.split(" ")[1]) === process.pid) return Number(entry);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  throw new Error(`no ${name} child process`);
 }
 
 /** Pins every thread of `pid` to `cpus`. */
@@ -158,7 +145,7 @@ async function main(): Promise<void> {
     ],
   });
   const iipsrv = await startIipsrv(IIP_PORT, LIGHTTPD_PORT, SERVER_CPUS);
-  const pids = { workerd: childPid("workerd"), decoder: stack.decoders[0].process.pid! };
+  const pids = { workerd: workerdPid(stack.url), decoder: stack.decoders[0].process.pid! };
   pin(pids.workerd, process.env.BENCH_WORKERD_CPUS ?? SERVER_CPUS);
   pin(pids.decoder, SERVER_CPUS);
   try {
