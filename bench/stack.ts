@@ -20,8 +20,10 @@
 //             as many requests with a body of the same size without the DO. The DO's share is the
 //             difference of workerd's CPU between the two, per request: the DO's own code, its
 //             stub call and its fetch to the decoder.
-//   Worker    workerd's per miss minus the DO's (so it includes Miniflare's entry Worker and its
-//             local Cache API, which Cloudflare runs outside the Worker).
+//   Cache API the probe making one Cache API lookup (a miss) and one store of a body that size,
+//             minus the probe alone: Miniflare's local Cache API service, which on Cloudflare is
+//             not the Worker's CPU.
+//   Worker    what is left of workerd's per miss: the edge's own code.
 //
 //   npm run bench:stack    (BENCH_TILES tiles per list, default all 1024; BENCH_ROUNDS, default 4)
 //
@@ -46,12 +48,23 @@ const TILES = shuffled(grid(256, 256, 256), 1).slice(0, Number(process.env.BENCH
 const SECRET = "bench-stack-secret";
 const PROBE_HOST = "probe.bench";
 
-/** Sends each request to the admission DO as the edge does on a miss, or (/baseline) answers alike without it. */
+/**
+ * Sends each request to the admission DO as the edge does on a miss; or answers a body of the
+ * same size without it (/baseline), or after a Cache API lookup that misses and a store (/cache).
+ */
 const PROBE_WORKER = `
 export default {
-  async fetch(request, env) {
+  async fetch(request, env, ctx) {
     const url = new URL(request.url);
-    if (url.pathname === "/baseline") return new Response(new Uint8Array(Number(url.searchParams.get("bytes"))), { headers: { "content-type": "image/jpeg" } });
+    const body = () => new Response(new Uint8Array(Number(url.searchParams.get("bytes"))), { headers: { "content-type": "image/jpeg", "cache-control": "max-age=3600" } });
+    if (url.pathname === "/baseline") return body();
+    if (url.pathname === "/cache") {
+      const key = "https://probe.bench/stored/" + url.searchParams.get("key");
+      if (await caches.default.match(key)) throw new Error("every key is new: a hit is a bench bug");
+      const res = body();
+      ctx.waitUntil(caches.default.put(key, res.clone()));
+      return res;
+    }
     const stub = env.ADMISSION.get(env.ADMISSION.idFromName("default"));
     return stub.fetch(new Request("https://admission" + url.pathname + url.search, {
       signal: request.signal,
@@ -133,7 +146,8 @@ async function main(): Promise<void> {
     port: EDGE_PORT,
     decoderPort: DECODER_PORT,
     vars: { DECODER_SECRET: SECRET },
-    decoderEnv: { TESSERA_DECODER_SECRET: SECRET, TESSERA_DATA_DIR: DIR, UV_THREADPOOL_SIZE: "1" },
+    // BENCH_DECODER_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the decoder.
+    decoderEnv: { TESSERA_DECODER_SECRET: SECRET, TESSERA_DATA_DIR: DIR, UV_THREADPOOL_SIZE: "1", NODE_OPTIONS: process.env.BENCH_DECODER_NODE_OPTIONS ?? "" },
     workers: [
       {
         name: "probe",
@@ -158,12 +172,13 @@ async function main(): Promise<void> {
     const decoderPath = (id: string, t: Tile, v: string) => DECODER.image(id, `${t.region.join(",")}/${t.out},${t.out}/0/default.jpg`, v);
 
     // Warm-up, untimed: JIT, connections, the source opens, and the decoder's block cache filled
-    // (its memory first touched) with another copy's blocks, so no timed window pays for that.
+    // (its memory first touched: ~100 page faults a tile while it grows) with every block of
+    // another copy, so no timed window pays for that more than another.
     const signedGet = async (p: string) => {
       const headers = await signedDecoderPath(p);
       return () => get(DECODER_PORT, p, headers);
     };
-    await drive(await Promise.all(TILES.map((t) => signedGet(decoderPath(WARM_ID, t, versions.warm)))));
+    await drive(await Promise.all(grid(256, 256, 256).map((t) => signedGet(decoderPath(WARM_ID, t, versions.warm)))));
     const warm = TILES.slice(0, 96);
     await drive(warm.map((t) => () => get(EDGE_PORT, iiifPath(WARM_ID, t))));
     await drive(warm.map((t) => () => get(LIGHTTPD_PORT, `/iiif/${WARM_ID}.tif/${t.region.join(",")}/${t.out},/0/default.jpg`)));
@@ -193,6 +208,7 @@ async function main(): Promise<void> {
     const split = await interleaved(
       {
         admission: (t) => () => get(EDGE_PORT, decoderPath(ids.probe, t, versions.probe), probeHeaders),
+        cache: (t) => () => get(EDGE_PORT, `/cache?bytes=${meanBytes}&key=${process.pid}-${t.region.join("-")}`, probeHeaders),
         baseline: () => () => get(EDGE_PORT, `/baseline?bytes=${meanBytes}`, probeHeaders),
       },
       pids,
@@ -204,13 +220,16 @@ async function main(): Promise<void> {
     const iipRate = n / versus.iipsrv.seconds;
     const workerdPerMiss = versus.stack.cpu.workerd;
     const doCpu = split.admission.cpu.workerd - split.baseline.cpu.workerd;
+    const cacheCpu = split.cache.cpu.workerd - split.baseline.cpu.workerd;
+    const workerCpu = workerdPerMiss - doCpu - cacheCpu - split.baseline.cpu.workerd;
     log(`${n} distinct native 256² tiles per list, 8 in flight, servers on cpu ${SERVER_CPUS}, ${ROUNDS} alternating chunks; mean tile ${meanBytes} bytes`);
     log(`stack   ${stackRate.toFixed(0)} tiles/s: decoder ${ms(versus.stack.cpu.decoder)} ms/tile, workerd ${ms(workerdPerMiss)} ms/miss (${ms(versus.stack.cpu.workerd + versus.stack.cpu.decoder)} ms/tile in all)`);
     log(`decoder requests per miss: ${decoderRequestsPerMiss.toFixed(2)}`);
     log(`iipsrv  ${iipRate.toFixed(0)} tiles/s: iipsrv ${ms(versus.iipsrv.cpu.iipsrv)} ms/tile, lighttpd ${ms(versus.iipsrv.cpu.lighttpd)} ms/tile`);
     log(`decoder alone (signed requests, no edge) ${(n / direct.direct.seconds).toFixed(0)} tiles/s: ${ms(direct.direct.cpu.decoder)} ms/tile`);
     log(
-      `workerd per miss: DO ${ms(doCpu)} ms (probe→DO ${ms(split.admission.cpu.workerd)} ms − probe alone ${ms(split.baseline.cpu.workerd)} ms), Worker and Miniflare ${ms(workerdPerMiss - doCpu)} ms`,
+      `workerd per miss ${ms(workerdPerMiss)} ms: DO ${ms(doCpu)} ms (probe→DO ${ms(split.admission.cpu.workerd)} ms − probe alone ${ms(split.baseline.cpu.workerd)} ms), ` +
+        `Miniflare's Cache API lookup + store ${ms(cacheCpu)} ms, Miniflare's entry and HTTP in/out ${ms(split.baseline.cpu.workerd)} ms, the Worker's own code the rest, ${ms(workerCpu)} ms`,
     );
     log(`stack_tiles_per_s=${stackRate.toFixed(1)} iipsrv_tiles_per_s=${iipRate.toFixed(1)} ratio=${(stackRate / iipRate).toFixed(2)} do_cpu_ms_per_miss=${ms(doCpu)}`);
   } finally {

@@ -57,32 +57,35 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
   const hit = await cache.match(key);
   if (hit) return answer(hit, d.headers, "hit");
 
-  const stored = await decode(env, config, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), req.signal, etag, d.cost());
-  ctx.waitUntil(cache.put(key, stored.clone()));
-  return answer(stored, d.headers, "miss");
+  // The admission DO hands over the whole answer at once; held whole here too, the bytes make
+  // the stored copy and the client's answer without a tee of a stream.
+  const { body, init } = await decode(env, config, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), req.signal, etag, d.cost());
+  ctx.waitUntil(cache.put(key, new Response(body, init)));
+  return answer(new Response(body, init), d.headers, "miss");
 }
 
 /** The decoder's answer as it is stored: bytes, type, ETag; or a client error, kept briefly. */
 async function decode(env: Env, config: EdgeConfig, path: string, signal: AbortSignal, etag: string, cost: Cost) {
+  let decoded: Response;
   try {
-    const decoded = await viaAdmission(env, path, signal, cost);
-    return new Response(decoded.body, {
-      headers: {
-        "content-type": decoded.headers.get("content-type") ?? "application/octet-stream",
-        "cache-control": imageCacheControl(config),
-        [VERSION_HEADER]: decoded.headers.get(VERSION_HEADER) ?? "",
-        etag,
-      },
-    });
+    decoded = await viaAdmission(env, path, signal, cost);
   } catch (err) {
     // A 4xx or 501 from the decoder is about this exact request: the same request gets it
     // again, so it is stored (briefly). Timeouts and overloads are not, nor a version that is
     // gone (the request is answered again from the current version).
     if (err instanceof HttpError && isPermanentError(err.status) && err.kind !== "version_gone") {
-      return errorResponse(err, { "cache-control": errorCacheControl(config) });
+      const refusal = errorResponse(err, { "cache-control": errorCacheControl(config) });
+      return { body: await refusal.arrayBuffer(), init: { status: refusal.status, headers: refusal.headers } };
     }
     throw err;
   }
+  const headers = {
+    "content-type": decoded.headers.get("content-type") ?? "application/octet-stream",
+    "cache-control": imageCacheControl(config),
+    [VERSION_HEADER]: decoded.headers.get(VERSION_HEADER) ?? "",
+    etag,
+  };
+  return { body: await decoded.arrayBuffer(), init: { headers } };
 }
 
 /** The stored answer with this request's headers: one new Response, already carrying CORS. */
