@@ -35,7 +35,7 @@ import path from "node:path";
 import { ESTIMATE_HEADER, PARTITION_HEADER } from "../shared/cost";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
 import { startStack } from "../infra/local/stack";
-import { cpuSeconds, DIR, drive, FILE, get, grid, ID, makeFixture, shuffled, startIipsrv, WARM_ID, workerdPid, type Tile } from "./decode";
+import { closeIdleConnections, cpuSeconds, DIR, drive, FILE, get, grid, ID, makeFixture, shuffled, startIipsrv, WARM_ID, workerdPid, type Tile } from "./decode";
 
 const EDGE_PORT = 9290;
 const DECODER_PORT = 9291;
@@ -97,6 +97,8 @@ interface Window {
 }
 
 async function timed(requests: (() => Promise<number>)[], pids: Record<string, number>): Promise<Window> {
+  // A window can last about a keep-alive timeout: each starts on fresh connections (8 accepts).
+  closeIdleConnections();
   const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
   let bytes = 0;
   const started = performance.now();
