@@ -224,10 +224,15 @@ async function main(): Promise<void> {
     const doCpu = split.admission.cpu.workerd - split.baseline.cpu.workerd;
     const cacheCpu = split.cache.cpu.workerd - split.baseline.cpu.workerd;
     const workerCpu = workerdPerMiss - doCpu - cacheCpu - split.baseline.cpu.workerd;
+    // Tiles per CPU-second of all each side's processes: what other load on the machine moves
+    // much less than tiles per wall-second.
+    const stackCpu = versus.stack.cpu.workerd + versus.stack.cpu.decoder;
+    const iipCpu = versus.iipsrv.cpu.iipsrv + versus.iipsrv.cpu.lighttpd;
     log(`${n} distinct native 256² tiles per list, 8 in flight, servers on cpu ${SERVER_CPUS}, ${ROUNDS} alternating chunks; mean tile ${meanBytes} bytes`);
-    log(`stack   ${stackRate.toFixed(0)} tiles/s: decoder ${ms(versus.stack.cpu.decoder)} ms/tile, workerd ${ms(workerdPerMiss)} ms/miss (${ms(versus.stack.cpu.workerd + versus.stack.cpu.decoder)} ms/tile in all)`);
+    log(`stack   ${stackRate.toFixed(0)} tiles/s: decoder ${ms(versus.stack.cpu.decoder)} ms/tile, workerd ${ms(workerdPerMiss)} ms/miss (${ms(stackCpu)} ms/tile in all)`);
     log(`decoder requests per miss: ${decoderRequestsPerMiss.toFixed(2)}`);
     log(`iipsrv  ${iipRate.toFixed(0)} tiles/s: iipsrv ${ms(versus.iipsrv.cpu.iipsrv)} ms/tile, lighttpd ${ms(versus.iipsrv.cpu.lighttpd)} ms/tile`);
+    log(`per CPU-second: stack ${(n / stackCpu).toFixed(0)} tiles, iipsrv ${(n / iipCpu).toFixed(0)} tiles, ratio ${(iipCpu / stackCpu).toFixed(2)}`);
     log(`decoder alone (signed requests, no edge) ${(n / direct.direct.seconds).toFixed(0)} tiles/s: ${ms(direct.direct.cpu.decoder)} ms/tile`);
     log(
       `workerd per miss ${ms(workerdPerMiss)} ms: DO ${ms(doCpu)} ms (probe→DO ${ms(split.admission.cpu.workerd)} ms − probe alone ${ms(split.baseline.cpu.workerd)} ms), ` +
