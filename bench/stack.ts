@@ -35,7 +35,7 @@ import path from "node:path";
 import { ESTIMATE_HEADER, PARTITION_HEADER } from "../shared/cost";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
 import { startStack } from "../infra/local/stack";
-import { closeIdleConnections, cpuSeconds, DIR, drive, FILE, get, grid, ID, makeFixture, shuffled, startIipsrv, WARM_ID, workerdPid, type Tile } from "./decode";
+import { closeIdleConnections, cpuSeconds, DIR, drive, FILE, get, grid, ID, makeFixture, shuffled, startIipsrv, WARM_ID, workerdPid, type Server, type Tile } from "./decode";
 
 const EDGE_PORT = 9290;
 const DECODER_PORT = 9291;
@@ -144,6 +144,8 @@ async function main(): Promise<void> {
   execFileSync("taskset", ["-cp", CLIENT_CPUS, String(process.pid)], { stdio: "ignore" });
   makeFixture();
   const ids = { stack: freshCopy("edge"), probe: freshCopy("probe"), direct: freshCopy("direct") };
+  // Removed however the run ends, a failed start included.
+  process.once("exit", () => Object.values(ids).forEach((id) => rmSync(path.join(DIR, `${id}.tif`), { force: true })));
   const stack = await startStack({
     port: EDGE_PORT,
     decoderPort: DECODER_PORT,
@@ -160,11 +162,12 @@ async function main(): Promise<void> {
       },
     ],
   });
-  const iipsrv = await startIipsrv(IIP_PORT, LIGHTTPD_PORT, SERVER_CPUS);
-  const pids = { workerd: workerdPid(stack.url), decoder: stack.decoders[0].process.pid! };
-  pin(pids.workerd, process.env.BENCH_WORKERD_CPUS ?? SERVER_CPUS);
-  pin(pids.decoder, SERVER_CPUS);
+  let iipsrv: Server | undefined;
   try {
+    iipsrv = await startIipsrv(IIP_PORT, LIGHTTPD_PORT, SERVER_CPUS);
+    const pids = { workerd: workerdPid(stack.url), decoder: stack.decoders[0].process.pid! };
+    pin(pids.workerd, process.env.BENCH_WORKERD_CPUS ?? SERVER_CPUS);
+    pin(pids.decoder, SERVER_CPUS);
     const version = async (id: string) => {
       const p = DECODER.info(id);
       const res = await fetch(`${stack.decoders[0].url}${p}`, { headers: await signedDecoderPath(p) });
@@ -240,9 +243,8 @@ async function main(): Promise<void> {
     );
     log(`stack_tiles_per_s=${stackRate.toFixed(1)} iipsrv_tiles_per_s=${iipRate.toFixed(1)} ratio=${(stackRate / iipRate).toFixed(2)} do_cpu_ms_per_miss=${ms(doCpu)}`);
   } finally {
-    await iipsrv.stop();
+    await iipsrv?.stop();
     await stack.stop();
-    for (const id of Object.values(ids)) rmSync(path.join(DIR, `${id}.tif`), { force: true });
   }
 }
 
