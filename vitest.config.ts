@@ -23,6 +23,8 @@ export default defineConfig({
                 TEST_DROPPING_DECODER_URL: inject("droppingDecoderUrl"),
                 TEST_WORKING_DECODER_URL: inject("workingDecoderUrl"),
                 TEST_COUNTED_DECODER_URL: inject("countedDecoderUrl"),
+                TEST_CONNECTIONS_DECODER_URL: inject("connectionsDecoderUrl"),
+                TEST_CUTTING_DECODER_URL: inject("cuttingDecoderUrl"),
                 REQUEST_TIMEOUT: "2",
                 QUEUE_TIMEOUT: "1",
                 DECODER_TTL: "3",

@@ -2,13 +2,16 @@
 // whose only work per request is `caches.default.match`. Both run in workerd through Miniflare on
 // loopback, hold the same tile bytes under the same paths, and are driven by the same client
 // (undici, keep-alive, fixed concurrency) in alternating timed runs, so machine noise and drift
-// fall on both alike. The ratio is the share of the floor's throughput the edge keeps on hits.
+// fall on both alike. The ratio is the share of the floor's throughput the edge keeps on hits;
+// cpu_ratio is the same share in workerd CPU per answer (the floor's over the edge's), which other
+// load on the machine moves much less.
 //
 //   npm run bench:cache    (TESSERA_BENCH_SECONDS per run, _ROUNDS, _CONCURRENCY)
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 import { Pool } from "undici";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { ROOT, startStack } from "../infra/local/stack";
+import { cpuSeconds, workerdPid } from "./decode";
 
 const SECONDS = Number(process.env.TESSERA_BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.TESSERA_BENCH_ROUNDS ?? 6);
@@ -31,6 +34,8 @@ export default {
 interface Target {
   name: string;
   pool: Pool;
+  /** Its workerd process, whose CPU time is the target's. */
+  pid: number;
   /** Whether an answer counts: a 200 that really came from the cache. */
   ok(status: number, headers: Record<string, string | string[] | undefined>): boolean;
 }
@@ -70,8 +75,12 @@ async function warm(target: Target, paths: string[]): Promise<void> {
   }
 }
 
-/** CONCURRENCY loops over the paths for SECONDS; returns answers per second. Any bad answer aborts. */
-async function run(target: Target, paths: string[]): Promise<number> {
+/**
+ * CONCURRENCY loops over the paths for SECONDS; returns answers per second and workerd's CPU
+ * microseconds per answer. Any bad answer aborts.
+ */
+async function run(target: Target, paths: string[]): Promise<{ rate: number; cpuUs: number }> {
+  const cpuBefore = cpuSeconds(target.pid);
   const started = performance.now();
   const end = started + SECONDS * 1000;
   let done = 0;
@@ -88,7 +97,7 @@ async function run(target: Target, paths: string[]): Promise<number> {
       }
     }),
   );
-  return done / ((performance.now() - started) / 1000);
+  return { rate: done / ((performance.now() - started) / 1000), cpuUs: ((cpuSeconds(target.pid) - cpuBefore) * 1e6) / done };
 }
 
 async function main() {
@@ -115,9 +124,9 @@ async function main() {
       return p;
     };
     const targets: Target[] = [
-      { name: "tessera", pool: pool(stack.url), ok: (s, h) => s === 200 && h["x-tessera-cache"] === "hit" },
+      { name: "tessera", pool: pool(stack.url), pid: workerdPid(stack.url), ok: (s, h) => s === 200 && h["x-tessera-cache"] === "hit" },
       // Miniflare's Cache API marks what it matched; a silent pull-through would not count.
-      { name: "bare", pool: pool(bareUrl), ok: (s, h) => s === 200 && h["cf-cache-status"] === "HIT" },
+      { name: "bare", pool: pool(bareUrl), pid: workerdPid(bareUrl), ok: (s, h) => s === 200 && h["cf-cache-status"] === "HIT" },
     ];
     const paths = await tilePaths(stack.url);
     for (const t of targets) await warm(t, paths);
@@ -125,19 +134,23 @@ async function main() {
     for (const t of targets) await run(t, paths);
     console.log(`${paths.length} tile paths, ${CONCURRENCY} concurrent, ${ROUNDS} rounds of ${SECONDS} s each`);
 
-    const rates: Record<string, number[]> = { tessera: [], bare: [] };
+    const runs: Record<string, { rate: number; cpuUs: number }[]> = { tessera: [], bare: [] };
     for (let round = 0; round < ROUNDS; round++) {
       // ABBA order: whichever goes first in a round goes second in the next.
       const order = round % 2 === 0 ? targets : [...targets].reverse();
-      for (const t of order) rates[t.name].push(await run(t, paths));
-      const [x, y] = [rates.tessera[round], rates.bare[round]];
-      console.log(`round ${round + 1}: tessera ${x.toFixed(0)}/s, bare ${y.toFixed(0)}/s, ratio ${(x / y).toFixed(3)}`);
+      for (const t of order) runs[t.name].push(await run(t, paths));
+      const [x, y] = [runs.tessera[round], runs.bare[round]];
+      console.log(
+        `round ${round + 1}: tessera ${x.rate.toFixed(0)}/s (${x.cpuUs.toFixed(0)} µs CPU each), bare ${y.rate.toFixed(0)}/s (${y.cpuUs.toFixed(0)} µs), ratio ${(x.rate / y.rate).toFixed(3)}`,
+      );
     }
     // Medians: a round that another process on the machine disturbed does not drag the result.
-    const tessera = median(rates.tessera);
-    const bareRate = median(rates.bare);
+    // CPU per answer (each workerd's own) moves far less with other load than answers per second.
+    const tessera = median(runs.tessera.map((r) => r.rate));
+    const bareRate = median(runs.bare.map((r) => r.rate));
+    const [tesseraCpu, bareCpu] = [median(runs.tessera.map((r) => r.cpuUs)), median(runs.bare.map((r) => r.cpuUs))];
     console.log(
-      `tessera_hits_per_s=${tessera.toFixed(0)} bare_match_per_s=${bareRate.toFixed(0)} ratio=${(tessera / bareRate).toFixed(3)}`,
+      `tessera_hits_per_s=${tessera.toFixed(0)} bare_match_per_s=${bareRate.toFixed(0)} ratio=${(tessera / bareRate).toFixed(3)} tessera_cpu_us_per_hit=${tesseraCpu.toFixed(0)} bare_cpu_us_per_hit=${bareCpu.toFixed(0)} cpu_ratio=${(bareCpu / tesseraCpu).toFixed(3)}`,
     );
   } finally {
     await Promise.all(pools.map((p) => p.close()));

@@ -32,7 +32,7 @@
 // lighttpd). The last line is the summary the issue asks for.
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { Agent, request } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -41,17 +41,17 @@ import { fromFile } from "geotiff";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
 import { mergeJpegTables } from "../regional/cog/jpeg-tables";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
-const ID = "rgb-jpeg";
-const FILE = path.join(DIR, `${ID}.tif`);
-const SIZE = 8192;
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+export const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
+export const ID = "rgb-jpeg";
+export const FILE = path.join(DIR, `${ID}.tif`);
+export const SIZE = 8192;
 /**
  * Requests in flight (BENCH_IN_FLIGHT, default 8). On a loaded machine 8 can leave the faster
  * server idle, waiting for the client to turn answers into new requests: its `cpu` column then
  * stays well under 1.0 while the other's does not, and a larger figure measures capacity.
  */
-const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 8);
+export const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 8);
 const DECODER_PORT = 9190;
 const IIP_PORT = 9191;
 const LIGHTTPD_PORT = 9192;
@@ -59,7 +59,7 @@ const OTHER_NODE_DECODER_PORT = 9193;
 const SECRET = "bench-secret";
 
 type Phase = "native" | "lower" | "aligned";
-interface Tile {
+export interface Tile {
   region: [number, number, number, number];
   out: number;
 }
@@ -69,7 +69,7 @@ function log(msg: string) {
 }
 
 /** Gradients plus noise, so JPEG blocks cost what photographs cost (a flat image is too cheap). */
-function makeFixture(): void {
+export function makeFixture(): void {
   if (existsSync(FILE)) return;
   mkdirSync(DIR, { recursive: true });
   const ppm = path.join(DIR, "base.ppm");
@@ -94,7 +94,7 @@ function makeFixture(): void {
 }
 
 /** Seeded shuffle, so both servers get the same order and runs are comparable. */
-function shuffled<T>(items: T[], seed: number): T[] {
+export function shuffled<T>(items: T[], seed: number): T[] {
   const out = [...items];
   for (let i = out.length - 1; i > 0; i--) {
     seed = (seed * 1103515245 + 12345) & 0x7fffffff;
@@ -104,7 +104,7 @@ function shuffled<T>(items: T[], seed: number): T[] {
   return out;
 }
 
-function grid(step: number, regionSize: number, out: number): Tile[] {
+export function grid(step: number, regionSize: number, out: number): Tile[] {
   const tiles: Tile[] = [];
   for (let y = 0; y < SIZE; y += step) for (let x = 0; x < SIZE; x += step) tiles.push({ region: [x, y, regionSize, regionSize], out });
   return tiles;
@@ -125,13 +125,21 @@ const PHASES = Object.fromEntries(
  */
 const ROUNDS = 4;
 /** Warm-up: every phase's kind of request, on a copy of the file (its own caches), untimed. */
-const WARM_ID = `${ID}-warm`;
+export const WARM_ID = `${ID}-warm`;
 /** Requests of each phase's list the warm-up sends (all, unless BENCH_COLD_CACHE=1). */
 const WARM_UP = process.env.BENCH_COLD_CACHE === "1" ? 96 : Infinity;
 
 const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
 
-function get(port: number, pathAndQuery: string, headers: Record<string, string> = {}): Promise<number> {
+/**
+ * Closes the client's idle connections: a server closes one it has kept idle for its keep-alive
+ * timeout (lighttpd's and Node's are 5 s), and a request sent on it at that moment fails.
+ */
+export function closeIdleConnections(): void {
+  for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
+}
+
+export function get(port: number, pathAndQuery: string, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request({ host: "127.0.0.1", port, path: pathAndQuery, agent, headers }, (res) => {
       let bytes = 0;
@@ -146,7 +154,7 @@ function get(port: number, pathAndQuery: string, headers: Record<string, string>
 }
 
 /** Runs every request with IN_FLIGHT at once; returns requests per second. */
-async function drive(requests: (() => Promise<number>)[]): Promise<number> {
+export async function drive(requests: (() => Promise<number>)[]): Promise<number> {
   let next = 0;
   const started = performance.now();
   await Promise.all(
@@ -157,7 +165,7 @@ async function drive(requests: (() => Promise<number>)[]): Promise<number> {
   return requests.length / ((performance.now() - started) / 1000);
 }
 
-async function waitFor(port: number, pathAndQuery: string): Promise<void> {
+export async function waitFor(port: number, pathAndQuery: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
     try {
       await get(port, pathAndQuery);
@@ -169,7 +177,7 @@ async function waitFor(port: number, pathAndQuery: string): Promise<void> {
   throw new Error(`nothing answered on port ${port}`);
 }
 
-function stop(p: ChildProcess): Promise<void> {
+export function stop(p: ChildProcess): Promise<void> {
   if (p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     p.once("exit", () => resolve());
@@ -177,7 +185,7 @@ function stop(p: ChildProcess): Promise<void> {
   });
 }
 
-interface Server {
+export interface Server {
   name: string;
   /** Processes whose CPU time is the server's. */
   pids: number[];
@@ -226,9 +234,30 @@ async function startTessera(
 }
 
 /** User + system CPU seconds of a process so far (/proc/<pid>/stat, clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** The workerd process listening at `url` (Miniflare may pick the port after workerd starts). */
+export function workerdPid(url: string): number {
+  const port = Number(new URL(url).port).toString(16).toUpperCase().padStart(4, "0");
+  const listening = new Set(
+    readFileSync("/proc/net/tcp", "utf8")
+      .split("\n")
+      .map((line) => line.trim().split(/\s+/))
+      .filter((f) => f[1]?.endsWith(`:${port}`) && f[3] === "0A") // 0A: LISTEN
+      .map((f) => `socket:[${f[9]}]`),
+  );
+  for (const pid of readdirSync("/proc").filter((e) => /^\d+$/.test(e))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("workerd\0serve")) continue;
+      if (readdirSync(`/proc/${pid}/fd`).some((fd) => listening.has(readlinkSync(`/proc/${pid}/fd/${fd}`)))) return Number(pid);
+    } catch {
+      // exited meanwhile, or not ours to read
+    }
+  }
+  throw new Error(`no workerd listens at ${url}`);
 }
 
 async function fetchText(port: number, pathAndQuery: string, signed: boolean): Promise<string> {
@@ -238,33 +267,34 @@ async function fetchText(port: number, pathAndQuery: string, signed: boolean): P
   return res.text();
 }
 
-async function startIipsrv(): Promise<Server> {
-  const conf = path.join(DIR, "lighttpd.conf");
+/** iipsrv behind lighttpd, both on `cpus`; each port pair has its own config and log, so two benches can run at once. */
+export async function startIipsrv(fcgiPort = IIP_PORT, httpPort = LIGHTTPD_PORT, cpus = "0"): Promise<Server> {
+  const conf = path.join(DIR, `lighttpd-${httpPort}.conf`);
   mkdirSync(path.join(DIR, "www"), { recursive: true });
   writeFileSync(
     conf,
     [
       `server.modules = ( "mod_fastcgi" )`,
       `server.bind = "127.0.0.1"`,
-      `server.port = ${LIGHTTPD_PORT}`,
+      `server.port = ${httpPort}`,
       `server.document-root = "${path.join(DIR, "www")}"`,
-      `server.errorlog = "${path.join(DIR, "lighttpd.log")}"`,
+      `server.errorlog = "${path.join(DIR, `lighttpd-${httpPort}.log`)}"`,
       `server.max-keep-alive-requests = 100000`,
-      `fastcgi.server = ( "/iiif" => ( ( "host" => "127.0.0.1", "port" => ${IIP_PORT}, "check-local" => "disable" ) ) )`,
+      `fastcgi.server = ( "/iiif" => ( ( "host" => "127.0.0.1", "port" => ${fcgiPort}, "check-local" => "disable" ) ) )`,
     ].join("\n"),
   );
-  const iip = spawn("taskset", ["-c", "0", "/usr/lib/iipimage-server/iipsrv.fcgi", "--bind", `127.0.0.1:${IIP_PORT}`], {
+  const iip = spawn("taskset", ["-c", cpus, "/usr/lib/iipimage-server/iipsrv.fcgi", "--bind", `127.0.0.1:${fcgiPort}`], {
     env: { ...process.env, FILESYSTEM_PREFIX: `${DIR}/`, URI_MAP: "iiif=>IIIF", OMP_NUM_THREADS: "1", MAX_IMAGE_CACHE_SIZE: "5", JPEG_QUALITY: "85", LOGFILE: "/dev/null" },
     stdio: "ignore", // it warns about GeoTIFF tags on every request
   });
-  const httpd = spawn("taskset", ["-c", "0", "lighttpd", "-D", "-f", conf], { stdio: "ignore" });
-  await waitFor(LIGHTTPD_PORT, `/iiif/${ID}.tif/info.json`);
+  const httpd = spawn("taskset", ["-c", cpus, "lighttpd", "-D", "-f", conf], { stdio: "ignore" });
+  await waitFor(httpPort, `/iiif/${ID}.tif/info.json`);
   return {
     name: "iipsrv",
     pids: [iip.pid!, httpd.pid!],
     async request(id, { region, out }) {
       const p = `/iiif/${id}.tif/${region.join(",")}/${out},/0/default.jpg`;
-      return () => get(LIGHTTPD_PORT, p);
+      return () => get(httpPort, p);
     },
     async stop() {
       await stop(httpd);
@@ -465,4 +495,5 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+// The helpers above also serve bench:stack, which imports this file without running it.
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await main();

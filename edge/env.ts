@@ -55,7 +55,19 @@ export interface EdgeConfig {
   coalesce: boolean;
 }
 
+/** Parsed once per bindings object: an isolate keeps the same one for every request it serves. */
+const parsed = new WeakMap<Env, EdgeConfig>();
+
 export function edgeConfig(env: Env): EdgeConfig {
+  let config = parsed.get(env);
+  if (!config) {
+    config = parseConfig(env);
+    parsed.set(env, config);
+  }
+  return config;
+}
+
+function parseConfig(env: Env): EdgeConfig {
   if (!env.DECODER_SECRET) throw badConfig("DECODER_SECRET", "is not set (wrangler secret put DECODER_SECRET)");
   return {
     decoderSecret: env.DECODER_SECRET,

@@ -1,5 +1,5 @@
 // The Tessera edge Worker. The route table below is the public API.
-import { cors, Router, type IRequest } from "itty-router";
+import { Router, type IRequest } from "itty-router";
 import { ConfigError } from "../shared/config";
 import { errorResponse, HttpError, notFound } from "../shared/errors";
 import { HEARTBEAT_PATH } from "../shared/registration";
@@ -7,6 +7,7 @@ import { callAdmission } from "./admission-client";
 import { AdmissionDO, METRICS_PATH } from "./admission/admission-do";
 import { heartbeatHandler } from "./admission/heartbeat-route";
 import { bearerMatches, unauthorized } from "./auth";
+import { corsify, preflight } from "./cors";
 import { edgeConfig, type Env } from "./env";
 import { invalidateHandler } from "./handlers/admin";
 import { fileHandler } from "./handlers/file";
@@ -22,11 +23,6 @@ import { errorCacheControl, isPermanentError } from "./http-cache";
 export { AdmissionDO };
 
 type Args = [Env, ExecutionContext];
-const { preflight, corsify } = cors({
-  origin: "*",
-  allowMethods: ["GET", "HEAD", "OPTIONS"],
-  exposeHeaders: ["Link", "ETag", "x-tessera-cache", "x-tessera-version"],
-});
 
 const router = Router<IRequest, Args>({
   before: [preflight],

@@ -16,6 +16,8 @@ export interface RuntimeMetrics {
   budgetRetries: Counter<string>;
   /** Answers served from the stored tile bytes (codec passthrough). */
   passthrough: Counter<string>;
+  /** TCP connections accepted. */
+  connections: Counter<string>;
   decodes: RunningDecodes;
 }
 
@@ -90,6 +92,11 @@ export function runtimeMetrics(
     }),
     budgetRetries: new Counter({ name: "tessera_decoder_work_budget_retries_total", help: "Requests that took their one exclusive retry.", registers: [registry] }),
     passthrough: new Counter({ name: "tessera_decoder_passthrough_total", help: "Answers that are a stored tile's bytes, not re-encoded.", registers: [registry] }),
+    connections: new Counter({
+      name: "tessera_decoder_connections_total",
+      help: "TCP connections accepted; far fewer than requests while the edge keeps its connections open.",
+      registers: [registry],
+    }),
     decodes,
   };
 }

@@ -199,6 +199,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
         res.destroy();
       });
   });
+  server.on("connection", () => runtime.connections.inc());
   server.on("close", () => {
     cogs.closeAll();
     mosaicTiles.members.closeAll();

@@ -14,7 +14,7 @@ import { DECODER, DECODER_FILE_PREFIX, isDecodePath, limitHeaders, signRequest, 
 import { parseHeartbeat } from "../../shared/registration";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { Flights, type Deadline } from "./coalesce";
-import { DecoderRegistry, type Decoder } from "./decoders";
+import { ANSWER_VOUCHES_MS, DecoderRegistry, type Decoder } from "./decoders";
 import { admissionMetrics } from "./metrics";
 import { AdmissionModel, type Grant } from "./model";
 
@@ -155,7 +155,8 @@ export class AdmissionDO extends DurableObject<Env> {
     const release = (expired: boolean) => {
       if (!this.leases.delete(id)) return;
       deadline.clear();
-      ended.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
+      // Every other release comes after the decoder's part is over: only an expiry has one to cut off.
+      if (expired) ended.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
       grant.release();
       this.stats.released++;
       if (expired) this.stats.leasesExpired++;
@@ -235,6 +236,9 @@ export class AdmissionDO extends DurableObject<Env> {
    * The least loaded live decoder that opens a connection now. Only a decoder that cannot be
    * connected to is forgotten and another tried: once a request has reached a decoder it is
    * never sent again, so a request that kills its decoder cannot go on to kill the next one.
+   * A decoder that answered within ANSWER_VOUCHES_MS is taken without that trial connection
+   * (a TCP handshake per miss, on both sides); if it fails meanwhile, the request it was sent
+   * is a 502 like any that reached it, and the next one tries a connection first.
    */
   private async reachableDecoder(signal: AbortSignal): Promise<Decoder> {
     let failed: Decoder | undefined;
@@ -245,7 +249,7 @@ export class AdmissionDO extends DurableObject<Env> {
         throw new HttpError("overloaded", "no decoder is registered; retry shortly", 1);
       }
       if (failed) this.stats.decoderRetries++;
-      if (await connectable(decoder.url, signal)) return decoder;
+      if (Date.now() - decoder.answeredAt < ANSWER_VOUCHES_MS || (await connectable(decoder.url, signal))) return decoder;
       if (signal.aborted) throw signal.reason;
       logDecoderFailure(decoder.url, "connection refused or timed out");
       this.decoders.forget(decoder.url);
@@ -259,8 +263,10 @@ export class AdmissionDO extends DurableObject<Env> {
    * coalesced decode, the last one waiting for it) or a deadline that passes before the answer
    * gets its answer at once, a client that left has the decoder told to stop its I/O, and the permit and memory stay held until the decoder's own answer says
    * the work has stopped (a render inside libvips finishes first), or the lease's alarm
-   * ends a decoder that never answers. Once the answer streams, the lease is released when
-   * the last byte is written or the pipe fails. A decoder dying mid-answer is a 502.
+   * ends a decoder that never answers. The answer is read whole (a decode's is bounded by its
+   * grant, and coalescing hands it out whole anyway), so no stream is pumped through the DO;
+   * the lease is released with its last byte, and a client or deadline that ends the wait for
+   * those bytes gets its answer at once. A decoder dying mid-answer is a 502.
    */
   private async call(decoder: Decoder, path: string, lease: Lease): Promise<Response> {
     const fulls = lease.grant.partition === "full" ? 1 : 0;
@@ -306,9 +312,11 @@ export class AdmissionDO extends DurableObject<Env> {
         throw lease.signal.reason;
       }
       finish();
+      decoder.answeredAt = 0; // the next forward tries a connection first
       logDecoderFailure(decoder.url, String(err));
       throw new HttpError("bad_gateway", "the decoder failed while answering");
     }
+    decoder.answeredAt = Date.now();
     try {
       const needed = upstream.headers.get(NEEDED_HEADER);
       if (needed !== null) {
@@ -321,13 +329,15 @@ export class AdmissionDO extends DurableObject<Env> {
       throw err;
     }
     this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));
-    if (!upstream.body) {
-      finish();
-      return upstream;
+    const body = upstream.arrayBuffer();
+    this.ctx.waitUntil(body.catch(() => {}).finally(finish));
+    try {
+      return new Response(await untilAborted(body, lease.signal), { status: upstream.status, headers: upstream.headers });
+    } catch (err) {
+      if (lease.signal.aborted) throw lease.signal.reason;
+      logDecoderFailure(decoder.url, `answer cut short: ${String(err)}`);
+      throw new HttpError("bad_gateway", "the decoder failed while answering");
     }
-    const { readable, writable } = new TransformStream();
-    this.ctx.waitUntil(upstream.body.pipeTo(writable, { signal: lease.signal }).catch(() => {}).finally(finish));
-    return new Response(readable, { status: upstream.status, headers: upstream.headers });
   }
 
   /**

@@ -10,7 +10,15 @@ export interface Decoder extends Heartbeat {
   fullsInFlight: number;
   /** When it was last picked (a sequence number): ties go to the longest unpicked. */
   lastPicked: number;
+  /** When it last answered a forward (epoch ms; 0: not since it registered or last failed). */
+  answeredAt: number;
 }
+
+/**
+ * How long an answer vouches that a decoder accepts connections: within it a forward goes
+ * straight to the decoder, without first opening a connection to see whether it would open.
+ */
+export const ANSWER_VOUCHES_MS = 1000;
 
 export class DecoderRegistry {
   private readonly byUrl = new Map<string, Decoder>();
@@ -22,7 +30,7 @@ export class DecoderRegistry {
     // Updated in place: forwards in flight hold this object and decrement its inFlight.
     const known = this.byUrl.get(report.url);
     if (known) Object.assign(known, report, { lastSeen: now });
-    else this.byUrl.set(report.url, { ...report, lastSeen: now, inFlight: 0, fullsInFlight: 0, lastPicked: 0 });
+    else this.byUrl.set(report.url, { ...report, lastSeen: now, inFlight: 0, fullsInFlight: 0, lastPicked: 0, answeredAt: 0 });
   }
 
   /** A decoder we could not connect to is gone until it heartbeats again. */

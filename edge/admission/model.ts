@@ -31,13 +31,16 @@ export class FifoSemaphore {
     return this.capacity;
   }
 
+  /** Takes a permit if one is free now and nobody waits for it (no overtaking). */
+  tryAcquire(): boolean {
+    if (this.queue.length > 0 || this.held >= this.capacity) return false;
+    this.held++;
+    return true;
+  }
+
   /** Resolves once a permit is held; rejects with the signal's reason if it aborts first. */
   acquire(signal: AbortSignal): Promise<void> {
-    // No overtaking: a free permit goes to the queue's head, never to a newcomer.
-    if (this.queue.length === 0 && this.held < this.capacity) {
-      this.held++;
-      return Promise.resolve();
-    }
+    if (this.tryAcquire()) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const waiter = {
         grant: () => {
@@ -151,9 +154,18 @@ export class AdmissionModel {
     let shadowed = false;
     if (partition === "full") shadowed = this.checkFitsAtAll(estimateBytes, advanced);
 
-    const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(shed(partition, "no decode permit became free in time")), queueTimeoutMs);
-    const waitSignal = AbortSignal.any([signal, timeout.signal]);
+    // The queue timeout's timer and signal are made only when a permit is not free at once
+    // (a tile on an idle partition takes its permit without either).
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    let bounded: AbortSignal | undefined;
+    const waitSignal = () => {
+      if (!bounded) {
+        const timeout = new AbortController();
+        timer = setTimeout(() => timeout.abort(shed(partition, "no decode permit became free in time")), queueTimeoutMs);
+        bounded = AbortSignal.any([signal, timeout.signal]);
+      }
+      return bounded;
+    };
     let fullPermit = false;
     let globalPermit = false;
     let countedInUse = false;
@@ -254,10 +266,11 @@ export class AdmissionModel {
     return this.full.waiting === 0 && this.full.inUse < this.full.total;
   }
 
-  private async wait(gauge: "tileWaiting" | "fullWaiting", sem: FifoSemaphore, signal: AbortSignal): Promise<true> {
+  private async wait(gauge: "tileWaiting" | "fullWaiting", sem: FifoSemaphore, signal: () => AbortSignal): Promise<true> {
+    if (sem.tryAcquire()) return true;
     this[gauge]++;
     try {
-      await sem.acquire(signal);
+      await sem.acquire(signal());
       return true;
     } finally {
       this[gauge]--;

@@ -5,6 +5,7 @@ import type { IRequest } from "itty-router";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { DECODER, VERSION_HEADER } from "../../shared/protocol";
 import { viaAdmission, type Cost } from "../admission-client";
+import { ALLOW_ANY_ORIGIN } from "../cors";
 import type { EdgeConfig, Env } from "../env";
 import { errorCacheControl, imageCacheControl, isPermanentError, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
 
@@ -30,8 +31,21 @@ export interface DecodeRequest {
 export const decodedCacheKey = (origin: string, route: DecodeRequest["route"], id: string, canonical: string, version: string) =>
   `${origin}/__tessera/${route}/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`;
 
+/** ETags made lately, by cache key: a popular tile's hits ask for the same one again and again. */
+const etags = new Map<string, Promise<string>>();
+const ETAG_ENTRIES = 1000;
+
 /** One ETag per (source, pixels, version): equal for every spelling, new with every version. */
-export const decodedEtag = ({ id, version, canonical }: DecodeRequest) => strongEtag(id, version, canonical);
+export function decodedEtag({ route, id, version, canonical }: DecodeRequest): Promise<string> {
+  const key = decodedCacheKey("", route, id, canonical, version);
+  let etag = etags.get(key);
+  if (!etag) {
+    etag = strongEtag(id, version, canonical);
+    if (etags.size >= ETAG_ENTRIES) etags.delete(etags.keys().next().value!); // oldest first
+    etags.set(key, etag);
+  }
+  return etag;
+}
 
 /** 304, a cache hit, or the decoder's answer through admission (then stored). */
 export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, config: EdgeConfig, ctx: ExecutionContext): Promise<Response> {
@@ -43,37 +57,42 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
   const hit = await cache.match(key);
   if (hit) return answer(hit, d.headers, "hit");
 
-  const stored = await decode(env, config, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), req.signal, etag, d.cost());
-  ctx.waitUntil(cache.put(key, stored.clone()));
-  return answer(stored, d.headers, "miss");
+  // The admission DO hands over the whole answer at once; held whole here too, the bytes make
+  // the stored copy and the client's answer without a tee of a stream.
+  const { body, init } = await decode(env, config, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), req.signal, etag, d.cost());
+  ctx.waitUntil(cache.put(key, new Response(body, init)));
+  return answer(new Response(body, init), d.headers, "miss");
 }
 
 /** The decoder's answer as it is stored: bytes, type, ETag; or a client error, kept briefly. */
 async function decode(env: Env, config: EdgeConfig, path: string, signal: AbortSignal, etag: string, cost: Cost) {
+  let decoded: Response;
   try {
-    const decoded = await viaAdmission(env, path, signal, cost);
-    return new Response(decoded.body, {
-      headers: {
-        "content-type": decoded.headers.get("content-type") ?? "application/octet-stream",
-        "cache-control": imageCacheControl(config),
-        [VERSION_HEADER]: decoded.headers.get(VERSION_HEADER) ?? "",
-        etag,
-      },
-    });
+    decoded = await viaAdmission(env, path, signal, cost);
   } catch (err) {
     // A 4xx or 501 from the decoder is about this exact request: the same request gets it
     // again, so it is stored (briefly). Timeouts and overloads are not, nor a version that is
     // gone (the request is answered again from the current version).
     if (err instanceof HttpError && isPermanentError(err.status) && err.kind !== "version_gone") {
-      return errorResponse(err, { "cache-control": errorCacheControl(config) });
+      const refusal = errorResponse(err, { "cache-control": errorCacheControl(config) });
+      return { body: await refusal.arrayBuffer(), init: { status: refusal.status, headers: refusal.headers } };
     }
     throw err;
   }
+  const headers = {
+    "content-type": decoded.headers.get("content-type") ?? "application/octet-stream",
+    "cache-control": imageCacheControl(config),
+    [VERSION_HEADER]: decoded.headers.get(VERSION_HEADER) ?? "",
+    etag,
+  };
+  return { body: await decoded.arrayBuffer(), init: { headers } };
 }
 
+/** The stored answer with this request's headers: one new Response, already carrying CORS. */
 function answer(stored: Response, headers: Record<string, string>, status: "hit" | "miss"): Response {
   const out = new Response(stored.body, stored);
   if (stored.ok) for (const [k, v] of Object.entries(headers)) out.headers.set(k, v);
   out.headers.set(CACHE_STATUS_HEADER, status);
+  out.headers.set(...ALLOW_ANY_ORIGIN);
   return out;
 }

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { convertV4MiniflareOptions, Miniflare } from "miniflare";
+import { convertV4MiniflareOptions, Miniflare, type V4WorkerOptions } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -29,6 +29,8 @@ export interface StackOptions {
   vars?: Record<string, string>;
   /** Forward the decoders' logs to this process's stderr. */
   verbose?: boolean;
+  /** More Workers in the same workerd, reached by their `routes` (the edge takes every other request). */
+  workers?: V4WorkerOptions[];
 }
 
 export interface Stack {
@@ -89,16 +91,15 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   // them. (wrangler types these options as an index signature, hence the cast.)
   const { modulesRules: _, ...workerOptions } = unstable_getMiniflareWorkerOptions(`${ROOT}wrangler.toml`).workerOptions;
   const bindings = workerOptions.bindings as Record<string, unknown>;
+  const edge = {
+    ...workerOptions,
+    name: "tessera",
+    modules: true,
+    scriptPath: await buildEdge(),
+    bindings: { ...bindings, DECODER_SECRET: secret, ...opts.vars },
+  };
   const miniflare = new Miniflare(
-    convertV4MiniflareOptions({
-      ...workerOptions,
-      name: "tessera",
-      modules: true,
-      scriptPath: await buildEdge(),
-      bindings: { ...bindings, DECODER_SECRET: secret, ...opts.vars },
-      host: "127.0.0.1",
-      port: opts.port ?? 0,
-    }),
+    convertV4MiniflareOptions({ host: "127.0.0.1", port: opts.port ?? 0, workers: [edge, ...(opts.workers ?? [])] }),
   );
   const decoders: DecoderProcess[] = [];
   const stop = async () => {

@@ -11,6 +11,10 @@ declare namespace Cloudflare {
     TEST_WORKING_DECODER_URL: string;
     /** A working decoder only test/workers/coalescing.test.ts sends work to, so its counts are that file's. */
     TEST_COUNTED_DECODER_URL: string;
+    /** A working decoder only test/workers/decoder-connections.test.ts sends work to. */
+    TEST_CONNECTIONS_DECODER_URL: string;
+    /** Answers 200 and dies midway through the body. */
+    TEST_CUTTING_DECODER_URL: string;
   }
   interface GlobalProps {
     mainModule: TesseraWorker;

@@ -1,0 +1,254 @@
+// `npm run bench:stack`: the whole local stack (the edge Worker and the admission DO in workerd
+// through Miniflare, as `npm start` runs them, and one decoder) against iipsrv behind lighttpd,
+// over bench:decode's 8192² JPEG COG, and where each tier's CPU goes per miss.
+//
+// Every server runs on the same core (BENCH_SERVER_CPUS, default 0: workerd, the decoder,
+// iipsrv, lighttpd), this client on the other; 8 requests in flight. Both are sent the same list
+// of random distinct native 256² tiles, IIIF URLs each, cut into ROUNDS chunks run alternately,
+// after an untimed warm-up on bench:decode's warm copy. The stack reads a fresh copy of the file
+// (its own id), so every one of its tiles is a miss at the edge and a first decode at the decoder.
+//
+// Per-tier CPU, from /proc/<pid>/stat (utime + stime) over each timed window:
+//   decoder   the decoder process ÷ tiles, in the stack; and again with the same tiles of another
+//             copy sent to it directly, signed, as bench:decode does: the difference is what the
+//             stack makes it do beyond decoding.
+//   workerd   the workerd process (the Worker, the DO, and Miniflare's own entry Worker and Cache
+//             API service) ÷ misses.
+//   DO        workerd's clock only moves on I/O, so the DO cannot time itself. A probe Worker in
+//             the same workerd sends each request of a third copy straight to the DO, as the edge
+//             does on a miss, and streams the answer back; interleaved with it, the probe answers
+//             as many requests with a body of the same size without the DO. The DO's share is the
+//             difference of workerd's CPU between the two, per request: the DO's own code, its
+//             stub call and its fetch to the decoder.
+//   Cache API the probe making one Cache API lookup (a miss) and one store of a body that size,
+//             minus the probe alone: Miniflare's local Cache API service, which on Cloudflare is
+//             not the Worker's CPU.
+//   Worker    what is left of workerd's per miss: the edge's own code.
+//
+//   npm run bench:stack    (BENCH_TILES tiles per list, default all 1024; BENCH_ROUNDS, default 4)
+//
+// Needs what bench:decode needs (gdal-bin, iipimage-server, lighttpd). Ports 9290–9294.
+
+import { execFileSync } from "node:child_process";
+import { copyFileSync, rmSync } from "node:fs";
+import path from "node:path";
+import { ESTIMATE_HEADER, PARTITION_HEADER } from "../shared/cost";
+import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
+import { startStack } from "../infra/local/stack";
+import { closeIdleConnections, cpuSeconds, DIR, drive, FILE, get, grid, ID, makeFixture, shuffled, startIipsrv, WARM_ID, workerdPid, type Server, type Tile } from "./decode";
+
+const EDGE_PORT = 9290;
+const DECODER_PORT = 9291;
+const IIP_PORT = 9292;
+const LIGHTTPD_PORT = 9293;
+const SERVER_CPUS = process.env.BENCH_SERVER_CPUS ?? "0";
+const CLIENT_CPUS = process.env.BENCH_CLIENT_CPUS ?? "1";
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const TILES = shuffled(grid(256, 256, 256), 1).slice(0, Number(process.env.BENCH_TILES ?? Infinity));
+const SECRET = "bench-stack-secret";
+const PROBE_HOST = "probe.bench";
+
+/**
+ * Sends each request to the admission DO as the edge does on a miss; or answers a body of the
+ * same size without it (/baseline), or after a Cache API lookup that misses and a store (/cache).
+ */
+const PROBE_WORKER = `
+export default {
+  async fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    const body = () => new Response(new Uint8Array(Number(url.searchParams.get("bytes"))), { headers: { "content-type": "image/jpeg", "cache-control": "max-age=3600" } });
+    if (url.pathname === "/baseline") return body();
+    if (url.pathname === "/cache") {
+      const key = "https://probe.bench/stored/" + url.searchParams.get("key");
+      if (await caches.default.match(key)) throw new Error("every key is new: a hit is a bench bug");
+      const res = body();
+      ctx.waitUntil(caches.default.put(key, res.clone()));
+      return res;
+    }
+    const stub = env.ADMISSION.get(env.ADMISSION.idFromName("default"));
+    return stub.fetch(new Request("https://admission" + url.pathname + url.search, {
+      signal: request.signal,
+      headers: { "${PARTITION_HEADER}": "tile", "${ESTIMATE_HEADER}": "0" },
+    }));
+  },
+};`;
+
+function log(msg: string) {
+  process.stdout.write(`${msg}\n`);
+}
+
+/** Pins every thread of `pid` to `cpus`. */
+const pin = (pid: number, cpus: string) => execFileSync("taskset", ["-a", "-cp", cpus, String(pid)], { stdio: "ignore" });
+
+/** A fresh copy of the fixture under its own id, so nothing has seen its tiles. */
+function freshCopy(name: string): string {
+  const id = `stack-${process.pid}-${name}`;
+  copyFileSync(FILE, path.join(DIR, `${id}.tif`));
+  return id;
+}
+
+const iiifPath = (id: string, { region, out }: Tile) => `/iiif/3/${id}/${region.join(",")}/${out},${out}/0/default.jpg`;
+
+/** Wall seconds and each process's CPU seconds over a timed window. */
+interface Window {
+  seconds: number;
+  cpu: Record<string, number>;
+  bytes: number;
+}
+
+async function timed(requests: (() => Promise<number>)[], pids: Record<string, number>): Promise<Window> {
+  // A window can last about a keep-alive timeout: each starts on fresh connections (8 accepts).
+  closeIdleConnections();
+  const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
+  let bytes = 0;
+  const started = performance.now();
+  await drive(
+    requests.map((r) => async () => {
+      const n = await r();
+      bytes += n;
+      return n;
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return { seconds, bytes, cpu: Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid) - before[k]])) };
+}
+
+function add(total: Window | undefined, w: Window): Window {
+  if (!total) return w;
+  return {
+    seconds: total.seconds + w.seconds,
+    bytes: total.bytes + w.bytes,
+    cpu: Object.fromEntries(Object.entries(w.cpu).map(([k, v]) => [k, v + (total.cpu[k] ?? 0)])),
+  };
+}
+
+/** Runs `phases` over the tile list, each chunk on each phase in turn (the first phase rotating). */
+async function interleaved(phases: Record<string, (t: Tile) => () => Promise<number>>, pids: Record<string, number>) {
+  const names = Object.keys(phases);
+  const out: Record<string, Window> = {};
+  const chunk = Math.ceil(TILES.length / ROUNDS);
+  for (let r = 0; r < ROUNDS; r++) {
+    const tiles = TILES.slice(r * chunk, (r + 1) * chunk);
+    for (const name of [...names.slice(r % names.length), ...names.slice(0, r % names.length)]) {
+      out[name] = add(out[name], await timed(tiles.map(phases[name]), pids));
+    }
+  }
+  return out;
+}
+
+async function signedDecoderPath(pathAndQuery: string): Promise<Record<string, string>> {
+  return { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", pathAndQuery) };
+}
+
+async function main(): Promise<void> {
+  execFileSync("taskset", ["-cp", CLIENT_CPUS, String(process.pid)], { stdio: "ignore" });
+  makeFixture();
+  const ids = { stack: freshCopy("edge"), probe: freshCopy("probe"), direct: freshCopy("direct") };
+  // Removed however the run ends, a failed start included.
+  process.once("exit", () => Object.values(ids).forEach((id) => rmSync(path.join(DIR, `${id}.tif`), { force: true })));
+  const stack = await startStack({
+    port: EDGE_PORT,
+    decoderPort: DECODER_PORT,
+    vars: { DECODER_SECRET: SECRET },
+    // BENCH_DECODER_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the decoder.
+    decoderEnv: { TESSERA_DECODER_SECRET: SECRET, TESSERA_DATA_DIR: DIR, UV_THREADPOOL_SIZE: "1", NODE_OPTIONS: process.env.BENCH_DECODER_NODE_OPTIONS ?? "" },
+    workers: [
+      {
+        name: "probe",
+        modules: true,
+        script: PROBE_WORKER,
+        routes: [`${PROBE_HOST}/*`],
+        durableObjects: { ADMISSION: { className: "AdmissionDO", scriptName: "tessera" } },
+      },
+    ],
+  });
+  let iipsrv: Server | undefined;
+  try {
+    iipsrv = await startIipsrv(IIP_PORT, LIGHTTPD_PORT, SERVER_CPUS);
+    const pids = { workerd: workerdPid(stack.url), decoder: stack.decoders[0].process.pid! };
+    pin(pids.workerd, process.env.BENCH_WORKERD_CPUS ?? SERVER_CPUS);
+    pin(pids.decoder, SERVER_CPUS);
+    const version = async (id: string) => {
+      const p = DECODER.info(id);
+      const res = await fetch(`${stack.decoders[0].url}${p}`, { headers: await signedDecoderPath(p) });
+      return ((await res.json()) as { version: string }).version;
+    };
+    const versions = { warm: await version(WARM_ID), probe: await version(ids.probe), direct: await version(ids.direct) };
+    const decoderPath = (id: string, t: Tile, v: string) => DECODER.image(id, `${t.region.join(",")}/${t.out},${t.out}/0/default.jpg`, v);
+
+    // Warm-up, untimed: JIT, connections, the source opens, and the decoder's block cache filled
+    // (its memory first touched: ~100 page faults a tile while it grows) with every block of
+    // another copy, so no timed window pays for that more than another.
+    const signedGet = async (p: string) => {
+      const headers = await signedDecoderPath(p);
+      return () => get(DECODER_PORT, p, headers);
+    };
+    await drive(await Promise.all(grid(256, 256, 256).map((t) => signedGet(decoderPath(WARM_ID, t, versions.warm)))));
+    const warm = TILES.slice(0, 96);
+    await drive(warm.map((t) => () => get(EDGE_PORT, iiifPath(WARM_ID, t))));
+    await drive(warm.map((t) => () => get(LIGHTTPD_PORT, `/iiif/${WARM_ID}.tif/${t.region.join(",")}/${t.out},/0/default.jpg`)));
+    for (const id of Object.values(ids)) await get(EDGE_PORT, `/iiif/3/${id}/info.json`);
+
+    const decoderRequests = async () => {
+      const text = await (await fetch(`${stack.decoders[0].url}/metrics`)).text();
+      return [...text.matchAll(/^tessera_decoder_requests_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    const requestsBefore = await decoderRequests();
+    // 1. The stack against iipsrv, chunks alternating.
+    const versus = await interleaved(
+      {
+        stack: (t) => () => get(EDGE_PORT, iiifPath(ids.stack, t)),
+        iipsrv: (t) => () => get(LIGHTTPD_PORT, `/iiif/${ID}.tif/${t.region.join(",")}/${t.out},/0/default.jpg`),
+      },
+      { ...pids, iipsrv: iipsrv.pids[0], lighttpd: iipsrv.pids[1] },
+    );
+    const decoderRequestsPerMiss = ((await decoderRequests()) - requestsBefore) / TILES.length;
+    const meanBytes = Math.round(versus.stack.bytes / TILES.length);
+    // 2. The decoder alone, the same tiles of another copy: its CPU per tile without the stack.
+    // (Signed ahead, so the client's work stays out of the timed windows.)
+    const directRequests = new Map(await Promise.all(TILES.map(async (t) => [t, await signedGet(decoderPath(ids.direct, t, versions.direct))] as const)));
+    const direct = await interleaved({ direct: (t) => directRequests.get(t)! }, pids);
+    // 3. The DO alone (through the probe) against the probe answering alike without it.
+    const probeHeaders = { host: PROBE_HOST };
+    const split = await interleaved(
+      {
+        admission: (t) => () => get(EDGE_PORT, decoderPath(ids.probe, t, versions.probe), probeHeaders),
+        cache: (t) => () => get(EDGE_PORT, `/cache?bytes=${meanBytes}&key=${process.pid}-${t.region.join("-")}`, probeHeaders),
+        baseline: () => () => get(EDGE_PORT, `/baseline?bytes=${meanBytes}`, probeHeaders),
+      },
+      pids,
+    );
+
+    const n = TILES.length;
+    const ms = (s: number) => ((s * 1000) / n).toFixed(2);
+    const stackRate = n / versus.stack.seconds;
+    const iipRate = n / versus.iipsrv.seconds;
+    const workerdPerMiss = versus.stack.cpu.workerd;
+    const doCpu = split.admission.cpu.workerd - split.baseline.cpu.workerd;
+    const cacheCpu = split.cache.cpu.workerd - split.baseline.cpu.workerd;
+    const workerCpu = workerdPerMiss - doCpu - cacheCpu - split.baseline.cpu.workerd;
+    // Tiles per CPU-second of all each side's processes: what other load on the machine moves
+    // much less than tiles per wall-second.
+    const stackCpu = versus.stack.cpu.workerd + versus.stack.cpu.decoder;
+    const iipCpu = versus.iipsrv.cpu.iipsrv + versus.iipsrv.cpu.lighttpd;
+    log(`${n} distinct native 256² tiles per list, 8 in flight, servers on cpu ${SERVER_CPUS}, ${ROUNDS} alternating chunks; mean tile ${meanBytes} bytes`);
+    log(`stack   ${stackRate.toFixed(0)} tiles/s: decoder ${ms(versus.stack.cpu.decoder)} ms/tile, workerd ${ms(workerdPerMiss)} ms/miss (${ms(stackCpu)} ms/tile in all)`);
+    log(`decoder requests per miss: ${decoderRequestsPerMiss.toFixed(2)}`);
+    log(`iipsrv  ${iipRate.toFixed(0)} tiles/s: iipsrv ${ms(versus.iipsrv.cpu.iipsrv)} ms/tile, lighttpd ${ms(versus.iipsrv.cpu.lighttpd)} ms/tile`);
+    log(`per CPU-second: stack ${(n / stackCpu).toFixed(0)} tiles, iipsrv ${(n / iipCpu).toFixed(0)} tiles, ratio ${(iipCpu / stackCpu).toFixed(2)}`);
+    log(`decoder alone (signed requests, no edge) ${(n / direct.direct.seconds).toFixed(0)} tiles/s: ${ms(direct.direct.cpu.decoder)} ms/tile`);
+    log(
+      `workerd per miss ${ms(workerdPerMiss)} ms: DO ${ms(doCpu)} ms (probe→DO ${ms(split.admission.cpu.workerd)} ms − probe alone ${ms(split.baseline.cpu.workerd)} ms), ` +
+        `Miniflare's Cache API lookup + store ${ms(cacheCpu)} ms, Miniflare's entry and HTTP in/out ${ms(split.baseline.cpu.workerd)} ms, the Worker's own code the rest, ${ms(workerCpu)} ms`,
+    );
+    log(`stack_tiles_per_s=${stackRate.toFixed(1)} iipsrv_tiles_per_s=${iipRate.toFixed(1)} ratio=${(stackRate / iipRate).toFixed(2)} do_cpu_ms_per_miss=${ms(doCpu)}`);
+  } finally {
+    await iipsrv?.stop();
+    await stack.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exitCode = 1;
+});
