@@ -16,10 +16,8 @@ import { renderDirectJpeg } from "./jpeg-encode";
 import type { EncodedAnswer } from "./prepared-decode";
 import type { Reservation } from "./work-budget";
 
-export interface RenderedImage {
-  body: Buffer;
-  contentType: string;
-}
+/** An answer with no pooled memory to give back: what a render-pool thread can hand over. */
+export type RenderedImage = Pick<EncodedAnswer, "body" | "contentType">;
 
 /**
  * Configures libvips for a service that schedules its own work. Call once at decoder start.
