@@ -1,20 +1,20 @@
-// The edge's only way to a decoder: through the admission Durable Object.
+// The edge's only way to a decoder: through an admission Durable Object, the shard of the
+// region that serves the source (admission/placement.ts).
 import { classify, PARTITION_HEADER, ESTIMATE_HEADER, type Partition } from "../shared/cost";
 import { errorFromResponse, HttpError } from "../shared/errors";
-import type { EdgeConfig, Env } from "./env";
-
-const admissionStub = (env: Env) => env.ADMISSION.get(env.ADMISSION.idFromName("default"));
+import { NO_DECODERS_HEADER, shardStub, sourceShards, type Shard } from "./admission/placement";
+import { edgeConfig, type EdgeConfig, type Env } from "./env";
 
 /**
- * One call to the admission DO. A DO that cannot take the call (overloaded, reset, being
+ * One call to one admission DO. A DO that cannot take the call (overloaded, reset, being
  * replaced) is a transient condition: 503 + Retry-After, never a 502.
  */
-export async function callAdmission(env: Env, request: Request): Promise<Response> {
+export async function callShard(env: Env, shard: Shard, request: Request): Promise<Response> {
   try {
-    return await admissionStub(env).fetch(request);
+    return await shardStub(env, edgeConfig(env).placement, shard).fetch(request);
   } catch (err) {
     if (request.signal.aborted) throw err; // the client is gone: nobody reads the answer
-    console.error(JSON.stringify({ level: "error", msg: `admission DO call failed: ${String(err)}` }));
+    console.error(JSON.stringify({ level: "error", msg: `admission DO call failed: ${String(err)}`, shard: shard.name }));
     throw new HttpError("overloaded", "admission is unavailable; retry shortly", 1);
   }
 }
@@ -33,20 +33,34 @@ export const coarseCost = (estimateBytes: number, config: EdgeConfig): Cost => (
 
 const METADATA: Cost = { partition: "tile", estimateBytes: 0 };
 
-/** Sends a decoder request through admission; non-OK answers are thrown as HttpError. */
+/**
+ * Sends a decoder request about `sourceId` (a source, or a style document's name) through
+ * admission: to the nearest region that serves it, and on to the next while a region answers
+ * that it has no live decoder. Non-OK answers are thrown as HttpError.
+ */
 export async function viaAdmission(
   env: Env,
+  sourceId: string,
   decoderPath: string,
   signal: AbortSignal,
   cost: Cost = METADATA,
 ): Promise<Response> {
-  const res = await callAdmission(
-    env,
-    new Request(`https://admission${decoderPath}`, {
-      signal,
-      headers: { [PARTITION_HEADER]: cost.partition, [ESTIMATE_HEADER]: String(cost.estimateBytes) },
-    }),
-  );
+  const ask = (shard: Shard) =>
+    callShard(
+      env,
+      shard,
+      new Request(`https://admission${decoderPath}`, {
+        signal,
+        headers: { [PARTITION_HEADER]: cost.partition, [ESTIMATE_HEADER]: String(cost.estimateBytes) },
+      }),
+    );
+  const [nearest, ...others] = sourceShards(edgeConfig(env).placement, sourceId);
+  let res = await ask(nearest);
+  for (const next of others) {
+    if (!res.headers.has(NO_DECODERS_HEADER)) break;
+    await res.body?.cancel(); // only the last region's "no decoder" is the client's answer
+    res = await ask(next);
+  }
   if (!res.ok) throw await errorFromResponse(res);
   return res;
 }

@@ -1,10 +1,11 @@
 // The Worker's bindings (wrangler.toml) and their parsed, validated form.
 import { admissionConfig, type AdmissionConfig, type AdmissionVars } from "../shared/admission-config";
 import { badConfig, intVar } from "../shared/config";
+import { placement, type Placement, type PlacementVars } from "../shared/regions";
 import type { AdmissionDO } from "./admission/admission-do";
 import type { SizeLimits } from "../shared/iiif/info";
 
-export interface Env extends AdmissionVars {
+export interface Env extends AdmissionVars, PlacementVars {
   ADMISSION: DurableObjectNamespace<AdmissionDO>;
   DECODER_SECRET: string;
   METRICS_TOKEN?: string;
@@ -21,6 +22,8 @@ export interface Env extends AdmissionVars {
   TRUST_FORWARDED_HEADERS?: string;
   PLAIN_ID_MODE?: string;
   COALESCE?: string;
+  /** Tests only: the admission shard ("region/shard") that throws on every call, to show what else keeps working. */
+  TEST_THROWING_SHARD?: string;
 }
 
 /** How answers under a plain id keep viewers from mixing versions (docs/operators.md). */
@@ -35,6 +38,8 @@ export interface EdgeConfig {
   imageMaxAge: number;
   infoMaxAge: number;
   admission: AdmissionConfig;
+  /** The regions, their shards, and which serve which sources. */
+  placement: Placement;
   staleWhileRevalidate: number;
   errorMaxAge: number;
   /** Output limits declared in info.json and enforced (undefined: unlimited). */
@@ -76,6 +81,7 @@ function parseConfig(env: Env): EdgeConfig {
     imageMaxAge: intVar(env, "IMAGE_MAX_AGE", { min: 0 }),
     infoMaxAge: intVar(env, "INFO_MAX_AGE", { min: 0 }),
     admission: admissionConfig(env),
+    placement: placement(env),
     staleWhileRevalidate: intVar(env, "STALE_WHILE_REVALIDATE", { min: 0 }),
     errorMaxAge: intVar(env, "ERROR_MAX_AGE", { min: 0 }),
     limits: {

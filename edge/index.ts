@@ -3,9 +3,9 @@ import { Router, type IRequest } from "itty-router";
 import { ConfigError } from "../shared/config";
 import { errorResponse, HttpError, notFound } from "../shared/errors";
 import { HEARTBEAT_PATH } from "../shared/registration";
-import { callAdmission } from "./admission-client";
-import { AdmissionDO, METRICS_PATH } from "./admission/admission-do";
+import { AdmissionDO } from "./admission/admission-do";
 import { heartbeatHandler } from "./admission/heartbeat-route";
+import { shardMetrics } from "./admission/shard-metrics";
 import { bearerMatches, unauthorized } from "./auth";
 import { corsify, preflight } from "./cors";
 import { edgeConfig, type Env } from "./env";
@@ -59,7 +59,7 @@ async function metricsHandler(req: IRequest, env: Env): Promise<Response> {
   if (config.metricsToken && !(await bearerMatches(req, config.metricsToken))) {
     return unauthorized("GET /metrics needs Authorization: Bearer <METRICS_TOKEN>", "metrics");
   }
-  return callAdmission(env, new Request(`https://admission${METRICS_PATH}`));
+  return shardMetrics(env, config.placement);
 }
 
 /** Every failure becomes an answer from the one error table; client errors may be cached. */

@@ -65,7 +65,7 @@ export async function sourceInfo(
     return info;
   }
   try {
-    const res = await viaAdmission(env, DECODER.info(source.id, source.version), signal);
+    const res = await viaAdmission(env, source.id, DECODER.info(source.id, source.version), signal);
     const info = (await res.json()) as SourceInfo;
     const maxAge = source.version === undefined ? config.infoMaxAge : SNAPSHOT_MAX_AGE;
     const expires = Date.now() + maxAge * 1000;

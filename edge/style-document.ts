@@ -24,7 +24,7 @@ async function styleDocument(name: string, env: Env, config: EdgeConfig, ctx: Ex
   if (hit?.status === 404) throw notFound(await hit.text());
   if (hit) return parseStyleDocument(await hit.text(), name);
   try {
-    const text = await (await viaAdmission(env, DECODER.style(name), signal)).text();
+    const text = await (await viaAdmission(env, name, DECODER.style(name), signal)).text();
     const doc = parseStyleDocument(text, name);
     ctx.waitUntil(cache.put(styleKey(name), new Response(text, { headers: { "cache-control": `max-age=${config.infoMaxAge}` } })));
     return doc;

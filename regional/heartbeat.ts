@@ -6,11 +6,13 @@
 //   TESSERA_DECODER_PUBLIC_URL    where the DO reaches this decoder (default: the listen URL)
 //   TESSERA_HEARTBEAT_INTERVAL    seconds between heartbeats (5; keep well under DECODER_TTL)
 //   TESSERA_DECODER_MEMORY_LIMIT  bytes reported; 0 = cgroup v2, else cgroup v1, else total RAM
+//   TESSERA_REGION                the edge region (one of its REGIONS) this decoder serves; unset = its default
 
 import { readFile } from "node:fs/promises";
 import { totalmem } from "node:os";
-import { intVar } from "../shared/config";
+import { badConfig, intVar } from "../shared/config";
 import { signRequest, SIGNATURE_HEADER } from "../shared/protocol";
+import { REGION_NAME } from "../shared/regions";
 import { heartbeatTarget, type Heartbeat } from "../shared/registration";
 import type { LogRecord } from "./server";
 
@@ -19,6 +21,7 @@ export interface HeartbeatConfig {
   publicUrl?: string;
   intervalMs: number;
   memoryLimit: number;
+  region?: string;
 }
 
 export function readHeartbeatConfig(env: NodeJS.ProcessEnv = process.env): HeartbeatConfig {
@@ -27,7 +30,16 @@ export function readHeartbeatConfig(env: NodeJS.ProcessEnv = process.env): Heart
     publicUrl: env.TESSERA_DECODER_PUBLIC_URL?.replace(/\/$/, "") || undefined,
     intervalMs: intVar(env, "TESSERA_HEARTBEAT_INTERVAL", { min: 1, fallback: 5 }) * 1000,
     memoryLimit: intVar(env, "TESSERA_DECODER_MEMORY_LIMIT", { fallback: 0 }),
+    region: region(env.TESSERA_REGION),
   };
+}
+
+/** A region name as REGIONS spells them; whether the edge knows it, its answer to the heartbeat says. */
+function region(raw: string | undefined): string | undefined {
+  const text = (raw ?? "").trim();
+  if (!text) return undefined;
+  if (!REGION_NAME.test(text)) throw badConfig("TESSERA_REGION", `must be a region name of a-z, 0-9 and "-", got ${JSON.stringify(raw)}`);
+  return text;
 }
 
 /** cgroup v1 reports "no limit" as a huge page-rounded number rather than "max". */

@@ -87,6 +87,7 @@ async function main(): Promise<void> {
           url: heartbeat.publicUrl ?? `http://${shownHost}:${addr.port}`,
           capacity,
           memoryBytes: heartbeat.memoryLimit || (await detectMemoryLimit()),
+          region: heartbeat.region,
         },
         intervalMs: heartbeat.intervalMs,
         log: jsonLog,

@@ -15,6 +15,8 @@ export interface Heartbeat {
   capacity: number;
   /** Its memory limit: cgroup v2, else cgroup v1, else total memory (or an operator override). */
   memoryBytes: number;
+  /** The region it serves (TESSERA_REGION); absent: the edge's DEFAULT_REGION. */
+  region?: string;
 }
 
 export async function sha256Hex(text: string): Promise<string> {
@@ -33,7 +35,7 @@ export function parseHeartbeat(body: string): Heartbeat {
   } catch {
     throw badRequest("heartbeat body is not JSON");
   }
-  const { url, capacity, memoryBytes } = value;
+  const { url, capacity, memoryBytes, region } = value;
   if (typeof url !== "string" || !/^https?:\/\/[^/?#]+/.test(url)) {
     throw badRequest("heartbeat url must be an http(s) URL");
   }
@@ -41,5 +43,6 @@ export function parseHeartbeat(body: string): Heartbeat {
   if (!Number.isInteger(memoryBytes) || memoryBytes! < 1) {
     throw badRequest("heartbeat memoryBytes must be a whole number ≥ 1");
   }
-  return { url: url.replace(/\/$/, ""), capacity: capacity!, memoryBytes: memoryBytes! };
+  if (region !== undefined && (typeof region !== "string" || !region)) throw badRequest("heartbeat region must be a region's name");
+  return { url: url.replace(/\/$/, ""), capacity: capacity!, memoryBytes: memoryBytes!, ...(region !== undefined && { region }) };
 }

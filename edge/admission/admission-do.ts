@@ -4,6 +4,8 @@
 // error, client abort, deadline. Every grant is also a lease with a deadline that a DO alarm
 // enforces, so a path that never ends (a hung pipe, a bug) still cannot keep its permits.
 // Identical decodes at once are admitted and decoded once, their answer given to all (coalesce.ts).
+// A region with ADMISSION_SHARDS shards has that many of these DOs, each admitting within its
+// fixed share of the region's permits and memory (shared/regions.ts, shardShare).
 
 import { connect } from "cloudflare:sockets";
 import { DurableObject } from "cloudflare:workers";
@@ -11,11 +13,13 @@ import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, PARTITION_HEAD
 import { errorResponse, HttpError } from "../../shared/errors";
 import { untilAborted } from "../../shared/abort";
 import { DECODER, DECODER_FILE_PREFIX, isDecodePath, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
+import { shardFromName, shardShare } from "../../shared/regions";
 import { parseHeartbeat } from "../../shared/registration";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { Flights, type Deadline } from "./coalesce";
 import { ANSWER_VOUCHES_MS, DecoderRegistry, type Decoder } from "./decoders";
 import { admissionMetrics } from "./metrics";
+import { NO_DECODERS_HEADER } from "./placement";
 import { AdmissionModel, type Grant } from "./model";
 
 /** DO-internal paths the edge uses for the metrics page and decoder heartbeats. */
@@ -61,10 +65,13 @@ export class AdmissionDO extends DurableObject<Env> {
   /** /file transfers streaming now: they hold no decode permit, only a place under their own cap. */
   fileTransfers = 0;
   private alarmAt: number | undefined;
+  /** This DO's shard of its region ("region/shard" names it; "default" is shard 0 of 1). */
+  private readonly shard: number;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = edgeConfig(env);
+    this.shard = shardFromName(ctx.id.name);
     const a = this.config.admission;
     if (a.unrecognizedMode !== undefined) {
       console.log(
@@ -80,6 +87,9 @@ export class AdmissionDO extends DurableObject<Env> {
   }
 
   async fetch(request: Request): Promise<Response> {
+    if (this.env.TEST_THROWING_SHARD !== undefined && this.env.TEST_THROWING_SHARD === this.ctx.id.name) {
+      throw new Error(`TEST_THROWING_SHARD: shard ${this.ctx.id.name} throws`);
+    }
     const url = new URL(request.url);
     try {
       if (url.pathname === METRICS_PATH) {
@@ -103,7 +113,10 @@ export class AdmissionDO extends DurableObject<Env> {
       return await this.decode(url.pathname + url.search, partition, estimate, request.signal);
     } catch (err) {
       // A client that went away is not a DO failure (and reads no answer).
-      return errorResponse(err instanceof HttpError || request.signal.aborted ? err : failing(err));
+      const res = errorResponse(err instanceof HttpError || request.signal.aborted ? err : failing(err));
+      // Another region that serves the source may have decoders: the edge tries it next.
+      if (res.status === 503 && this.decoders.live(Date.now()).length === 0) res.headers.set(NO_DECODERS_HEADER, "1");
+      return res;
     }
   }
 
@@ -209,11 +222,12 @@ export class AdmissionDO extends DurableObject<Env> {
     }
   }
 
-  /** NTHREADS / MEMORY_LIMIT, or with 0 the sums the live decoders report. */
+  /** This shard's share of NTHREADS / MEMORY_LIMIT, or with 0 of the sums the region's live decoders report. */
   private resize(): void {
     const { nthreads, memoryLimit } = this.config.admission;
     const live = this.decoders.totals(Date.now());
-    this.model.resize(nthreads || live.capacity, memoryLimit || live.memoryBytes, live.largestMemoryBytes);
+    const share = (total: number) => shardShare(total, this.shard, this.config.placement.shards);
+    this.model.resize(share(nthreads || live.capacity), share(memoryLimit || live.memoryBytes), live.largestMemoryBytes);
   }
 
   /**

@@ -5,14 +5,18 @@
 // that asset of the mosaic instead, so its next lookup opens a fresh snapshot; tiles already
 // cached keep the mosaic document's version and expire as tiles do. Needs `Authorization: Bearer <ADMIN_TOKEN>`; without ADMIN_TOKEN set the route
 // refuses everyone. A body, if any, is read under BODY_READ_TIMEOUT and ignored.
+// Every region hears it (any of them may have opened the source), through the shard that admits
+// the source there; each shard reaches every decoder of its region.
 import type { IRequest } from "itty-router";
-import { callAdmission } from "../admission-client";
+import { callShard } from "../admission-client";
 import { INVALIDATE_DO_PATH } from "../admission/admission-do";
+import { NO_DECODERS_HEADER, shard } from "../admission/placement";
+import { shardOf } from "../../shared/regions";
 import { readBodyWithin } from "../request-body";
 import { bearerMatches, unauthorized } from "../auth";
 import { edgeConfig, type Env } from "../env";
 import { forgetSourceInfo } from "../source-info";
-import { badRequest, errorFromResponse } from "../../shared/errors";
+import { badRequest, errorFromResponse, HttpError } from "../../shared/errors";
 import { sourceRef } from "./params";
 
 export async function invalidateHandler(req: IRequest, env: Env): Promise<Response> {
@@ -28,10 +32,31 @@ export async function invalidateHandler(req: IRequest, env: Env): Promise<Respon
   if (member === "") throw badRequest("member must name an asset of the mosaic");
   await forgetSourceInfo({ id });
   const query = member === null ? "" : `?member=${encodeURIComponent(member)}`;
-  const res = await callAdmission(
-    env,
-    new Request(`https://admission${INVALIDATE_DO_PATH}${encodeURIComponent(id)}${query}`, { method: "POST", signal: req.signal }),
+  const p = config.placement;
+  const answers = await Promise.all(
+    p.regions.map(async ({ name }) => {
+      const path = `${INVALIDATE_DO_PATH}${encodeURIComponent(id)}${query}`;
+      const res = await callShard(env, shard(p, name, shardOf(p, id)), new Request(`https://admission${path}`, { method: "POST", signal: req.signal }));
+      if (!res.ok) {
+        const err = await errorFromResponse(res);
+        // A region without decoders has nothing open; another failure, the publisher retries
+        // (invalidating again is harmless).
+        if (res.headers.has(NO_DECODERS_HEADER)) return err;
+        throw p.configured ? new HttpError(err.kind, `region "${name}": ${err.message}`, err.retryAfterSeconds) : err;
+      }
+      return (await res.json()) as Counts;
+    }),
   );
-  if (!res.ok) throw await errorFromResponse(res);
-  return new Response(res.body, { headers: { "content-type": "application/json", "cache-control": "no-store" } });
+  const counted = answers.filter((a): a is Counts => !(a instanceof HttpError));
+  if (counted.length === 0) throw answers[0]; // no region has a decoder: the usual 503
+  const sum = (key: keyof Counts) => counted.reduce((n, a) => n + a[key], 0);
+  const body = { id, ...(member !== null && { member }), decoders: sum("decoders"), invalidated: sum("invalidated"), dropped: sum("dropped") };
+  return Response.json(body, { headers: { "cache-control": "no-store" } });
+}
+
+/** What each region's admission DO answers: its live decoders, those that confirmed, snapshots dropped. */
+interface Counts {
+  decoders: number;
+  invalidated: number;
+  dropped: number;
 }

@@ -16,7 +16,7 @@ export async function fileHandler(source: SourceRef, req: IRequest, env: Env, ct
   const headers = { "cache-control": bytesCacheControl(config, source) };
   const etag = await strongEtag("file", id, info.version);
   if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
-  const res = await viaAdmission(env, DECODER.file(id, info.version), req.signal);
+  const res = await viaAdmission(env, id, DECODER.file(id, info.version), req.signal);
   return new Response(res.body, {
     headers: {
       ...headers,
