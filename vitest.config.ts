@@ -5,6 +5,7 @@
 import { defineConfig } from "vitest/config";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { WORKERS_TEST_SECRET } from "./test/support/workers-global-setup.ts";
+import { REGIONS_TEST_SECRET } from "./test/support/workers-regions-setup.ts";
 
 export default defineConfig({
   test: {
@@ -41,7 +42,39 @@ export default defineConfig({
           name: "workers",
           isolate: true,
           include: ["test/workers/**/*.test.ts"],
+          exclude: ["test/workers/regions/**"],
           globalSetup: ["test/support/workers-global-setup.ts"],
+        },
+      },
+      // The same Worker and DO with four regions of two admission shards each, in front of
+      // four real decoders: two regions' worth, the far one faked on this machine.
+      {
+        plugins: [
+          cloudflareTest(({ inject }) => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                DECODER_SECRET: REGIONS_TEST_SECRET,
+                TEST_NEAR_DECODER_URLS: inject("nearDecoderUrls"),
+                TEST_FAR_DECODER_URLS: inject("farDecoderUrls"),
+                // "spare" never has a decoder: sources it serves first fail over to the next.
+                REGIONS: "spare:apac,near:weur,far:enam,broken:oc",
+                ADMISSION_SHARDS: "2",
+                SOURCE_REGIONS: "near-=near;far-=far;both-=spare|near|far;lost-=spare;broken-=broken",
+                DEFAULT_REGION: "near",
+                TEST_THROWING_SHARD: "broken/1",
+                DECODER_TTL: "60",
+                ADMIN_TOKEN: "admin-test-token",
+              },
+            },
+          })),
+        ],
+        test: {
+          name: "workers-regions",
+          isolate: true,
+          include: ["test/workers/regions/**/*.test.ts"],
+          globalSetup: ["test/support/workers-regions-setup.ts"],
+          testTimeout: 60_000,
         },
       },
       {

@@ -10,7 +10,7 @@
 import type { IRequest } from "itty-router";
 import { callShard } from "../admission-client";
 import { INVALIDATE_DO_PATH } from "../admission/admission-do";
-import { NO_DECODERS_HEADER, shard } from "../admission/placement";
+import { NO_DECODERS_HEADER, shard, type Shard } from "../admission/placement";
 import { shardOf } from "../../shared/regions";
 import { readBodyWithin } from "../request-body";
 import { bearerMatches, unauthorized } from "../auth";
@@ -33,25 +33,29 @@ export async function invalidateHandler(req: IRequest, env: Env): Promise<Respon
   await forgetSourceInfo({ id });
   const query = member === null ? "" : `?member=${encodeURIComponent(member)}`;
   const p = config.placement;
+  const path = `${INVALIDATE_DO_PATH}${encodeURIComponent(id)}${query}`;
   const answers = await Promise.all(
-    p.regions.map(async ({ name }) => {
-      const path = `${INVALIDATE_DO_PATH}${encodeURIComponent(id)}${query}`;
-      const res = await callShard(env, shard(p, name, shardOf(p, id)), new Request(`https://admission${path}`, { method: "POST", signal: req.signal }));
-      if (!res.ok) {
-        const err = await errorFromResponse(res);
-        // A region without decoders has nothing open; another failure, the publisher retries
-        // (invalidating again is harmless).
-        if (res.headers.has(NO_DECODERS_HEADER)) return err;
-        throw p.configured ? new HttpError(err.kind, `region "${name}": ${err.message}`, err.retryAfterSeconds) : err;
-      }
-      return (await res.json()) as Counts;
-    }),
+    p.regions.map(({ name }) =>
+      invalidateIn(env, shard(p, name, shardOf(p, id)), path, req.signal).catch((err) => {
+        // The publisher retries: invalidating again is harmless.
+        throw p.configured && err instanceof HttpError ? new HttpError(err.kind, `region "${name}": ${err.message}`, err.retryAfterSeconds) : err;
+      }),
+    ),
   );
   const counted = answers.filter((a): a is Counts => !(a instanceof HttpError));
   if (counted.length === 0) throw answers[0]; // no region has a decoder: the usual 503
   const sum = (key: keyof Counts) => counted.reduce((n, a) => n + a[key], 0);
   const body = { id, ...(member !== null && { member }), decoders: sum("decoders"), invalidated: sum("invalidated"), dropped: sum("dropped") };
   return Response.json(body, { headers: { "cache-control": "no-store" } });
+}
+
+/** One region's counts; its error when it has no live decoder (nothing is open there). */
+async function invalidateIn(env: Env, target: Shard, path: string, signal: AbortSignal): Promise<Counts | HttpError> {
+  const res = await callShard(env, target, new Request(`https://admission${path}`, { method: "POST", signal }));
+  if (res.ok) return (await res.json()) as Counts;
+  const err = await errorFromResponse(res);
+  if (res.headers.has(NO_DECODERS_HEADER)) return err;
+  throw err;
 }
 
 /** What each region's admission DO answers: its live decoders, those that confirmed, snapshots dropped. */

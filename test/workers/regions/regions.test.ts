@@ -1,0 +1,219 @@
+// Admission across regions and shards, through the real Worker and admission DOs in workerd and
+// four real decoders (test/support/workers-regions-setup.ts). A remote region cannot exist on
+// one machine: "near" and "far" are two regions by name, their decoders all local. The bindings
+// (vitest.config.ts) give four regions of two shards each, nearest first: "spare" (never a
+// decoder), "near", "far", and "broken", whose shard 1 throws on every call
+// (TEST_THROWING_SHARD, a binding only tests set). SOURCE_REGIONS maps id prefixes to them.
+// Which shard an id hashes to is fixed (FNV-1a); the ids here are chosen for it and checked.
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { placement, shardOf } from "../../../shared/regions";
+import { get, heartbeat } from "../helpers";
+
+const near = env.TEST_NEAR_DECODER_URLS.split(",");
+const far = env.TEST_FAR_DECODER_URLS.split(",");
+const shardOfId = (id: string) => shardOf(placement(env), id);
+
+/** Registers decoders in a region through the real heartbeat route (every shard of it hears). */
+async function register(urls: string[], region: string): Promise<Response[]> {
+  return Promise.all(urls.map((url) => heartbeat({ url, region, capacity: 2, memoryBytes: 4_000_000_000 })));
+}
+
+/** GET /metrics as `name region/shard` → value (samples with further labels are left out). */
+async function metrics(): Promise<Map<string, number>> {
+  const res = await get("/metrics");
+  expect(res.status).toBe(200);
+  const values = new Map<string, number>();
+  for (const line of (await res.text()).split("\n")) {
+    const m = /^(\w+)\{region="([^"]+)",shard="(\d+)"\} (\S+)$/.exec(line);
+    if (m) values.set(`${m[1]} ${m[2]}/${m[3]}`, Number(m[4]));
+  }
+  return values;
+}
+
+/** A metric of one shard, or summed over a region's shards. */
+const of = (m: Map<string, number>, name: string, region: string, shard?: number): number =>
+  shard !== undefined
+    ? m.get(`tessera_admission_${name} ${region}/${shard}`) ?? NaN
+    : [0, 1].reduce((sum, s) => sum + of(m, name, region, s), 0);
+
+/** Requests a decoder has answered, all statuses, on the routes the DO forwards (not /metrics). */
+async function answered(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return [...text.matchAll(/^tessera_decoder_requests_total\{route="(?!metrics")[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+}
+const answeredBy = async (urls: string[]) => (await Promise.all(urls.map(answered))).reduce((a, b) => a + b, 0);
+
+/** A distinct 64² tile of one of the test-pattern copies: never an edge-cache hit. */
+let tiles = 0;
+const tile = (id: string) => {
+  const n = tiles++;
+  return `/iiif/3/${id}/${(n % 15) * 64},${Math.floor(n / 15) * 64},64,64/64,/0/default.jpg`;
+};
+/** A distinct whole-image render of a 3000² copy: a full-partition decode. */
+let fulls = 0;
+const full = (id: string) => `/iiif/3/${id}/full/${2990 - fulls++},/0/default.jpg`;
+
+async function ok(path: string): Promise<number> {
+  const started = Date.now();
+  const res = await get(path);
+  expect(res.status, `${path}: ${res.status} ${res.status === 200 ? "" : await res.clone().text()}`).toBe(200);
+  await res.arrayBuffer();
+  return Date.now() - started;
+}
+
+beforeAll(async () => {
+  // The ids below were chosen for the shard they hash to.
+  expect(["near-pattern", "far-pattern", "both-pattern", "broken-a", "broken-b", "far-big-a", "far-big-b"].map(shardOfId)).toEqual([0, 1, 1, 0, 1, 1, 0]);
+  for (const res of [...(await register(near, "near")), ...(await register(far, "far"))]) expect(res.status).toBe(204);
+});
+
+describe("two regions (the far one faked on this machine) with two decoders each", () => {
+  it("gives every shard of a region its decoders and a fixed half of their 4 permits", async () => {
+    const m = await metrics();
+    for (const region of ["near", "far"]) {
+      for (const shard of [0, 1]) {
+        expect(of(m, "decoders_live", region, shard), `${region}/${shard}`).toBe(2);
+        expect(of(m, "permits_total", region, shard), `${region}/${shard}`).toBe(2);
+        expect(of(m, "tile_min_threads", region, shard)).toBe(1);
+        expect(of(m, "full_max_threads", region, shard)).toBe(1);
+      }
+      expect(of(m, "memory_limit_bytes", region)).toBe(8_000_000_000); // the region's envelope, split in two
+      expect(of(m, "shard_up", region)).toBe(2);
+    }
+    expect(of(m, "permits_total", "spare")).toBe(0);
+  });
+
+  it("decodes each source in the region that serves it", async () => {
+    const before = { near: await answeredBy(near), far: await answeredBy(far) };
+    for (let i = 0; i < 4; i++) await ok(tile("near-pattern"));
+    const afterNear = { near: await answeredBy(near), far: await answeredBy(far) };
+    expect(afterNear.near).toBeGreaterThanOrEqual(before.near + 4);
+    expect(afterNear.far).toBe(before.far);
+    for (let i = 0; i < 4; i++) await ok(tile("far-pattern"));
+    expect(await answeredBy(near)).toBe(afterNear.near);
+    expect(await answeredBy(far)).toBeGreaterThanOrEqual(afterNear.far + 4);
+  });
+
+  it("fails over to the next region that serves a source when the nearest has no live decoder", async () => {
+    const m0 = await metrics();
+    const nearBefore = await answeredBy(near);
+    const res = await get(tile("both-pattern")); // spare first: no decoder there, then near
+    expect(res.status).toBe(200);
+    expect(res.headers.has("x-tessera-no-decoders")).toBe(false);
+    await res.arrayBuffer();
+    expect(await answeredBy(near)).toBeGreaterThan(nearBefore);
+    const m1 = await metrics();
+    expect(of(m1, "tile_shed_total", "spare", 1)).toBeGreaterThan(of(m0, "tile_shed_total", "spare", 1));
+    // Served by spare alone, nothing else can: the usual 503.
+    const lost = await get(tile("lost-pattern"));
+    expect(lost.status).toBe(503);
+    expect(lost.headers.get("retry-after")).toBe("1");
+    expect(lost.headers.has("x-tessera-no-decoders")).toBe(false);
+    expect(await lost.json()).toMatchObject({ error: "overloaded" });
+  });
+
+  it("rejects a heartbeat naming a region the edge does not have, with 400", async () => {
+    const [res] = await register([near[0]], "mars");
+    expect(res.status).toBe(400);
+    expect((await res.json<{ message: string }>()).message).toBe(`heartbeat region "mars" is not one of the edge's REGIONS (spare, near, far, broken)`);
+  });
+
+  it("invalidates a source in every region, through the shard that admits it there", async () => {
+    const invalidate = () => get("/admin/sources/near-pattern/invalidate", { method: "POST", headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` } });
+    await ok(tile("near-pattern")); // a near decoder has it open
+    const res = await invalidate();
+    expect(res.status).toBe(200);
+    // near's 2 decoders and far's 2; spare and broken have none (nothing open there).
+    const answer = await res.json<{ decoders: number; invalidated: number; dropped: number }>();
+    expect(answer).toMatchObject({ id: "near-pattern", decoders: 4, invalidated: 4 });
+    expect(answer.dropped).toBeGreaterThanOrEqual(1);
+    expect(await (await invalidate()).json()).toEqual({ id: "near-pattern", decoders: 4, invalidated: 4, dropped: 0 });
+  });
+});
+
+describe("a crawler flood", () => {
+  it("of full-image renders in the far region leaves the near region's tiles unqueued, unshed and about as fast", async () => {
+    const latencies = async () => {
+      const ms: number[] = [];
+      for (let i = 0; i < 8; i++) ms.push(await ok(tile("near-pattern")));
+      return ms.sort((a, b) => a - b)[4];
+    };
+    await ok(tile("near-pattern")); // warm
+    const quiet = await latencies();
+    const m0 = await metrics();
+    // 16 distinct fulls, over both far shards: more than its 2 full permits can run at once.
+    const flood = Promise.all(Array.from({ length: 16 }, (_, i) => get(full(i % 2 ? "far-big-a" : "far-big-b")).then(async (r) => (await r.arrayBuffer(), r.status))));
+    await scheduler.wait(300);
+    const during = await latencies();
+    const mid = await metrics();
+    const statuses = await flood;
+    const m1 = await metrics();
+
+    expect(of(mid, "full_in_use", "far")).toBeGreaterThan(0); // the flood was on while the tiles ran
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0);
+    for (const name of ["tile_shed_total", "full_shed_total", "request_timeouts_total"]) {
+      expect(of(m1, name, "near"), name).toBe(of(m0, name, "near"));
+    }
+    expect(of(mid, "tile_waiting", "near")).toBe(0);
+    expect(of(mid, "full_waiting", "near")).toBe(0);
+    // The decoders share this machine's two cores, so CPU contention alone slows near's tiles a
+    // little; admission adds no wait. A generous bound: within 4× plus 250 ms of the quiet median.
+    expect(during, `median tile ${quiet} ms quiet, ${during} ms during the flood`).toBeLessThan(quiet * 4 + 250);
+  });
+
+  it("never holds more permits, fulls or reserved bytes in a region than the region has, summed over its shards", async () => {
+    const samples: Map<string, number>[] = [];
+    const flood = Promise.all([
+      ...Array.from({ length: 12 }, (_, i) => get(full(["far-big-a", "far-big-b", "far-big-c", "far-big-d"][i % 4]))),
+      ...Array.from({ length: 24 }, () => get(tile("far-pattern"))),
+    ]).then((all) => Promise.all(all.map((r) => r.arrayBuffer())));
+    let done = false;
+    void flood.finally(() => (done = true));
+    while (!done) {
+      samples.push(await metrics());
+      await scheduler.wait(50);
+    }
+    await flood;
+    expect(samples.length).toBeGreaterThan(3);
+    const peak = (f: (m: Map<string, number>) => number) => Math.max(...samples.map(f));
+    expect(peak((m) => of(m, "permits_total", "far"))).toBe(4);
+    expect(peak((m) => of(m, "permits_in_use", "far"))).toBeGreaterThan(1); // both shards were busy
+    expect(peak((m) => of(m, "permits_in_use", "far"))).toBeLessThanOrEqual(4);
+    expect(peak((m) => of(m, "full_in_use", "far"))).toBeLessThanOrEqual(2); // full_max 1 per shard
+    const fullMem = samples[0].get("tessera_decode_memory_budget_bytes far/0")! + samples[0].get("tessera_decode_memory_budget_bytes far/1")!;
+    expect(peak((m) => (m.get("tessera_decode_memory_reserved_bytes far/0") ?? 0) + (m.get("tessera_decode_memory_reserved_bytes far/1") ?? 0))).toBeLessThanOrEqual(fullMem);
+    for (const m of samples) {
+      for (const shard of [0, 1]) expect(of(m, "permits_in_use", "far", shard)).toBeLessThanOrEqual(of(m, "permits_total", "far", shard));
+    }
+  });
+});
+
+describe("a shard that throws (TEST_THROWING_SHARD, a binding only tests set)", () => {
+  it("fails only the sources that hash to it; its region's other shard and every other region serve on", async () => {
+    // The near decoders serve the region "broken" too: its heartbeat reaches shard 0 and not 1.
+    const [beat] = await register([near[0]], "broken");
+    expect(beat.status).toBe(503);
+    expect((await beat.json<{ message: string }>()).message).toBe(`1 of 2 admission shards of region "broken" did not take the heartbeat`);
+
+    await ok(tile("broken-a")); // shard 0
+    const failed = await get(tile("broken-b")); // shard 1
+    expect(failed.status).toBe(503);
+    expect(failed.headers.get("retry-after")).toBe("1");
+    await ok(tile("near-pattern"));
+    await ok(tile("far-pattern"));
+
+    const m = await metrics();
+    expect(m.get("tessera_admission_shard_up broken/1")).toBe(0);
+    for (const shard of ["broken/0", "near/0", "near/1", "far/0", "far/1", "spare/0", "spare/1"]) {
+      expect(m.get(`tessera_admission_shard_up ${shard}`), shard).toBe(1);
+    }
+    expect(m.get("tessera_admission_permits_total broken/1")).toBeUndefined(); // it reported nothing
+    expect(m.get("tessera_admission_decoders_live broken/0")).toBe(1);
+
+    // An invalidation that cannot reach every region says which one, and can be sent again.
+    const res = await get("/admin/sources/broken-b/invalidate", { method: "POST", headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` } });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ error: "overloaded", message: expect.stringMatching(/^region "broken": admission is unavailable/) });
+  });
+});
