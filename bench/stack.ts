@@ -32,10 +32,10 @@
 import { execFileSync } from "node:child_process";
 import { copyFileSync, rmSync } from "node:fs";
 import path from "node:path";
-import { ESTIMATE_HEADER, PARTITION_HEADER } from "../shared/cost";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
 import { startStack } from "../infra/local/stack";
-import { closeIdleConnections, cpuSeconds, DIR, drive, FILE, get, grid, ID, makeFixture, shuffled, startIipsrv, WARM_ID, workerdPid, type Server, type Tile } from "./decode";
+import { DIR, drive, FILE, get, grid, ID, makeFixture, shuffled, startIipsrv, WARM_ID, workerdPid, type Server, type Tile } from "./decode";
+import { interleaved, PROBE_HOST, PROBE_WORKER } from "./do-probe";
 
 const EDGE_PORT = 9290;
 const DECODER_PORT = 9291;
@@ -46,32 +46,6 @@ const CLIENT_CPUS = process.env.BENCH_CLIENT_CPUS ?? "1";
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const TILES = shuffled(grid(256, 256, 256), 1).slice(0, Number(process.env.BENCH_TILES ?? Infinity));
 const SECRET = "bench-stack-secret";
-const PROBE_HOST = "probe.bench";
-
-/**
- * Sends each request to the admission DO as the edge does on a miss; or answers a body of the
- * same size without it (/baseline), or after a Cache API lookup that misses and a store (/cache).
- */
-const PROBE_WORKER = `
-export default {
-  async fetch(request, env, ctx) {
-    const url = new URL(request.url);
-    const body = () => new Response(new Uint8Array(Number(url.searchParams.get("bytes"))), { headers: { "content-type": "image/jpeg", "cache-control": "max-age=3600" } });
-    if (url.pathname === "/baseline") return body();
-    if (url.pathname === "/cache") {
-      const key = "https://probe.bench/stored/" + url.searchParams.get("key");
-      if (await caches.default.match(key)) throw new Error("every key is new: a hit is a bench bug");
-      const res = body();
-      ctx.waitUntil(caches.default.put(key, res.clone()));
-      return res;
-    }
-    const stub = env.ADMISSION.get(env.ADMISSION.idFromName("default"));
-    return stub.fetch(new Request("https://admission" + url.pathname + url.search, {
-      signal: request.signal,
-      headers: { "${PARTITION_HEADER}": "tile", "${ESTIMATE_HEADER}": "0" },
-    }));
-  },
-};`;
 
 function log(msg: string) {
   process.stdout.write(`${msg}\n`);
@@ -88,53 +62,6 @@ function freshCopy(name: string): string {
 }
 
 const iiifPath = (id: string, { region, out }: Tile) => `/iiif/3/${id}/${region.join(",")}/${out},${out}/0/default.jpg`;
-
-/** Wall seconds and each process's CPU seconds over a timed window. */
-interface Window {
-  seconds: number;
-  cpu: Record<string, number>;
-  bytes: number;
-}
-
-async function timed(requests: (() => Promise<number>)[], pids: Record<string, number>): Promise<Window> {
-  // A window can last about a keep-alive timeout: each starts on fresh connections (8 accepts).
-  closeIdleConnections();
-  const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
-  let bytes = 0;
-  const started = performance.now();
-  await drive(
-    requests.map((r) => async () => {
-      const n = await r();
-      bytes += n;
-      return n;
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  return { seconds, bytes, cpu: Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid) - before[k]])) };
-}
-
-function add(total: Window | undefined, w: Window): Window {
-  if (!total) return w;
-  return {
-    seconds: total.seconds + w.seconds,
-    bytes: total.bytes + w.bytes,
-    cpu: Object.fromEntries(Object.entries(w.cpu).map(([k, v]) => [k, v + (total.cpu[k] ?? 0)])),
-  };
-}
-
-/** Runs `phases` over the tile list, each chunk on each phase in turn (the first phase rotating). */
-async function interleaved(phases: Record<string, (t: Tile) => () => Promise<number>>, pids: Record<string, number>) {
-  const names = Object.keys(phases);
-  const out: Record<string, Window> = {};
-  const chunk = Math.ceil(TILES.length / ROUNDS);
-  for (let r = 0; r < ROUNDS; r++) {
-    const tiles = TILES.slice(r * chunk, (r + 1) * chunk);
-    for (const name of [...names.slice(r % names.length), ...names.slice(0, r % names.length)]) {
-      out[name] = add(out[name], await timed(tiles.map(phases[name]), pids));
-    }
-  }
-  return out;
-}
 
 async function signedDecoderPath(pathAndQuery: string): Promise<Record<string, string>> {
   return { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", pathAndQuery) };
@@ -196,6 +123,8 @@ async function main(): Promise<void> {
     const requestsBefore = await decoderRequests();
     // 1. The stack against iipsrv, chunks alternating.
     const versus = await interleaved(
+      TILES,
+      ROUNDS,
       {
         stack: (t) => () => get(EDGE_PORT, iiifPath(ids.stack, t)),
         iipsrv: (t) => () => get(LIGHTTPD_PORT, `/iiif/${ID}.tif/${t.region.join(",")}/${t.out},/0/default.jpg`),
@@ -207,10 +136,12 @@ async function main(): Promise<void> {
     // 2. The decoder alone, the same tiles of another copy: its CPU per tile without the stack.
     // (Signed ahead, so the client's work stays out of the timed windows.)
     const directRequests = new Map(await Promise.all(TILES.map(async (t) => [t, await signedGet(decoderPath(ids.direct, t, versions.direct))] as const)));
-    const direct = await interleaved({ direct: (t) => directRequests.get(t)! }, pids);
+    const direct = await interleaved(TILES, ROUNDS, { direct: (t) => directRequests.get(t)! }, pids);
     // 3. The DO alone (through the probe) against the probe answering alike without it.
     const probeHeaders = { host: PROBE_HOST };
     const split = await interleaved(
+      TILES,
+      ROUNDS,
       {
         admission: (t) => () => get(EDGE_PORT, decoderPath(ids.probe, t, versions.probe), probeHeaders),
         cache: (t) => () => get(EDGE_PORT, `/cache?bytes=${meanBytes}&key=${process.pid}-${t.region.join("-")}`, probeHeaders),
