@@ -191,6 +191,21 @@ describe("a crawler flood", () => {
   });
 });
 
+describe("shards of a region whose permits do not divide evenly", () => {
+  it("own the floor of an even split, the remainder one each to the first, adding up to the region's", async () => {
+    const beats = await Promise.all([
+      heartbeat({ url: far[0], region: "far", capacity: 3, memoryBytes: 3_000_000_001 }),
+      heartbeat({ url: far[1], region: "far", capacity: 2, memoryBytes: 2_000_000_000 }),
+    ]);
+    for (const res of beats) expect(res.status).toBe(204);
+    const m = await metrics();
+    expect([of(m, "permits_total", "far", 0), of(m, "permits_total", "far", 1)]).toEqual([3, 2]);
+    expect([of(m, "full_max_threads", "far", 0), of(m, "full_max_threads", "far", 1)]).toEqual([1, 1]);
+    expect([of(m, "memory_limit_bytes", "far", 0), of(m, "memory_limit_bytes", "far", 1)]).toEqual([2_500_000_001, 2_500_000_000]);
+    for (const res of await register(far, "far")) expect(res.status).toBe(204); // back to 2 + 2
+  });
+});
+
 describe("a shard that throws (TEST_THROWING_SHARD, a binding only tests set)", () => {
   it("fails only the sources that hash to it; its region's other shard and every other region serve on", async () => {
     // The near decoders serve the region "broken" too: its heartbeat reaches shard 0 and not 1.
