@@ -136,7 +136,9 @@ export async function untilRegistered(url: string, count: number, timeoutMs = 10
   const until = Date.now() + timeoutMs;
   for (;;) {
     const text = await (await fetch(`${url}/metrics`)).text();
-    if (Number(/^tessera_admission_decoders_live (\d+)$/m.exec(text)?.[1]) === count) return;
+    // With regions or shards, every shard of a region counts its decoders: shard 0 of each, summed.
+    const live = [...text.matchAll(/^tessera_admission_decoders_live(?:\{region="[^"]+",shard="0"\})? (\d+)$/gm)];
+    if (live.reduce((n, m) => n + Number(m[1]), 0) === count) return;
     if (Date.now() > until) throw new Error(`${count} decoders did not register within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
