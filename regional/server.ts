@@ -37,6 +37,7 @@ import {
   type SignedLimits,
 } from "../shared/protocol";
 import { withDeadline } from "./abort";
+import { Drain, drainingAnswer } from "./drain";
 import { CogCache, type Opened } from "./cog-cache";
 import { DecodedBlockCache } from "./cog/block-cache";
 import { Cog } from "./cog/cog";
@@ -91,6 +92,8 @@ export interface DecoderOptions {
   assets?: AssetSources;
   /** Most assets a mosaic tile may paint (default 32); more is 413. */
   mosaicMaxAssets?: number;
+  /** The graceful drain, started on SIGTERM (default: one that never starts). */
+  drain?: Drain;
   /** Receives one structured record per line (default: JSON on stdout, errors on stderr). */
   log?: (record: LogRecord) => void;
 }
@@ -133,7 +136,8 @@ export function createDecoderServer(options: DecoderOptions): Server {
   const blockCache = options.blockCache ?? new DecodedBlockCache();
   const defaultTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const runtime = runtimeMetrics(budget, limiter, transfers, blockCache, () => cogs.size);
-  const metricsRegistry = Registry.merge([registry, runtime.registry]);
+  const drain = options.drain ?? new Drain();
+  const metricsRegistry = Registry.merge([registry, runtime.registry, drain.registry]);
   const cogOptions = { cache: blockCache, budget, prefetchRing: options.prefetchRing, sharedWorkTimeoutMs: options.sharedWorkTimeoutMs };
   // A mosaic's members: opened through the access policy, with zero prefetch (a tile reads a
   // small window of each of many files), each kept at one snapshot while cached.
@@ -162,6 +166,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
   const server = createServer((req, res) => {
     const started = performance.now();
     const controller = new AbortController();
+    const held = drain.hold(controller);
     // 'close' before the answer finished means the client went away: stop the work.
     res.on("close", () => {
       if (!res.writableFinished) controller.abort(new DOMException("client disconnected", "AbortError"));
@@ -173,6 +178,8 @@ export function createDecoderServer(options: DecoderOptions): Server {
     handle(req, url, controller)
       .catch((err) => failure(err, req, url, controller.signal))
       .then(async (answer) => {
+        // While draining, no connection is kept open for a next request that would be refused.
+        if (drain.draining) res.setHeader("connection", "close");
         try {
           await send(res, answer);
         } finally {
@@ -197,7 +204,8 @@ export function createDecoderServer(options: DecoderOptions): Server {
         // Last resort (a failing log sink, a broken socket): never an unhandled rejection.
         process.stderr.write(`${JSON.stringify({ level: "error", msg: "response failed", error: String(err) })}\n`);
         res.destroy();
-      });
+      })
+      .finally(held);
   });
   server.on("connection", () => runtime.connections.inc());
   server.on("close", () => {
@@ -209,6 +217,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
 
   async function handle(req: IncomingMessage, url: URL, controller: AbortController): Promise<Answer> {
     if (!URL.canParse(req.url ?? "/", "http://decoder")) throw badRequest("unparsable request target");
+    if (drain.refuses(url.pathname)) return drainingAnswer();
     if (url.pathname === DECODER.health) {
       requireMethod(req, "GET");
       return json(200, { ok: true, capacity: options.capacity });

@@ -15,6 +15,7 @@ import { parseHeartbeat } from "../../shared/registration";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { Flights, type Deadline } from "./coalesce";
 import { ANSWER_VOUCHES_MS, DecoderRegistry, type Decoder } from "./decoders";
+import { DecoderDraining, isDrainingAnswer } from "./draining";
 import { admissionMetrics } from "./metrics";
 import { AdmissionModel, type Grant } from "./model";
 
@@ -47,13 +48,14 @@ export interface DoStats {
   requestTimeouts: number;
   disagreements: number;
   decoderRetries: number;
+  drainingResends: number;
 }
 
 export class AdmissionDO extends DurableObject<Env> {
   readonly config: EdgeConfig;
   readonly model: AdmissionModel;
   readonly decoders: DecoderRegistry;
-  readonly stats: DoStats = { released: 0, leasesExpired: 0, requestTimeouts: 0, disagreements: 0, decoderRetries: 0 };
+  readonly stats: DoStats = { released: 0, leasesExpired: 0, requestTimeouts: 0, disagreements: 0, decoderRetries: 0, drainingResends: 0 };
   /** Decodes in flight by decoder path, each answering every identical request that arrives meanwhile. */
   readonly flights = new Flights();
   private readonly leases = new Map<number, { deadline: number; expire: () => void }>();
@@ -219,17 +221,27 @@ export class AdmissionDO extends DurableObject<Env> {
   /**
    * Forwards one admitted decode to the least loaded live decoder that accepts a connection.
    * The lease is released when the decoder's part is over: at once on a failure before the
-   * call, else as `call` says.
+   * call, else as `call` says. A decoder that answers it is draining did nothing: it is
+   * forgotten and the request goes to the next one, under the same lease.
    */
   private async forward(path: string, lease: Lease): Promise<Response> {
-    let decoder: Decoder;
-    try {
-      decoder = await this.reachableDecoder(lease.signal);
-    } catch (err) {
-      lease.release();
-      throw err;
+    for (;;) {
+      let decoder: Decoder;
+      try {
+        decoder = await this.reachableDecoder(lease.signal);
+      } catch (err) {
+        lease.release();
+        throw err;
+      }
+      try {
+        return await this.call(decoder, path, lease);
+      } catch (err) {
+        if (!(err instanceof DecoderDraining)) throw err;
+        this.decoders.forget(decoder.url);
+        this.resize();
+        this.stats.drainingResends++;
+      }
     }
-    return this.call(decoder, path, lease);
   }
 
   /**
@@ -273,12 +285,13 @@ export class AdmissionDO extends DurableObject<Env> {
     decoder.inFlight++;
     decoder.fullsInFlight += fulls;
     let finished = false;
-    const finish = () => {
+    /** The decoder's part is over; the lease ends with it unless the request goes elsewhere. */
+    const finish = (keepLease = false) => {
       if (finished) return;
       finished = true;
       decoder.inFlight--;
       decoder.fullsInFlight -= fulls;
-      lease.release();
+      if (!keepLease) lease.release();
     };
     const requestId = crypto.randomUUID();
     let answer: Promise<Response>;
@@ -318,6 +331,11 @@ export class AdmissionDO extends DurableObject<Env> {
     }
     decoder.answeredAt = Date.now();
     try {
+      if (isDrainingAnswer(upstream)) {
+        await upstream.body?.cancel();
+        finish(true);
+        throw new DecoderDraining(decoder.url);
+      }
       const needed = upstream.headers.get(NEEDED_HEADER);
       if (needed !== null) {
         await upstream.body?.cancel();
