@@ -15,6 +15,8 @@ declare namespace Cloudflare {
     TEST_CONNECTIONS_DECODER_URL: string;
     /** Answers 200 and dies midway through the body. */
     TEST_CUTTING_DECODER_URL: string;
+    /** A real decoder draining for the whole run: 503 + x-tessera-draining to every new request. */
+    TEST_DRAINING_DECODER_URL: string;
   }
   interface GlobalProps {
     mainModule: TesseraWorker;
