@@ -118,8 +118,9 @@ async function main(): Promise<void> {
     }, config.drainTimeoutMs + LINGER_MS + FORCED_EXIT_GRACE_MS).unref();
     const drained = await drain.drain(config.drainTimeoutMs, beats?.leave() ?? Promise.resolve());
     jsonLog({ level: "info", msg: "drained; exiting", ...drained });
+    // Nothing is held any more: a connection still open carries nothing or a refusal.
     server.close(() => process.exit(0));
-    server.closeIdleConnections();
+    server.closeAllConnections();
   };
   process.once("SIGTERM", () => void shutdown("SIGTERM"));
   process.once("SIGINT", () => void shutdown("SIGINT"));

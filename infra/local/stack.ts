@@ -37,6 +37,8 @@ export interface Stack {
   url: string;
   decoders: DecoderProcess[];
   miniflare: Miniflare;
+  /** Starts one more decoder, as the others were (a rolling deploy's new one); it registers by heartbeat. */
+  addDecoder(): Promise<DecoderProcess>;
   stop(): Promise<void>;
 }
 
@@ -125,23 +127,17 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   };
   try {
     const url = (await miniflare.ready).toString().replace(/\/$/, "");
+    const addDecoder = async () => {
+      const port = opts.decoderPort ? opts.decoderPort + decoders.length : 0;
+      const env = { TESSERA_DECODER_SECRET: secret, TESSERA_DECODER_PORT: String(port), TESSERA_EDGE_URL: url, ...opts.decoderEnv };
+      const decoder = await startDecoder(env, opts.verbose);
+      decoders.push(decoder);
+      return decoder;
+    };
     const count = opts.decoders ?? 1;
-    for (let i = 0; i < count; i++) {
-      const port = opts.decoderPort ? opts.decoderPort + i : 0;
-      decoders.push(
-        await startDecoder(
-          {
-            TESSERA_DECODER_SECRET: secret,
-            TESSERA_DECODER_PORT: String(port),
-            TESSERA_EDGE_URL: url,
-            ...opts.decoderEnv,
-          },
-          opts.verbose,
-        ),
-      );
-    }
+    for (let i = 0; i < count; i++) await addDecoder();
     await untilRegistered(url, count);
-    return { url, decoders, miniflare, stop };
+    return { url, decoders, miniflare, addDecoder, stop };
   } catch (err) {
     await stop();
     throw err;
