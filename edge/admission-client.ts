@@ -1,7 +1,9 @@
 // The edge's only way to a decoder: through the admission Durable Object.
 import { classify, PARTITION_HEADER, ESTIMATE_HEADER, type Partition } from "../shared/cost";
 import { errorFromResponse, HttpError } from "../shared/errors";
+import { X_REQUEST_ID } from "../shared/request-id";
 import type { EdgeConfig, Env } from "./env";
+import type { ForClient } from "./request-id";
 
 const admissionStub = (env: Env) => env.ADMISSION.get(env.ADMISSION.idFromName("default"));
 
@@ -14,7 +16,7 @@ export async function callAdmission(env: Env, request: Request): Promise<Respons
     return await admissionStub(env).fetch(request);
   } catch (err) {
     if (request.signal.aborted) throw err; // the client is gone: nobody reads the answer
-    console.error(JSON.stringify({ level: "error", msg: `admission DO call failed: ${String(err)}` }));
+    console.error(JSON.stringify({ level: "error", msg: `admission DO call failed: ${String(err)}`, requestId: request.headers.get(X_REQUEST_ID) ?? undefined }));
     throw new HttpError("overloaded", "admission is unavailable; retry shortly", 1);
   }
 }
@@ -37,14 +39,14 @@ const METADATA: Cost = { partition: "tile", estimateBytes: 0 };
 export async function viaAdmission(
   env: Env,
   decoderPath: string,
-  signal: AbortSignal,
+  client: ForClient,
   cost: Cost = METADATA,
 ): Promise<Response> {
   const res = await callAdmission(
     env,
     new Request(`https://admission${decoderPath}`, {
-      signal,
-      headers: { [PARTITION_HEADER]: cost.partition, [ESTIMATE_HEADER]: String(cost.estimateBytes) },
+      signal: client.signal,
+      headers: { [PARTITION_HEADER]: cost.partition, [ESTIMATE_HEADER]: String(cost.estimateBytes), [X_REQUEST_ID]: client.requestId },
     }),
   );
   if (!res.ok) throw await errorFromResponse(res);

@@ -88,8 +88,8 @@ export class Drain {
 }
 
 /** The answer to a request that arrives while draining: nothing was done, send it elsewhere. */
-export async function drainingAnswer(): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
-  const refusal = errorResponse(new HttpError("overloaded", "the decoder is shutting down; retry on another", 1));
+export async function drainingAnswer(requestId: string): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+  const refusal = errorResponse(new HttpError("overloaded", "the decoder is shutting down; retry on another", 1), {}, requestId);
   const headers: Record<string, string> = { [DRAINING_HEADER]: "1", connection: "close" };
   refusal.headers.forEach((v, k) => (headers[k] = v));
   return { status: refusal.status, headers, body: Buffer.from(await refusal.arrayBuffer()) };

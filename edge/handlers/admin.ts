@@ -13,6 +13,7 @@ import { bearerMatches, unauthorized } from "../auth";
 import { edgeConfig, type Env } from "../env";
 import { forgetSourceInfo } from "../source-info";
 import { badRequest, errorFromResponse } from "../../shared/errors";
+import { X_REQUEST_ID } from "../../shared/request-id";
 import { sourceRef } from "./params";
 
 export async function invalidateHandler(req: IRequest, env: Env): Promise<Response> {
@@ -30,7 +31,7 @@ export async function invalidateHandler(req: IRequest, env: Env): Promise<Respon
   const query = member === null ? "" : `?member=${encodeURIComponent(member)}`;
   const res = await callAdmission(
     env,
-    new Request(`https://admission${INVALIDATE_DO_PATH}${encodeURIComponent(id)}${query}`, { method: "POST", signal: req.signal }),
+    new Request(`https://admission${INVALIDATE_DO_PATH}${encodeURIComponent(id)}${query}`, { method: "POST", signal: req.signal, headers: { [X_REQUEST_ID]: req.requestId } }),
   );
   if (!res.ok) throw await errorFromResponse(res);
   return new Response(res.body, { headers: { "content-type": "application/json", "cache-control": "no-store" } });
