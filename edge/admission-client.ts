@@ -2,8 +2,10 @@
 // region that serves the source (admission/placement.ts).
 import { classify, PARTITION_HEADER, ESTIMATE_HEADER, type Partition } from "../shared/cost";
 import { errorFromResponse, HttpError } from "../shared/errors";
+import { X_REQUEST_ID } from "../shared/request-id";
 import { NO_DECODERS_HEADER, shardStub, sourceShards, type Shard } from "./admission/placement";
 import { edgeConfig, type EdgeConfig, type Env } from "./env";
+import type { ForClient } from "./request-id";
 
 /**
  * One call to one admission DO. A DO that cannot take the call (overloaded, reset, being
@@ -14,7 +16,8 @@ export async function callShard(env: Env, shard: Shard, request: Request): Promi
     return await shardStub(env, edgeConfig(env).placement, shard).fetch(request);
   } catch (err) {
     if (request.signal.aborted) throw err; // the client is gone: nobody reads the answer
-    console.error(JSON.stringify({ level: "error", msg: `admission DO call failed: ${String(err)}`, shard: shard.name }));
+    const requestId = request.headers.get(X_REQUEST_ID) ?? undefined;
+    console.error(JSON.stringify({ level: "error", msg: `admission DO call failed: ${String(err)}`, shard: shard.name, requestId }));
     throw new HttpError("overloaded", "admission is unavailable; retry shortly", 1);
   }
 }
@@ -42,7 +45,7 @@ export async function viaAdmission(
   env: Env,
   sourceId: string,
   decoderPath: string,
-  signal: AbortSignal,
+  client: ForClient,
   cost: Cost = METADATA,
 ): Promise<Response> {
   const ask = (shard: Shard) =>
@@ -50,8 +53,8 @@ export async function viaAdmission(
       env,
       shard,
       new Request(`https://admission${decoderPath}`, {
-        signal,
-        headers: { [PARTITION_HEADER]: cost.partition, [ESTIMATE_HEADER]: String(cost.estimateBytes) },
+        signal: client.signal,
+        headers: { [PARTITION_HEADER]: cost.partition, [ESTIMATE_HEADER]: String(cost.estimateBytes), [X_REQUEST_ID]: client.requestId },
       }),
     );
   const [nearest, ...others] = sourceShards(edgeConfig(env).placement, sourceId);

@@ -4,7 +4,7 @@ import { cors } from "itty-router";
 export const { preflight, corsify } = cors({
   origin: "*",
   allowMethods: ["GET", "HEAD", "OPTIONS"],
-  exposeHeaders: ["Link", "ETag", "x-tessera-cache", "x-tessera-version"],
+  exposeHeaders: ["Link", "ETag", "x-tessera-cache", "x-tessera-version", "x-request-id"],
 });
 
 /**

@@ -19,15 +19,16 @@ import { tileJsonHandler } from "./handlers/tilejson";
 import { wmtsHandler } from "./handlers/wmts";
 import { tileMatrixSetHandler, tileMatrixSetsHandler } from "./handlers/tile-matrix-sets";
 import { errorCacheControl, isPermanentError } from "./http-cache";
+import { stampRequestId, withRequestId } from "./request-id";
 
 export { AdmissionDO };
 
 type Args = [Env, ExecutionContext];
 
 const router = Router<IRequest, Args>({
-  before: [preflight],
+  before: [withRequestId, preflight],
   catch: failure,
-  finally: [corsify],
+  finally: [corsify, stampRequestId],
 });
 
 // Every :id is a plain source id or a snapshot, {id}@{version} (handlers/params.ts).
@@ -65,7 +66,7 @@ async function metricsHandler(req: IRequest, env: Env): Promise<Response> {
 /** Every failure becomes an answer from the one error table; client errors may be cached. */
 function failure(err: unknown, req: IRequest, env: Env): Response {
   if (!(err instanceof HttpError)) {
-    console.error(JSON.stringify({ level: "error", msg: String(err) }));
+    console.error(JSON.stringify({ level: "error", msg: String(err), requestId: req.requestId }));
     // A misconfigured deployment says which variable is wrong; nothing else leaks.
     const message = err instanceof ConfigError ? `configuration: ${err.message}` : "internal failure";
     return errorResponse(new HttpError("bad_gateway", message), { "cache-control": "no-store" });

@@ -11,6 +11,7 @@ import { DECODER, type SourceInfo } from "../shared/protocol";
 import { viaAdmission } from "./admission-client";
 import type { EdgeConfig, Env } from "./env";
 import type { SourceRef } from "./handlers/params";
+import type { ForClient } from "./request-id";
 import { SNAPSHOT_MAX_AGE } from "./http-cache";
 
 export const infoKey = ({ id, version }: SourceRef) =>
@@ -51,7 +52,7 @@ export async function sourceInfo(
   env: Env,
   config: EdgeConfig,
   ctx: ExecutionContext,
-  signal: AbortSignal,
+  client: ForClient,
 ): Promise<SourceInfo> {
   const key = infoKey(source);
   const mine = local.get(key);
@@ -65,7 +66,7 @@ export async function sourceInfo(
     return info;
   }
   try {
-    const res = await viaAdmission(env, source.id, DECODER.info(source.id, source.version), signal);
+    const res = await viaAdmission(env, source.id, DECODER.info(source.id, source.version), client);
     const info = (await res.json()) as SourceInfo;
     const maxAge = source.version === undefined ? config.infoMaxAge : SNAPSHOT_MAX_AGE;
     const expires = Date.now() + maxAge * 1000;

@@ -9,22 +9,23 @@ import type { TileRequest } from "../shared/maps/tile-request";
 import { DECODER } from "../shared/protocol";
 import { viaAdmission } from "./admission-client";
 import type { EdgeConfig, Env } from "./env";
+import type { ForClient } from "./request-id";
 
 const styleKey = (name: string) => `https://tessera.internal/style/${encodeURIComponent(name)}`;
 
 /** `tile` with its stored style applied (the query's own fields win); unchanged without `style=`. */
-export async function withStoredStyle(tile: TileRequest, env: Env, config: EdgeConfig, ctx: ExecutionContext, signal: AbortSignal): Promise<TileRequest> {
+export async function withStoredStyle(tile: TileRequest, env: Env, config: EdgeConfig, ctx: ExecutionContext, client: ForClient): Promise<TileRequest> {
   if (tile.styleName === undefined) return tile;
-  return withStyleDocument(tile, await styleDocument(tile.styleName, env, config, ctx, signal));
+  return withStyleDocument(tile, await styleDocument(tile.styleName, env, config, ctx, client));
 }
 
-async function styleDocument(name: string, env: Env, config: EdgeConfig, ctx: ExecutionContext, signal: AbortSignal): Promise<StyleFields> {
+async function styleDocument(name: string, env: Env, config: EdgeConfig, ctx: ExecutionContext, client: ForClient): Promise<StyleFields> {
   const cache = caches.default;
   const hit = await cache.match(styleKey(name));
   if (hit?.status === 404) throw notFound(await hit.text());
   if (hit) return parseStyleDocument(await hit.text(), name);
   try {
-    const text = await (await viaAdmission(env, name, DECODER.style(name), signal)).text();
+    const text = await (await viaAdmission(env, name, DECODER.style(name), client)).text();
     const doc = parseStyleDocument(text, name);
     ctx.waitUntil(cache.put(styleKey(name), new Response(text, { headers: { "cache-control": `max-age=${config.infoMaxAge}` } })));
     return doc;

@@ -7,6 +7,7 @@ import { badConfig, intVar } from "../shared/config";
 import { DEFAULT_SHARED_WORK_TIMEOUT_MS } from "./abort";
 import { readAssetConfig, type AssetConfig } from "./source/access-policy";
 import { DEFAULT_BLOCK_CACHE_BYTES } from "./cog/block-cache";
+import { DEFAULT_DRAIN_TIMEOUT_MS } from "./drain";
 import { DEFAULT_MOSAIC_MAX_ASSETS } from "./mosaic/mosaic-tile";
 import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT } from "./request-limiter";
 import { DEFAULT_REQUEST_TIMEOUT_MS } from "./server";
@@ -36,6 +37,8 @@ export interface DecoderConfig {
   mosaicMaxAssets: number;
   /** Large renders run at once on the render pool's threads (render-pool.ts). */
   renderThreads: number;
+  /** On SIGTERM, how long held requests may run on before they are cancelled (drain.ts). */
+  drainTimeoutMs: number;
 }
 
 const KIB = 1024;
@@ -63,6 +66,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): DecoderConfig 
     blockCacheBytes: MIB * intVar(env, "TESSERA_BLOCK_CACHE_MB", { fallback: DEFAULT_BLOCK_CACHE_BYTES / MIB, max: 1 << 20 }),
     mosaicMaxAssets: intVar(env, "TESSERA_MOSAIC_MAX_ASSETS", { fallback: DEFAULT_MOSAIC_MAX_ASSETS, min: 1, max: 10_000 }),
     renderThreads: intVar(env, "TESSERA_RENDER_THREADS", { fallback: capacity, min: 1, max: 1024 }),
+    drainTimeoutMs: intVar(env, "TESSERA_DRAIN_TIMEOUT_MS", { fallback: DEFAULT_DRAIN_TIMEOUT_MS, min: 0, max: 3_600_000 }),
   };
 }
 

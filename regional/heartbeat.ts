@@ -1,6 +1,7 @@
 // Registration: the decoder tells the edge (and through it the admission DO) where it is, how
 // many decodes it runs well at once and how much memory it has, every few seconds. A decoder
-// that stops heartbeating leaves the DO's routing and its auto-sized permits and memory.
+// that stops heartbeating leaves the DO's routing and its auto-sized permits and memory after
+// DECODER_TTL; one that drains says so in a last heartbeat, and leaves them at once.
 //
 //   TESSERA_EDGE_URL              the Worker's base URL; unset = do not register
 //   TESSERA_DECODER_PUBLIC_URL    where the DO reaches this decoder (default: the listen URL)
@@ -57,24 +58,32 @@ export async function detectMemoryLimit(cgroupRoot = "/sys/fs/cgroup"): Promise<
   return totalmem();
 }
 
-/** Sends a heartbeat now and every `intervalMs` until stopped. Failures are logged, not fatal. */
+/** The most a leaving heartbeat may hold up the drain: the edge may be gone already. */
+const LEAVING_TIMEOUT_MS = 2000;
+
+export interface Heartbeats {
+  /** Stops the beats and sends one last one saying this decoder is leaving; resolves when it is answered or has failed. */
+  leave(): Promise<void>;
+}
+
+/** Sends a heartbeat now and every `intervalMs` until it leaves. Failures are logged, not fatal. */
 export function startHeartbeat(opts: {
   edgeUrl: string;
   secret: string;
   report: Heartbeat;
   intervalMs: number;
   log: (r: LogRecord) => void;
-}): { stop(): void } {
+}): Heartbeats {
   let failing = false;
-  const beat = async () => {
-    const body = JSON.stringify(opts.report);
+  const send = async (report: Heartbeat, timeoutMs: number) => {
+    const body = JSON.stringify(report);
     const target = await heartbeatTarget(body);
     try {
       const res = await fetch(opts.edgeUrl + target, {
         method: "POST",
         body,
         headers: { "content-type": "application/json", [SIGNATURE_HEADER]: await signRequest(opts.secret, "POST", target) },
-        signal: AbortSignal.timeout(opts.intervalMs),
+        signal: AbortSignal.timeout(timeoutMs),
       });
       if (!res.ok) throw new Error(`edge answered ${res.status}: ${await res.text()}`);
       if (failing) opts.log({ level: "info", msg: "heartbeat accepted again", edge: opts.edgeUrl });
@@ -85,8 +94,16 @@ export function startHeartbeat(opts: {
       failing = true;
     }
   };
-  void beat();
-  const timer = setInterval(beat, opts.intervalMs);
+  let last = send(opts.report, opts.intervalMs);
+  const timer = setInterval(() => (last = send(opts.report, opts.intervalMs)), opts.intervalMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    async leave() {
+      clearInterval(timer);
+      // After the beat in progress, so the edge cannot see this decoder alive again after it left.
+      await last;
+      failing = false; // the last word is always logged when it fails
+      await send({ ...opts.report, leaving: true }, LEAVING_TIMEOUT_MS);
+    },
+  };
 }

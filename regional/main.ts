@@ -21,6 +21,7 @@
 //   TESSERA_BLOCK_CACHE_MB          decoded-block cache cap                    (256)
 //   TESSERA_MOSAIC_MAX_ASSETS       most assets a mosaic tile may paint; more is 413 (32)
 //   TESSERA_RENDER_THREADS          large renders at once, on worker threads off the event loop (capacity)
+//   TESSERA_DRAIN_TIMEOUT_MS        on SIGTERM, how long held requests may finish before cancelled (30000)
 //   UV_THREADPOOL_SIZE              libuv pool: decodes/encodes at once; = the decoder's cores
 //   TESSERA_ASSET_PREFIXES          mosaics: store key prefixes assets may name, each ending "/"
 //                                   (s3: TESSERA_S3_PREFIX; local: the whole data directory)
@@ -31,18 +32,22 @@
 //   TESSERA_EDGE_URL and the other registration variables: see heartbeat.ts
 //
 // On listen it prints one JSON line with "listening":"http://host:port" (the start script
-// parses it). SIGTERM/SIGINT close the server and exit 0. A bad setting exits 1 naming it.
+// parses it). SIGTERM/SIGINT drain (drain.ts), then exit 0. A bad setting exits 1 naming it.
 
 import type { AddressInfo } from "node:net";
 import { ConfigError } from "../shared/config";
 import { readConfig, type DecoderConfig } from "./config";
 import { DecodedBlockCache } from "./cog/block-cache";
-import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig } from "./heartbeat";
+import { Drain, LINGER_MS } from "./drain";
+import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig, type Heartbeats } from "./heartbeat";
 import { configureRenderPool } from "./render-pool";
 import { RequestLimiter } from "./request-limiter";
 import { createDecoderServer, jsonLog } from "./server";
 import { AssetSources } from "./source/assets";
 import { WorkBudget } from "./work-budget";
+
+/** How long past its deadline and linger a drain may run before the process exits regardless. */
+const FORCED_EXIT_GRACE_MS = 5000;
 
 async function main(): Promise<void> {
   let config: DecoderConfig;
@@ -57,7 +62,9 @@ async function main(): Promise<void> {
   }
   const { host, port, secret, capacity, catalog } = config;
   configureRenderPool(config.renderThreads);
+  const drain = new Drain();
   const server = createDecoderServer({
+    drain,
     catalog,
     secret,
     capacity,
@@ -75,7 +82,7 @@ async function main(): Promise<void> {
     jsonLog({ level: "error", msg: "server error", error: err.message });
     process.exit(1);
   });
-  let beats: { stop(): void } | undefined;
+  let beats: Heartbeats | undefined;
   server.listen(port, host, async () => {
     const addr = server.address() as AddressInfo;
     const shownHost = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
@@ -102,20 +109,26 @@ async function main(): Promise<void> {
     });
   });
 
-  const shutdown = (signal: string) => {
-    jsonLog({ level: "info", msg: "shutting down", signal });
-    beats?.stop();
+  const shutdown = async (signal: string) => {
+    if (drain.draining) return;
+    jsonLog({ level: "info", msg: "draining", signal, timeoutMs: config.drainTimeoutMs });
+    // Work that will not stop when cancelled (a render inside libvips) cannot keep the process.
+    setTimeout(() => {
+      jsonLog({ level: "error", msg: "drain overran; exiting", signal });
+      process.exit(0);
+    }, config.drainTimeoutMs + LINGER_MS + FORCED_EXIT_GRACE_MS).unref();
+    const drained = await drain.drain(config.drainTimeoutMs, beats?.leave() ?? Promise.resolve());
+    jsonLog({ level: "info", msg: "drained; exiting", ...drained });
+    // Nothing is held any more: a connection still open carries nothing or a refusal.
     server.close(() => process.exit(0));
-    server.closeIdleConnections();
-    // In-flight decodes get a moment to finish; then go regardless.
-    setTimeout(() => process.exit(0), 5000).unref();
+    server.closeAllConnections();
   };
-  process.once("SIGTERM", () => shutdown("SIGTERM"));
-  process.once("SIGINT", () => shutdown("SIGINT"));
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  process.once("SIGINT", () => void shutdown("SIGINT"));
   // Started by the local stack: its stdin is a pipe from the parent, which closes when the
   // parent dies by any means (even SIGKILL), so a decoder is never left behind.
   if (process.env.TESSERA_DECODER_EXIT_WITH_PARENT === "1") {
-    process.stdin.on("close", () => shutdown("parent exited")).resume();
+    process.stdin.on("close", () => void shutdown("parent exited")).resume();
   }
 }
 

@@ -14,7 +14,7 @@
 // work budget before any pixel I/O (one exclusive retry when the allowance is taken; 413 when
 // the request alone exceeds it).
 
-import { createHmac } from "node:crypto";
+import { createHmac, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { finished, pipeline } from "node:stream/promises";
@@ -37,6 +37,8 @@ import {
   type SignedLimits,
 } from "../shared/protocol";
 import { withDeadline } from "./abort";
+import { Drain, drainingAnswer } from "./drain";
+import { isValidRequestId, X_REQUEST_ID } from "../shared/request-id";
 import { CogCache, type Opened } from "./cog-cache";
 import { DecodedBlockCache } from "./cog/block-cache";
 import { Cog } from "./cog/cog";
@@ -91,6 +93,8 @@ export interface DecoderOptions {
   assets?: AssetSources;
   /** Most assets a mosaic tile may paint (default 32); more is 413. */
   mosaicMaxAssets?: number;
+  /** The graceful drain, started on SIGTERM (default: one that never starts). */
+  drain?: Drain;
   /** Receives one structured record per line (default: JSON on stdout, errors on stderr). */
   log?: (record: LogRecord) => void;
 }
@@ -133,7 +137,8 @@ export function createDecoderServer(options: DecoderOptions): Server {
   const blockCache = options.blockCache ?? new DecodedBlockCache();
   const defaultTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const runtime = runtimeMetrics(budget, limiter, transfers, blockCache, () => cogs.size);
-  const metricsRegistry = Registry.merge([registry, runtime.registry]);
+  const drain = options.drain ?? new Drain();
+  const metricsRegistry = Registry.merge([registry, runtime.registry, drain.registry]);
   const cogOptions = { cache: blockCache, budget, prefetchRing: options.prefetchRing, sharedWorkTimeoutMs: options.sharedWorkTimeoutMs };
   // A mosaic's members: opened through the access policy, with zero prefetch (a tile reads a
   // small window of each of many files), each kept at one snapshot while cached.
@@ -162,6 +167,10 @@ export function createDecoderServer(options: DecoderOptions): Server {
   const server = createServer((req, res) => {
     const started = performance.now();
     const controller = new AbortController();
+    const held = drain.hold(controller);
+    // The edge's id for the client's request; a request without a valid one (no edge in front) gets its own.
+    const sent = headerValue(req.headers[X_REQUEST_ID]);
+    const requestId = isValidRequestId(sent) ? sent : randomUUID();
     // 'close' before the answer finished means the client went away: stop the work.
     res.on("close", () => {
       if (!res.writableFinished) controller.abort(new DOMException("client disconnected", "AbortError"));
@@ -170,9 +179,12 @@ export function createDecoderServer(options: DecoderOptions): Server {
     const url = URL.canParse(req.url ?? "/", "http://decoder")
       ? new URL(req.url ?? "/", "http://decoder")
       : new URL("http://decoder/");
-    handle(req, url, controller)
-      .catch((err) => failure(err, req, url, controller.signal))
+    handle(req, url, controller, requestId)
+      .catch((err) => failure(err, req, url, controller.signal, requestId))
       .then(async (answer) => {
+        // While draining, no connection is kept open for a next request that would be refused.
+        if (drain.draining) res.setHeader("connection", "close");
+        res.setHeader(X_REQUEST_ID, requestId);
         try {
           await send(res, answer);
         } finally {
@@ -189,15 +201,17 @@ export function createDecoderServer(options: DecoderOptions): Server {
           path: url.pathname,
           version: url.searchParams.get("version") ?? undefined,
           request: headerValue(req.headers[REQUEST_ID_HEADER]) ?? undefined,
+          requestId,
           status,
           ms: Math.round(performance.now() - started),
         });
       })
       .catch((err) => {
         // Last resort (a failing log sink, a broken socket): never an unhandled rejection.
-        process.stderr.write(`${JSON.stringify({ level: "error", msg: "response failed", error: String(err) })}\n`);
+        process.stderr.write(`${JSON.stringify({ level: "error", msg: "response failed", error: String(err), requestId })}\n`);
         res.destroy();
-      });
+      })
+      .finally(held);
   });
   server.on("connection", () => runtime.connections.inc());
   server.on("close", () => {
@@ -207,8 +221,9 @@ export function createDecoderServer(options: DecoderOptions): Server {
   });
   return server;
 
-  async function handle(req: IncomingMessage, url: URL, controller: AbortController): Promise<Answer> {
+  async function handle(req: IncomingMessage, url: URL, controller: AbortController, requestId: string): Promise<Answer> {
     if (!URL.canParse(req.url ?? "/", "http://decoder")) throw badRequest("unparsable request target");
+    if (drain.refuses(url.pathname)) return drainingAnswer(requestId);
     if (url.pathname === DECODER.health) {
       requireMethod(req, "GET");
       return json(200, { ok: true, capacity: options.capacity });
@@ -427,13 +442,14 @@ export function createDecoderServer(options: DecoderOptions): Server {
     });
   }
 
-  async function failure(err: unknown, req: IncomingMessage, url: URL, signal: AbortSignal): Promise<Answer> {
+  async function failure(err: unknown, req: IncomingMessage, url: URL, signal: AbortSignal, requestId: string): Promise<Answer> {
     if (!(err instanceof HttpError) && !signal.aborted) {
       log({
         level: "error",
         msg: "unexpected failure",
         method: req.method,
         path: url.pathname,
+        requestId,
         error: err instanceof Error ? err.message : String(err),
         stack: err instanceof Error ? err.stack : undefined,
       });
@@ -441,7 +457,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
     if (err instanceof HttpError && REJECTIONS[err.kind]) runtime.rejected.inc({ reason: REJECTIONS[err.kind] });
     else if (signal.aborted) runtime.rejected.inc({ reason: "cancelled" });
     // The one error table; anything not an HttpError is a generic 502, no detail on the wire.
-    const response = errorResponse(err);
+    const response = errorResponse(err, {}, requestId);
     const headers: Record<string, string> = {};
     response.headers.forEach((v, k) => (headers[k] = v));
     if (err instanceof GrantExceeded) headers[NEEDED_HEADER] = String(err.neededBytes);

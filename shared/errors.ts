@@ -55,14 +55,16 @@ export function kindOfStatus(status: number): ErrorKind {
 export interface ErrorBody {
   error: ErrorKind;
   message: string;
+  /** The request's id (shared/request-id.ts), to find its log lines by. */
+  requestId?: string;
 }
 
-export function errorResponse(err: unknown, headers: ConstructorParameters<typeof Headers>[0] = {}): Response {
+export function errorResponse(err: unknown, headers: ConstructorParameters<typeof Headers>[0] = {}, requestId?: string): Response {
   const e = err instanceof HttpError ? err : new HttpError("bad_gateway", "internal failure");
   const h = new Headers(headers);
   h.set("content-type", "application/json; charset=utf-8");
   if (e.retryAfterSeconds !== undefined) h.set("retry-after", String(e.retryAfterSeconds));
-  const body: ErrorBody = { error: e.kind, message: e.message };
+  const body: ErrorBody = { error: e.kind, message: e.message, ...(requestId !== undefined && { requestId }) };
   return new Response(JSON.stringify(body), { status: e.status, headers: h });
 }
 

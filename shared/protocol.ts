@@ -105,6 +105,11 @@ export const TIMEOUT_HEADER = "x-tessera-timeout-ms";
 export const GRANT_HEADER = "x-tessera-grant-bytes";
 /** The admission partition ("tile" or "full") the grant was taken from. */
 export const GRANTED_PARTITION_HEADER = "x-tessera-granted-partition";
+/**
+ * On a decoder's 503: it is draining (shutting down) and did no work on the request, so the DO
+ * sends the same request to another decoder.
+ */
+export const DRAINING_HEADER = "x-tessera-draining";
 /** The DO's id for one forwarded request: what a later cancel names. */
 export const REQUEST_ID_HEADER = "x-tessera-request-id";
 

@@ -1,6 +1,8 @@
 // Decoder registration: each decoder POSTs a heartbeat (where to reach it, how many decodes it
 // runs well at once, its memory limit) to the edge every few seconds; the admission DO routes
-// to the live ones and, when NTHREADS / MEMORY_LIMIT are 0, sizes itself from their sums.
+// to the live ones and, when NTHREADS / MEMORY_LIMIT are 0, sizes itself from their sums. A
+// decoder that is shutting down sends one last heartbeat with `leaving: true`: the DO stops
+// routing to it at once instead of waiting for DECODER_TTL.
 // The request is signed like every edge↔decoder request; the signed query carries the body's
 // SHA-256, so a captured signature cannot carry a different body.
 
@@ -17,6 +19,8 @@ export interface Heartbeat {
   memoryBytes: number;
   /** The region it serves (TESSERA_REGION); absent: the edge's DEFAULT_REGION. */
   region?: string;
+  /** Its last heartbeat: it is draining and takes no new work. */
+  leaving?: true;
 }
 
 export async function sha256Hex(text: string): Promise<string> {
@@ -35,7 +39,7 @@ export function parseHeartbeat(body: string): Heartbeat {
   } catch {
     throw badRequest("heartbeat body is not JSON");
   }
-  const { url, capacity, memoryBytes, region } = value;
+  const { url, capacity, memoryBytes, region, leaving } = value;
   if (typeof url !== "string" || !/^https?:\/\/[^/?#]+/.test(url)) {
     throw badRequest("heartbeat url must be an http(s) URL");
   }
@@ -44,5 +48,12 @@ export function parseHeartbeat(body: string): Heartbeat {
     throw badRequest("heartbeat memoryBytes must be a whole number ≥ 1");
   }
   if (region !== undefined && (typeof region !== "string" || !region)) throw badRequest("heartbeat region must be a region's name");
-  return { url: url.replace(/\/$/, ""), capacity: capacity!, memoryBytes: memoryBytes!, ...(region !== undefined && { region }) };
+  if (leaving !== undefined && typeof leaving !== "boolean") throw badRequest("heartbeat leaving must be true or false");
+  return {
+    url: url.replace(/\/$/, ""),
+    capacity: capacity!,
+    memoryBytes: memoryBytes!,
+    ...(region !== undefined && { region }),
+    ...(leaving && { leaving: true }),
+  };
 }

@@ -15,9 +15,11 @@ import { untilAborted } from "../../shared/abort";
 import { DECODER, DECODER_FILE_PREFIX, isDecodePath, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
 import { shardFromName, shardShare } from "../../shared/regions";
 import { parseHeartbeat } from "../../shared/registration";
+import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { Flights, type Deadline } from "./coalesce";
 import { ANSWER_VOUCHES_MS, DecoderRegistry, type Decoder } from "./decoders";
+import { DecoderDraining, isDrainingAnswer } from "./draining";
 import { admissionMetrics } from "./metrics";
 import { NO_DECODERS_HEADER } from "./placement";
 import { AdmissionModel, type Grant } from "./model";
@@ -51,13 +53,14 @@ export interface DoStats {
   requestTimeouts: number;
   disagreements: number;
   decoderRetries: number;
+  drainingResends: number;
 }
 
 export class AdmissionDO extends DurableObject<Env> {
   readonly config: EdgeConfig;
   readonly model: AdmissionModel;
   readonly decoders: DecoderRegistry;
-  readonly stats: DoStats = { released: 0, leasesExpired: 0, requestTimeouts: 0, disagreements: 0, decoderRetries: 0 };
+  readonly stats: DoStats = { released: 0, leasesExpired: 0, requestTimeouts: 0, disagreements: 0, decoderRetries: 0, drainingResends: 0 };
   /** Decodes in flight by decoder path, each answering every identical request that arrives meanwhile. */
   readonly flights = new Flights();
   private readonly leases = new Map<number, { deadline: number; expire: () => void }>();
@@ -92,6 +95,9 @@ export class AdmissionDO extends DurableObject<Env> {
       throw new Error(`TEST_THROWING_SHARD: shard ${this.ctx.id.name} throws`);
     }
     const url = new URL(request.url);
+    // The edge's id for the client's request (absent on its own calls: metrics, heartbeats).
+    const sent = request.headers.get(X_REQUEST_ID);
+    const requestId = isValidRequestId(sent) ? sent : undefined;
     try {
       if (url.pathname === METRICS_PATH) {
         this.resize();
@@ -100,21 +106,23 @@ export class AdmissionDO extends DurableObject<Env> {
         });
       }
       if (url.pathname === HEARTBEAT_DO_PATH) {
-        this.decoders.heartbeat(parseHeartbeat(await request.text()), Date.now());
+        const report = parseHeartbeat(await request.text());
+        if (report.leaving) console.log(JSON.stringify({ level: "info", msg: "decoder leaving", decoder: report.url }));
+        this.decoders.heartbeat(report, Date.now());
         this.resize();
         return new Response(null, { status: 204 });
       }
       if (url.pathname.startsWith(INVALIDATE_DO_PATH)) {
         const id = decodeURIComponent(url.pathname.slice(INVALIDATE_DO_PATH.length));
-        return await this.invalidate(id, url.searchParams.get("member") ?? undefined, request.signal);
+        return await this.invalidate(id, url.searchParams.get("member") ?? undefined, request.signal, requestId);
       }
-      if (url.pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfer(url.pathname + url.search, request.signal);
+      if (url.pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfer(url.pathname + url.search, request.signal, requestId);
       const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
       const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
-      return await this.decode(url.pathname + url.search, partition, estimate, request.signal);
+      return await this.decode(url.pathname + url.search, partition, estimate, request.signal, requestId);
     } catch (err) {
       // A client that went away is not a DO failure (and reads no answer).
-      const res = errorResponse(err instanceof HttpError || request.signal.aborted ? err : failing(err));
+      const res = errorResponse(err instanceof HttpError || request.signal.aborted ? err : failing(err, requestId));
       // Another region that serves the source may have decoders: the edge tries it next.
       if (res.status === 503 && this.decoders.live(Date.now()).length === 0) res.headers.set(NO_DECODERS_HEADER, "1");
       return res;
@@ -126,9 +134,10 @@ export class AdmissionDO extends DurableObject<Env> {
    * and forwarded (coalesce.ts); anything else, and everything with COALESCE=false, is admitted
    * on its own. A follower's deadline runs from its own arrival.
    */
-  private decode(path: string, partition: Partition, estimate: number, client: AbortSignal): Promise<Response> {
+  private decode(path: string, partition: Partition, estimate: number, client: AbortSignal, requestId?: string): Promise<Response> {
     const arrivedAt = Date.now();
-    const admit = (signal: AbortSignal) => this.admitAndForward(path, partition, estimate, signal, arrivedAt);
+    // A coalesced decode carries the id of the request that started it.
+    const admit = (signal: AbortSignal) => this.admitAndForward(path, partition, estimate, signal, arrivedAt, requestId);
     if (!this.config.coalesce || !isDecodePath(path)) return admit(client);
     return this.flights.answer(path, client, admit, () => this.deadline(arrivedAt + this.config.admission.requestTimeoutMs));
   }
@@ -139,14 +148,14 @@ export class AdmissionDO extends DurableObject<Env> {
    * admitted once more, as the model says for the precise figure (it may then wait, be shed or
    * be refused with 413), under the same REQUEST_TIMEOUT from arrival.
    */
-  private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal, arrivedAt: number) {
+  private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal, arrivedAt: number, requestId?: string) {
     try {
-      return await this.forward(path, await this.lease(partition, estimate, client, arrivedAt));
+      return await this.forward(path, await this.lease(partition, estimate, client, arrivedAt), requestId);
     } catch (err) {
       if (!(err instanceof GrantExceeded)) throw err;
       const precise = classify(err.neededBytes, this.config.admission.largeDecodeThresholdBytes);
       if (precise !== partition) this.stats.disagreements++;
-      return await this.forward(path, await this.lease(precise, err.neededBytes, client, arrivedAt));
+      return await this.forward(path, await this.lease(precise, err.neededBytes, client, arrivedAt), requestId);
     }
   }
 
@@ -234,17 +243,28 @@ export class AdmissionDO extends DurableObject<Env> {
   /**
    * Forwards one admitted decode to the least loaded live decoder that accepts a connection.
    * The lease is released when the decoder's part is over: at once on a failure before the
-   * call, else as `call` says.
+   * call, else as `call` says. A decoder that answers it is draining did nothing: it is
+   * forgotten and the request goes to the next one, under the same lease.
    */
-  private async forward(path: string, lease: Lease): Promise<Response> {
-    let decoder: Decoder;
-    try {
-      decoder = await this.reachableDecoder(lease.signal);
-    } catch (err) {
-      lease.release();
-      throw err;
+  private async forward(path: string, lease: Lease, requestId?: string): Promise<Response> {
+    for (;;) {
+      let decoder: Decoder;
+      try {
+        decoder = await this.reachableDecoder(lease.signal, requestId);
+      } catch (err) {
+        lease.release();
+        throw err;
+      }
+      try {
+        return await this.call(decoder, path, lease, requestId);
+      } catch (err) {
+        if (!(err instanceof DecoderDraining)) throw err;
+        console.log(JSON.stringify({ level: "info", msg: "decoder draining; sending the request to another", decoder: decoder.url, requestId }));
+        this.decoders.forget(decoder.url);
+        this.resize();
+        this.stats.drainingResends++;
+      }
     }
-    return this.call(decoder, path, lease);
   }
 
   /**
@@ -255,7 +275,7 @@ export class AdmissionDO extends DurableObject<Env> {
    * (a TCP handshake per miss, on both sides); if it fails meanwhile, the request it was sent
    * is a 502 like any that reached it, and the next one tries a connection first.
    */
-  private async reachableDecoder(signal: AbortSignal): Promise<Decoder> {
+  private async reachableDecoder(signal: AbortSignal, requestId?: string): Promise<Decoder> {
     let failed: Decoder | undefined;
     for (;;) {
       const decoder = this.decoders.pick(Date.now(), failed?.url);
@@ -266,7 +286,7 @@ export class AdmissionDO extends DurableObject<Env> {
       if (failed) this.stats.decoderRetries++;
       if (Date.now() - decoder.answeredAt < ANSWER_VOUCHES_MS || (await connectable(decoder.url, signal))) return decoder;
       if (signal.aborted) throw signal.reason;
-      logDecoderFailure(decoder.url, "connection refused or timed out");
+      logDecoderFailure(decoder.url, "connection refused or timed out", requestId);
       this.decoders.forget(decoder.url);
       failed = decoder;
     }
@@ -283,19 +303,20 @@ export class AdmissionDO extends DurableObject<Env> {
    * the lease is released with its last byte, and a client or deadline that ends the wait for
    * those bytes gets its answer at once. A decoder dying mid-answer is a 502.
    */
-  private async call(decoder: Decoder, path: string, lease: Lease): Promise<Response> {
+  private async call(decoder: Decoder, path: string, lease: Lease, requestId?: string): Promise<Response> {
     const fulls = lease.grant.partition === "full" ? 1 : 0;
     decoder.inFlight++;
     decoder.fullsInFlight += fulls;
     let finished = false;
-    const finish = () => {
+    /** The decoder's part is over; the lease ends with it unless the request goes elsewhere. */
+    const finish = (keepLease = false) => {
       if (finished) return;
       finished = true;
       decoder.inFlight--;
       decoder.fullsInFlight -= fulls;
-      lease.release();
+      if (!keepLease) lease.release();
     };
-    const requestId = crypto.randomUUID();
+    const cancelId = crypto.randomUUID();
     let answer: Promise<Response>;
     try {
       // The decoder runs under what was granted here, not under its own defaults.
@@ -303,18 +324,18 @@ export class AdmissionDO extends DurableObject<Env> {
         timeoutMs: String(Math.max(1, lease.deadlineAt - Date.now())),
         grantBytes: String(lease.grantedBytes),
         partition: lease.grant.partition,
-        requestId,
+        requestId: cancelId,
       };
       const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
       // Not tied to the client: only the decoder's answer says when its work is over. A
       // decoder that never answers is cut off when the alarm ends the lease.
       answer = fetch(decoder.url + path, {
-        headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits) },
+        headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits), ...(requestId && { [X_REQUEST_ID]: requestId }) },
         signal: lease.ended,
       });
     } catch (err) {
       finish();
-      throw failing(err);
+      throw failing(err, requestId);
     }
     let upstream: Response;
     try {
@@ -322,23 +343,28 @@ export class AdmissionDO extends DurableObject<Env> {
     } catch (err) {
       if (lease.ended.aborted) throw lease.ended.reason; // the alarm ended it (finish has run)
       if (lease.signal.aborted) {
-        if (lease.client.aborted) this.cancel(decoder, requestId);
+        if (lease.client.aborted) this.cancel(decoder, cancelId);
         this.ctx.waitUntil(answer.then((late) => late.body?.cancel(), () => {}).finally(finish));
         throw lease.signal.reason;
       }
       finish();
       decoder.answeredAt = 0; // the next forward tries a connection first
-      logDecoderFailure(decoder.url, String(err));
+      logDecoderFailure(decoder.url, String(err), requestId);
       throw new HttpError("bad_gateway", "the decoder failed while answering");
     }
     decoder.answeredAt = Date.now();
     try {
+      if (isDrainingAnswer(upstream)) {
+        await upstream.body?.cancel();
+        finish(true);
+        throw new DecoderDraining(decoder.url);
+      }
       const needed = upstream.headers.get(NEEDED_HEADER);
       if (needed !== null) {
         await upstream.body?.cancel();
         throw new GrantExceeded(Number(needed));
       }
-      await checkAnswer(decoder, upstream);
+      await checkAnswer(decoder, upstream, requestId);
     } catch (err) {
       finish();
       throw err;
@@ -350,7 +376,7 @@ export class AdmissionDO extends DurableObject<Env> {
       return new Response(await untilAborted(body, lease.signal), { status: upstream.status, headers: upstream.headers });
     } catch (err) {
       if (lease.signal.aborted) throw lease.signal.reason;
-      logDecoderFailure(decoder.url, `answer cut short: ${String(err)}`);
+      logDecoderFailure(decoder.url, `answer cut short: ${String(err)}`, requestId);
       throw new HttpError("bad_gateway", "the decoder failed while answering");
     }
   }
@@ -377,7 +403,7 @@ export class AdmissionDO extends DurableObject<Env> {
    * the decoder's headers; once the bytes flow, only a stall that long cuts them (or the client
    * leaving), so a large file is never cut short by the deadline.
    */
-  private async transfer(path: string, client: AbortSignal): Promise<Response> {
+  private async transfer(path: string, client: AbortSignal, requestId?: string): Promise<Response> {
     const { maxFileTransfers } = this.config;
     if (this.fileTransfers >= maxFileTransfers) {
       throw new HttpError("overloaded", `${maxFileTransfers} file transfers in progress; retry shortly`, 1);
@@ -398,18 +424,18 @@ export class AdmissionDO extends DurableObject<Env> {
     };
     try {
       if (client.aborted) throw client.reason;
-      const decoder = await this.reachableDecoder(cut.signal);
+      const decoder = await this.reachableDecoder(cut.signal, requestId);
       const limits: SignedLimits = { timeoutMs: String(timeoutMs) };
       const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
       const upstream = await fetch(decoder.url + path, {
-        headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits) },
+        headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits), ...(requestId && { [X_REQUEST_ID]: requestId }) },
         signal: cut.signal,
       }).catch((err) => {
         if (cut.signal.aborted) throw cut.signal.reason;
-        logDecoderFailure(decoder.url, String(err));
+        logDecoderFailure(decoder.url, String(err), requestId);
         throw new HttpError("bad_gateway", "the decoder failed while answering");
       });
-      await checkAnswer(decoder, upstream);
+      await checkAnswer(decoder, upstream, requestId);
       if (!upstream.body) {
         finish();
         return upstream;
@@ -435,7 +461,7 @@ export class AdmissionDO extends DurableObject<Env> {
    * dynamic route, in the full partition (no memory: it decodes nothing). Answers how many
    * decoders confirmed and how many snapshots they dropped; 502 when none of several confirmed.
    */
-  private async invalidate(id: string, member: string | undefined, client: AbortSignal): Promise<Response> {
+  private async invalidate(id: string, member: string | undefined, client: AbortSignal, requestId?: string): Promise<Response> {
     const lease = await this.lease("full", 0, client);
     try {
       const path = DECODER.invalidate(id, member);
@@ -446,9 +472,9 @@ export class AdmissionDO extends DurableObject<Env> {
             const signature = await signRequest(this.config.decoderSecret, "POST", path);
             const res = await fetch(decoder.url + path, { method: "POST", headers: { [SIGNATURE_HEADER]: signature }, signal: lease.signal });
             if (res.ok) return ((await res.json()) as { dropped: number }).dropped;
-            logDecoderFailure(decoder.url, `invalidate answered ${res.status}: ${await res.text()}`);
+            logDecoderFailure(decoder.url, `invalidate answered ${res.status}: ${await res.text()}`, requestId);
           } catch (err) {
-            logDecoderFailure(decoder.url, `invalidate failed: ${String(err)}`);
+            logDecoderFailure(decoder.url, `invalidate failed: ${String(err)}`, requestId);
           }
           return undefined;
         }),
@@ -496,9 +522,9 @@ async function connectable(decoderUrl: string, signal: AbortSignal): Promise<boo
 }
 
 /** Throws the decoder's fault, logged in full, as the kind alone (see isDecoderFault). */
-async function checkAnswer(decoder: Decoder, upstream: Response): Promise<void> {
+async function checkAnswer(decoder: Decoder, upstream: Response, requestId?: string): Promise<void> {
   if (!isDecoderFault(upstream.status)) return;
-  logDecoderFailure(decoder.url, `${upstream.status}: ${await upstream.text()}`);
+  logDecoderFailure(decoder.url, `${upstream.status}: ${await upstream.text()}`, requestId);
   throw decoderFault(upstream.status);
 }
 
@@ -534,12 +560,12 @@ function decoderFault(status: number): HttpError {
 }
 
 /** The decoder's address goes to the log only: public answers never name it. */
-function logDecoderFailure(url: string, why: string): void {
-  console.error(JSON.stringify({ level: "error", msg: "decoder failed", decoder: url, why }));
+function logDecoderFailure(url: string, why: string, requestId?: string): void {
+  console.error(JSON.stringify({ level: "error", msg: "decoder failed", decoder: url, why, requestId }));
 }
 
 /** An unexpected failure inside the DO is logged and answered as transient: 503, retry. */
-function failing(err: unknown): HttpError {
-  console.error(JSON.stringify({ level: "error", msg: `admission failed: ${String(err)}` }));
+function failing(err: unknown, requestId?: string): HttpError {
+  console.error(JSON.stringify({ level: "error", msg: `admission failed: ${String(err)}`, requestId }));
   return new HttpError("overloaded", "admission failed; retry shortly", 1);
 }

@@ -27,13 +27,15 @@ export class DecoderRegistry {
   constructor(private readonly ttlMs: number) {}
 
   heartbeat(report: Heartbeat, now: number): void {
+    // A leaving decoder is draining: no new work, and out of the sums, from now on.
+    if (report.leaving) return this.forget(report.url);
     // Updated in place: forwards in flight hold this object and decrement its inFlight.
     const known = this.byUrl.get(report.url);
     if (known) Object.assign(known, report, { lastSeen: now });
     else this.byUrl.set(report.url, { ...report, lastSeen: now, inFlight: 0, fullsInFlight: 0, lastPicked: 0, answeredAt: 0 });
   }
 
-  /** A decoder we could not connect to is gone until it heartbeats again. */
+  /** A decoder we could not connect to, or that is leaving, is gone until it heartbeats again. */
   forget(url: string): void {
     this.byUrl.delete(url);
   }

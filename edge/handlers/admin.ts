@@ -17,6 +17,7 @@ import { bearerMatches, unauthorized } from "../auth";
 import { edgeConfig, type Env } from "../env";
 import { forgetSourceInfo } from "../source-info";
 import { badRequest, errorFromResponse, HttpError } from "../../shared/errors";
+import { X_REQUEST_ID } from "../../shared/request-id";
 import { sourceRef } from "./params";
 
 export async function invalidateHandler(req: IRequest, env: Env): Promise<Response> {
@@ -36,7 +37,7 @@ export async function invalidateHandler(req: IRequest, env: Env): Promise<Respon
   const path = `${INVALIDATE_DO_PATH}${encodeURIComponent(id)}${query}`;
   const answers = await Promise.all(
     p.regions.map(({ name }) =>
-      invalidateIn(env, shard(p, name, shardOf(p, id)), path, req.signal).catch((err) => {
+      invalidateIn(env, shard(p, name, shardOf(p, id)), path, req.signal, req.requestId).catch((err) => {
         // The publisher retries: invalidating again is harmless.
         throw p.configured && err instanceof HttpError ? new HttpError(err.kind, `region "${name}": ${err.message}`, err.retryAfterSeconds) : err;
       }),
@@ -50,8 +51,8 @@ export async function invalidateHandler(req: IRequest, env: Env): Promise<Respon
 }
 
 /** One region's counts; its error when it has no live decoder (nothing is open there). */
-async function invalidateIn(env: Env, target: Shard, path: string, signal: AbortSignal): Promise<Counts | HttpError> {
-  const res = await callShard(env, target, new Request(`https://admission${path}`, { method: "POST", signal }));
+async function invalidateIn(env: Env, target: Shard, path: string, signal: AbortSignal, requestId: string): Promise<Counts | HttpError> {
+  const res = await callShard(env, target, new Request(`https://admission${path}`, { method: "POST", signal, headers: { [X_REQUEST_ID]: requestId } }));
   if (res.ok) return (await res.json()) as Counts;
   const err = await errorFromResponse(res);
   if (res.headers.has(NO_DECODERS_HEADER)) return err;

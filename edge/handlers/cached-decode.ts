@@ -7,6 +7,7 @@ import { DECODER, VERSION_HEADER } from "../../shared/protocol";
 import { viaAdmission, type Cost } from "../admission-client";
 import { ALLOW_ANY_ORIGIN } from "../cors";
 import type { EdgeConfig, Env } from "../env";
+import { forClient, type ForClient } from "../request-id";
 import { errorCacheControl, imageCacheControl, isPermanentError, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
 
 export const CACHE_STATUS_HEADER = "x-tessera-cache";
@@ -59,16 +60,16 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
 
   // The admission DO hands over the whole answer at once; held whole here too, the bytes make
   // the stored copy and the client's answer without a tee of a stream.
-  const { body, init } = await decode(env, config, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), req.signal, etag, d.cost());
+  const { body, init } = await decode(env, config, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), forClient(req), etag, d.cost());
   ctx.waitUntil(cache.put(key, new Response(body, init)));
   return answer(new Response(body, init), d.headers, "miss");
 }
 
 /** The decoder's answer as it is stored: bytes, type, ETag; or a client error, kept briefly. */
-async function decode(env: Env, config: EdgeConfig, id: string, path: string, signal: AbortSignal, etag: string, cost: Cost) {
+async function decode(env: Env, config: EdgeConfig, id: string, path: string, client: ForClient, etag: string, cost: Cost) {
   let decoded: Response;
   try {
-    decoded = await viaAdmission(env, id, path, signal, cost);
+    decoded = await viaAdmission(env, id, path, client, cost);
   } catch (err) {
     // A 4xx or 501 from the decoder is about this exact request: the same request gets it
     // again, so it is stored (briefly). Timeouts and overloads are not, nor a version that is

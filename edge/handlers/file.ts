@@ -8,15 +8,16 @@ import { edgeConfig, type Env } from "../env";
 import { bytesCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
 import { imageSourceInfo } from "../source-info";
 import type { SourceRef } from "./params";
+import { forClient } from "../request-id";
 
 export async function fileHandler(source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
   const config = edgeConfig(env);
   const { id } = source;
-  const info = await imageSourceInfo(source, env, config, ctx, req.signal);
+  const info = await imageSourceInfo(source, env, config, ctx, forClient(req));
   const headers = { "cache-control": bytesCacheControl(config, source) };
   const etag = await strongEtag("file", id, info.version);
   if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
-  const res = await viaAdmission(env, id, DECODER.file(id, info.version), req.signal);
+  const res = await viaAdmission(env, id, DECODER.file(id, info.version), forClient(req));
   return new Response(res.body, {
     headers: {
       ...headers,

@@ -15,6 +15,7 @@ import { segment } from "../../shared/path-segment";
 import { cachedDecode } from "./cached-decode";
 import type { SourceHandler } from "./follow-version";
 import { serviceId, type SourceRef } from "./params";
+import { forClient } from "../request-id";
 
 export const imageHandler =
   (version: ApiVersion): SourceHandler =>
@@ -31,7 +32,7 @@ export const imageHandler =
       },
       version,
     );
-    const info = await imageSourceInfo(source, env, config, ctx, req.signal);
+    const info = await imageSourceInfo(source, env, config, ctx, forClient(req));
     const limits = { width: info.width, height: info.height, ...servedLimits(config.limits, info) };
     const resolved = resolveImageRequest(parsed, limits);
     // The 3.0 form with the size spelled out names the pixels whatever the API version and the

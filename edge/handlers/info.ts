@@ -10,12 +10,13 @@ import { imageSourceInfo } from "../source-info";
 import type { SourceHandler } from "./follow-version";
 import { citedSource, publicBase, serviceId, type SourceRef } from "./params";
 import { tileJsonUrl } from "./tilejson";
+import { forClient } from "../request-id";
 
 export const infoHandler =
   (version: ApiVersion): SourceHandler =>
   async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> => {
     const config = edgeConfig(env);
-    const info = await imageSourceInfo(source, env, config, ctx, req.signal);
+    const info = await imageSourceInfo(source, env, config, ctx, forClient(req));
     // The id viewers build image URLs from, and a citation of the exact version.
     const cited = citedSource(source, info, config);
     const base = serviceId(req, config, version, cited);

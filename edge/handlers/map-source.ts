@@ -9,6 +9,7 @@ import type { Georeference, SourceInfo, SourceTiling } from "../../shared/protoc
 import type { EdgeConfig, Env } from "../env";
 import { sourceInfo } from "../source-info";
 import type { SourceRef } from "./params";
+import { forClient } from "../request-id";
 
 export interface MapSource {
   info: SourceInfo;
@@ -25,7 +26,7 @@ export async function mapSource(
   config: EdgeConfig,
   ctx: ExecutionContext,
 ): Promise<MapSource> {
-  const info = await sourceInfo(source, env, config, ctx, req.signal);
+  const info = await sourceInfo(source, env, config, ctx, forClient(req));
   const { georeference } = info;
   if (!georeference) throw notFound(`source "${source.id}" is not georeferenced: it is served as an image only`);
   if (georeference.crossesAntimeridian) throw acrossAntimeridian(source.id);

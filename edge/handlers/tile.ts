@@ -20,6 +20,7 @@ import { cachedDecode, decodedEtag, type DecodeRequest } from "./cached-decode";
 import type { SourceHandler } from "./follow-version";
 import { mapSource } from "./map-source";
 import { pathId, publicBase, type SourceRef } from "./params";
+import { forClient } from "../request-id";
 
 export const tileHandler: SourceHandler = async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext) => {
   const config = edgeConfig(env);
@@ -28,7 +29,7 @@ export const tileHandler: SourceHandler = async (source: SourceRef, req: IReques
     { tileMatrixSet: segment(tileMatrixSetId, "tile matrix set"), z: segment(z, "zoom"), x: segment(x, "column"), y: segment(y, "tile") },
     new URL(req.url).searchParams,
   );
-  const tile = await withStoredStyle(parsed, env, config, ctx, req.signal);
+  const tile = await withStoredStyle(parsed, env, config, ctx, forClient(req));
   const { info, tiling } = await mapSource(source, tile.tileMatrixSet, req, env, config, ctx);
   const tms = tileMatrixSet(tile.tileMatrixSet);
   const read = coarseTileRead(info, tiling, tileBounds(tms, tile.z, tile.x, tile.y), tms.tileMatrices[tile.z].cellSize / tile.scale);

@@ -11,6 +11,7 @@ import type { SourceHandler } from "./follow-version";
 import { mapSource } from "./map-source";
 import { citedSource, pathId, publicBase, serviceId, type SourceRef } from "./params";
 import { parseTileTemplate, tileUrlTemplate } from "./tile-template";
+import { forClient } from "../request-id";
 
 /** Where the TileJSON of `source` on a set is. */
 export const tileJsonUrl = (base: string, source: SourceRef, tileMatrixSetId: string) =>
@@ -19,7 +20,7 @@ export const tileJsonUrl = (base: string, source: SourceRef, tileMatrixSetId: st
 export const tileJsonHandler: SourceHandler = async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext) => {
   const config = edgeConfig(env);
   const parsed = parseTileTemplate(segment(req.params.tileMatrixSetId, "tile matrix set"), new URL(req.url).searchParams);
-  const template = await withStoredStyle(parsed, env, config, ctx, req.signal);
+  const template = await withStoredStyle(parsed, env, config, ctx, forClient(req));
   const { info, georeference, tiling } = await mapSource(source, template.tileMatrixSet, req, env, config, ctx);
   const cited = citedSource(source, info, config);
   const [west, south, east, north] = georeference.lonLatBounds;

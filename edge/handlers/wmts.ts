@@ -15,6 +15,7 @@ import type { SourceHandler } from "./follow-version";
 import { mapSource } from "./map-source";
 import { citedSource, pathId, publicBase, type SourceRef } from "./params";
 import { parseTileTemplate, templateQuery, tileUrlTemplate } from "./tile-template";
+import { forClient } from "../request-id";
 
 /**
  * How WMTS names each set: its CRS as an OGC URN (CRS84 is longitude first, as the corner is
@@ -28,7 +29,7 @@ const WMTS_SETS: Record<string, { crs: string; wellKnownScaleSet?: string }> = {
 export const wmtsHandler: SourceHandler = async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext) => {
   const config = edgeConfig(env);
   const parsed = parseTileTemplate(segment(req.params.tileMatrixSetId, "tile matrix set"), new URL(req.url).searchParams);
-  const template = await withStoredStyle(parsed, env, config, ctx, req.signal);
+  const template = await withStoredStyle(parsed, env, config, ctx, forClient(req));
   const { info, georeference, tiling } = await mapSource(source, template.tileMatrixSet, req, env, config, ctx);
   const base = publicBase(req, config);
   const cited = citedSource(source, info, config);

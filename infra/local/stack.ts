@@ -37,6 +37,8 @@ export interface Stack {
   url: string;
   decoders: DecoderProcess[];
   miniflare: Miniflare;
+  /** Starts one more decoder, as the others were (a rolling deploy's new one); it registers by heartbeat. */
+  addDecoder(): Promise<DecoderProcess>;
   stop(): Promise<void>;
 }
 
@@ -58,14 +60,31 @@ export function startDecoder(env: Record<string, string>, verbose = false): Prom
   });
 }
 
-export async function stopDecoder(d: DecoderProcess): Promise<void> {
-  if (d.process.exitCode !== null || d.process.signalCode !== null) return;
-  const exited = new Promise((r) => d.process.once("exit", r));
+/**
+ * Stops a decoder as an operator's SIGTERM does: it drains (finishes what it holds, up to its
+ * TESSERA_DRAIN_TIMEOUT_MS) and exits. Resolves with its exit code.
+ */
+export function stopDecoder(d: DecoderProcess): Promise<number | null> {
+  return ended(d, "SIGTERM", DRAIN_WAIT_MS);
+}
+
+/** Kills a decoder at once (SIGKILL), as a crash or an OOM kill does: nothing is drained. */
+export function killDecoder(d: DecoderProcess): Promise<number | null> {
+  return ended(d, "SIGKILL", 0);
+}
+
+/** Past the default drain deadline and its linger, a decoder that has not exited is killed. */
+const DRAIN_WAIT_MS = 35_000;
+
+async function ended(d: DecoderProcess, signal: NodeJS.Signals, killAfterMs: number): Promise<number | null> {
+  if (d.process.exitCode !== null || d.process.signalCode !== null) return d.process.exitCode;
+  const exited = new Promise<number | null>((r) => d.process.once("exit", (code) => r(code)));
   d.process.kill("SIGCONT"); // a test may have frozen it
-  d.process.kill("SIGTERM");
-  const timer = setTimeout(() => d.process.kill("SIGKILL"), 3000);
-  await exited;
+  d.process.kill(signal);
+  const timer = killAfterMs > 0 ? setTimeout(() => d.process.kill("SIGKILL"), killAfterMs) : undefined;
+  const code = await exited;
   clearTimeout(timer);
+  return code;
 }
 
 /** Bundles the Worker exactly as wrangler would deploy it. */
@@ -108,23 +127,17 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   };
   try {
     const url = (await miniflare.ready).toString().replace(/\/$/, "");
+    const addDecoder = async () => {
+      const port = opts.decoderPort ? opts.decoderPort + decoders.length : 0;
+      const env = { TESSERA_DECODER_SECRET: secret, TESSERA_DECODER_PORT: String(port), TESSERA_EDGE_URL: url, ...opts.decoderEnv };
+      const decoder = await startDecoder(env, opts.verbose);
+      decoders.push(decoder);
+      return decoder;
+    };
     const count = opts.decoders ?? 1;
-    for (let i = 0; i < count; i++) {
-      const port = opts.decoderPort ? opts.decoderPort + i : 0;
-      decoders.push(
-        await startDecoder(
-          {
-            TESSERA_DECODER_SECRET: secret,
-            TESSERA_DECODER_PORT: String(port),
-            TESSERA_EDGE_URL: url,
-            ...opts.decoderEnv,
-          },
-          opts.verbose,
-        ),
-      );
-    }
+    for (let i = 0; i < count; i++) await addDecoder();
     await untilRegistered(url, count);
-    return { url, decoders, miniflare, stop };
+    return { url, decoders, miniflare, addDecoder, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -5,7 +5,7 @@ import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startStack, stopDecoder, type Stack } from "../../infra/local/stack";
+import { killDecoder, startStack, type Stack } from "../../infra/local/stack";
 import { sumMetric, until } from "../support/metrics";
 
 let stack: Stack;
@@ -99,7 +99,7 @@ describe("admission across registered decoders", () => {
   });
 
   it("retries on the other decoder when one is gone, and forgets the dead one", async () => {
-    await stopDecoder(stack.decoders[1]);
+    await killDecoder(stack.decoders[1]);
     const retries = await edge("tessera_admission_decoder_retries_total");
     const answers = [];
     for (const i of [0, 1, 2, 3]) answers.push((await get(`/iiif/3/rgb/${i * 100},300,100,100/max/0/default.jpg`)).status);

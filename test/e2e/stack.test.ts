@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureVersionedBucket, makeS3Client, s3DecoderEnv, startLocalS3 } from "../../infra/local/s3";
-import { startStack, stopDecoder, type Stack } from "../../infra/local/stack";
+import { killDecoder, startStack, type Stack } from "../../infra/local/stack";
 import { sumMetric } from "../support/metrics";
 import { meanAbsDiff, reference } from "../support/pixels";
 
@@ -164,7 +164,7 @@ describe("IIIF through edge, admission and decoder from a versioned S3 COG", () 
   });
 
   it("answers 502 when the decoder is gone, and frees the permit", async () => {
-    await stopDecoder(stack.decoders[0]);
+    await killDecoder(stack.decoders[0]);
     const res = await get("/iiif/3/test-pattern/0,0,140,140/max/0/default.jpg");
     expect(res.status).toBe(502);
     const { message } = (await res.json()) as { message: string };

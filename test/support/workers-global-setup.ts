@@ -6,7 +6,9 @@
 // and one that works, over a picture whose upscaled, rotated render keeps libvips busy a while,
 // a large file of noise, and the bundled map sample; and a second working decoder over the same
 // files for the tests that count its decodes, which no other test file sends work to, and a
-// third for the test that counts the connections the DO opens to it.
+// third for the test that counts the connections the DO opens to it; and a real decoder that is
+// draining for the whole run: SIGTERMed while it holds a mosaic tile whose web asset never
+// answers, with deadlines longer than the run, it answers every new request as a draining decoder.
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer as createHttpServer } from "node:http";
@@ -15,7 +17,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import type { TestProject } from "vitest/node";
-import { ROOT, startDecoder, stopDecoder } from "../../infra/local/stack.ts";
+import { killDecoder, ROOT, startDecoder, stopDecoder, type DecoderProcess } from "../../infra/local/stack.ts";
+import { startAssetServer, type AssetServer } from "./asset-server.ts";
 
 export const WORKERS_TEST_SECRET = "workers-test-secret";
 
@@ -28,6 +31,7 @@ declare module "vitest" {
     countedDecoderUrl: string;
     connectionsDecoderUrl: string;
     cuttingDecoderUrl: string;
+    drainingDecoderUrl: string;
   }
 }
 
@@ -68,7 +72,12 @@ export default async function setup(project: TestProject) {
   project.provide("countedDecoderUrl", counted.url);
   const connections = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
   project.provide("connectionsDecoderUrl", connections.url);
+  const assets = await startAssetServer(dir);
+  const draining = await drainingDecoder(dir, assets);
+  project.provide("drainingDecoderUrl", draining.url);
   return async () => {
+    await killDecoder(draining);
+    await assets.close();
     dropping.close();
     cutting.close();
     await Promise.all([stopDecoder(decoder), stopDecoder(rotated), stopDecoder(working), stopDecoder(counted), stopDecoder(connections)]);
@@ -81,4 +90,33 @@ async function listening(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
   return `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+}
+
+/** A real decoder that drains for the rest of the run: it holds a tile that never ends, and was sent SIGTERM. */
+async function drainingDecoder(dir: string, assets: AssetServer): Promise<DecoderProcess> {
+  assets.misbehaviour = "stall";
+  const asset = `http://127.0.0.1:${assets.port}/utm-quadrants.tif`;
+  const mosaic = { mosaicjson: "0.0.3", minzoom: 0, maxzoom: 16, quadkey_zoom: 0, bounds: [15, 47.66, 15.28, 47.86], tiles: { "": [asset] } };
+  await writeFile(path.join(dir, "stalled.mosaic.json"), JSON.stringify(mosaic));
+  const hour = String(3_600_000);
+  const decoder = await startDecoder({
+    TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET,
+    TESSERA_DECODER_PORT: "0",
+    TESSERA_DATA_DIR: dir,
+    TESSERA_ASSET_HOSTS: `127.0.0.1:${assets.port}`,
+    TESSERA_ASSET_ALLOW_ADDRESSES: "127.0.0.0/8",
+    TESSERA_ASSET_TIMEOUT_MS: hour,
+    TESSERA_REQUEST_TIMEOUT_MS: hour,
+    TESSERA_DRAIN_TIMEOUT_MS: hour,
+  });
+  // Imported here, not above: vitest.config.ts loads this file, and Vite's config loader wants
+  // file extensions on every import it follows, which shared/ does not spell out.
+  const { signRequest, SIGNATURE_HEADER } = await import("../../shared/protocol.ts");
+  const tile = "/v1/tiles/stalled/WebMercatorQuad/12/2219/1427.png";
+  const held = fetch(decoder.url + tile, { headers: { [SIGNATURE_HEADER]: await signRequest(WORKERS_TEST_SECRET, "GET", tile) } });
+  held.catch(() => {}); // cut when the decoder is killed at the end of the run
+  while (assets.requests.length === 0) await new Promise((r) => setTimeout(r, 20));
+  decoder.process.kill("SIGTERM");
+  while ((await fetch(`${decoder.url}/health`)).status !== 503) await new Promise((r) => setTimeout(r, 20));
+  return decoder;
 }
