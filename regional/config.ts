@@ -2,9 +2,9 @@
 // Every bad value is a ConfigError naming its variable.
 
 import { availableParallelism } from "node:os";
-import { fileURLToPath } from "node:url";
 import { badConfig, intVar } from "../shared/config";
 import { DEFAULT_SHARED_WORK_TIMEOUT_MS } from "./abort";
+import { SAMPLES_DIR } from "./decoder-files";
 import { readAssetConfig, type AssetConfig } from "./source/access-policy";
 import { DEFAULT_BLOCK_CACHE_BYTES } from "./cog/block-cache";
 import { DEFAULT_MOSAIC_MAX_ASSETS } from "./mosaic/mosaic-tile";
@@ -15,8 +15,6 @@ import { DEFAULT_WORK_BUDGET_BYTES } from "./work-budget";
 import { DEFAULT_FIRST_READ_BYTES, S3SourceCatalog } from "./source/s3";
 import { readS3Location, s3ClientFor } from "./source/s3-location";
 import type { SourceCatalog } from "./source/source";
-
-const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 export interface DecoderConfig {
   host: string;
@@ -71,7 +69,7 @@ const S3_CONNECTION_TIMEOUT_MS = 3000;
 
 function catalogFrom(env: NodeJS.ProcessEnv, storeTimeoutMs: number): SourceCatalog {
   const kind = env.TESSERA_SOURCE || "local";
-  if (kind === "local") return new LocalCatalog(env.TESSERA_DATA_DIR || `${REPO_ROOT}samples`);
+  if (kind === "local") return new LocalCatalog(env.TESSERA_DATA_DIR || SAMPLES_DIR);
   if (kind === "s3") {
     const location = readS3Location(env, "when TESSERA_SOURCE=s3");
     // The SDK waits forever by default. A store that does not answer within the shared-work

@@ -1,6 +1,7 @@
-// A decoder as an operator installs it: the runtime files only, `npm ci --omit=dev` run by the
-// machine's own npm and Node (this test takes the project's node_modules/.bin off the PATH), then
-// `npm run decoder`. It must run on the Node LTS the project pins, not on the machine's Node.
+// A decoder as an operator installs it: the built decoder (dist/decoder, from this project's
+// global setup) and the package files only, `npm ci --omit=dev` run by the machine's own npm and
+// Node (this test takes the project's node_modules/.bin off the PATH), then `npm run decoder`. It
+// must run on the Node LTS the project pins, not on the machine's Node.
 import { spawn, spawnSync } from "node:child_process";
 import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -25,7 +26,7 @@ const machinePath = () =>
 it("npm ci --omit=dev brings the pinned Node, and npm run decoder serves on it", { timeout: 240_000 }, async () => {
   const dir = await mkdtemp(path.join(tmpdir(), "tessera-prod-"));
   dirs.push(dir);
-  for (const entry of ["package.json", "package-lock.json", "regional", "shared", "samples"]) {
+  for (const entry of ["package.json", "package-lock.json", "dist/decoder", "samples"]) {
     await cp(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
   }
   const env = { ...process.env, PATH: machinePath(), npm_config_audit: "false", npm_config_fund: "false" };
