@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages the local stack needs (single-node Ceph RGW for S3, GDAL for the
 # sample COGs, GDAL's Python bindings for the map tests' references and bench:maps, curl for
-# readiness probes, Chromium for the viewer's browser test) on Debian
-# bookworm. Idempotent: a package is installed only when its binary is missing and dpkg does not
+# readiness probes, Chromium for the viewer's browser test, and podman, buildah, runc, uidmap,
+# fuse-overlayfs, debootstrap and binutils' strip to build and run the decoder's OCI image) on Debian bookworm. Idempotent: a package is installed only when its binary is missing and dpkg does not
 # list it as installed, and `apt-get update` runs at most once, only when something must be
 # installed. Run as root (CI) or with sudo available.
 set -euo pipefail
@@ -17,8 +17,15 @@ declare -A BIN=(
   [python3-gdal]=/usr/lib/python3/dist-packages/osgeo/gdal.py
   [curl]=curl
   [chromium]=chromium
+  [podman]=podman
+  [buildah]=buildah
+  [runc]=runc
+  [uidmap]=newuidmap
+  [fuse-overlayfs]=fuse-overlayfs
+  [debootstrap]=debootstrap
+  [binutils]=strip
 )
-PACKAGES=(radosgw ceph-mon ceph-osd gdal-bin python3-gdal curl chromium)
+PACKAGES=(radosgw ceph-mon ceph-osd gdal-bin python3-gdal curl chromium podman buildah runc uidmap fuse-overlayfs debootstrap binutils)
 
 provided() {
   case "$1" in
