@@ -34,7 +34,8 @@ beforeAll(async () => {
   stack = await startStack({ decoders: 0, vars: { DECODER_SECRET: SECRET } });
   port = await freePort();
   podman(
-    ...["run", "--detach", "--name", CONTAINER, "--network", "host", "--memory", String(MEMORY_BYTES)],
+    // Read-only, as the Kubernetes Deployment runs it: the decoder writes nothing.
+    ...["run", "--detach", "--read-only", "--name", CONTAINER, "--network", "host", "--memory", String(MEMORY_BYTES)],
     ...["--ulimit", "nofile=20000:20000", "--ulimit", "nproc=1024:1024"],
     ...["--env", `TESSERA_DECODER_SECRET=${SECRET}`, "--env", `TESSERA_DECODER_PORT=${port}`],
     ...["--env", `TESSERA_EDGE_URL=${stack.url}`, "--env", `TESSERA_DECODER_PUBLIC_URL=http://127.0.0.1:${port}`],
