@@ -6,12 +6,12 @@ import { spawn, spawnSync } from "node:child_process";
 import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import sharp from "sharp";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ROOT } from "../../infra/local/stack";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../../shared/protocol";
 import { patternCog } from "../support/pattern-cog";
+import { listeningUrl } from "../support/decoder-process";
 
 const SECRET = "bundle-test";
 let dir: string;
@@ -38,13 +38,7 @@ it("serves the samples beside it by default, renders fulls on its pool threads a
     stdio: ["ignore", "pipe", "inherit"],
   });
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      decoder.once("exit", (code) => reject(new Error(`decoder exited with ${code}`)));
-      createInterface({ input: decoder.stdout! }).on("line", (line) => {
-        const listening = /"listening":"([^"]+)"/.exec(line)?.[1];
-        if (listening) resolve(listening);
-      });
-    });
+    const url = await listeningUrl(decoder);
     expect((await signedGet(url, DECODER.info("test-pattern"))).status).toBe(200);
 
     const full = await signedGet(url, "/v1/image/big/full/3000,/0/default.jpg");

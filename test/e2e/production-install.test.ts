@@ -6,10 +6,10 @@ import { spawn, spawnSync } from "node:child_process";
 import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, expect, it } from "vitest";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../../shared/protocol";
+import { listeningUrl } from "../support/decoder-process";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SECRET = "production-install-test";
@@ -40,13 +40,7 @@ it("npm ci --omit=dev brings the pinned Node, and npm run decoder serves on it",
     detached: true, // npm, its shell and the decoder are one process group, stopped together
   });
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      decoder.once("exit", (code) => reject(new Error(`decoder exited with ${code}`)));
-      createInterface({ input: decoder.stdout! }).on("line", (line) => {
-        const listening = /"listening":"([^"]+)"/.exec(line)?.[1];
-        if (listening) resolve(listening);
-      });
-    });
+    const url = await listeningUrl(decoder);
     const pinned = JSON.parse(await readFile(path.join(ROOT, "package.json"), "utf8")).dependencies.node;
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(new RegExp(`^tessera_decoder_nodejs_version_info\\{version="v${pinned}"`, "m"));
