@@ -79,7 +79,7 @@ function listenHost(env: NodeJS.ProcessEnv): string {
 
 /** libuv reads UV_THREADPOOL_SIZE itself and takes what is not a number for one thread. */
 function checkThreadpoolSize(env: NodeJS.ProcessEnv): void {
-  intVar(env, "UV_THREADPOOL_SIZE", { fallback: 4, min: 1, max: MAX_THREADS });
+  intVar(env, "UV_THREADPOOL_SIZE", { fallback: 4 /* libuv's own */, min: 1, max: MAX_THREADS });
 }
 
 /**
@@ -115,6 +115,7 @@ function catalogFrom(env: NodeJS.ProcessEnv, storeTimeoutMs: number): SourceCata
   throw badConfig("TESSERA_SOURCE", `"${kind}" must be local or s3`);
 }
 
+/** The local catalog's directory: missing, every id would be a 404 and nothing would say why. */
 function dataDir(env: NodeJS.ProcessEnv): string {
   const dir = env.TESSERA_DATA_DIR || SAMPLES_DIR;
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
