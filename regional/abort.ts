@@ -7,6 +7,12 @@ import { HttpError } from "../shared/errors";
 export const DEFAULT_SHARED_WORK_TIMEOUT_MS = 10_000;
 
 /**
+ * The longest deadline the decoder sets, from a variable or a request's header: ten minutes is
+ * more than any request deserves, and far below 2³¹ ms, past which Node's timers fire at once.
+ */
+export const MAX_DEADLINE_MS = 600_000;
+
+/**
  * Runs work done once for many requests. No request's own signal may cancel it, so it has its
  * own deadline: past `timeoutMs` its signal aborts and it fails with 504, so a stalled store
  * fails it for everyone waiting instead of holding each of them until its own deadline.

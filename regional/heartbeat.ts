@@ -11,7 +11,7 @@
 
 import { readFile } from "node:fs/promises";
 import { totalmem } from "node:os";
-import { badConfig, intVar } from "../shared/config";
+import { badConfig, intVar, urlVar } from "../shared/config";
 import { signRequest, SIGNATURE_HEADER } from "../shared/protocol";
 import { REGION_NAME } from "../shared/regions";
 import { heartbeatTarget, type Heartbeat } from "../shared/registration";
@@ -27,9 +27,11 @@ export interface HeartbeatConfig {
 
 export function readHeartbeatConfig(env: NodeJS.ProcessEnv = process.env): HeartbeatConfig {
   return {
-    edgeUrl: env.TESSERA_EDGE_URL?.replace(/\/$/, "") || undefined,
-    publicUrl: env.TESSERA_DECODER_PUBLIC_URL?.replace(/\/$/, "") || undefined,
-    intervalMs: intVar(env, "TESSERA_HEARTBEAT_INTERVAL", { min: 1, fallback: 5 }) * 1000,
+    // A typo in either URL would only show as failed heartbeats: a decoder running, never sent work.
+    edgeUrl: urlVar(env, "TESSERA_EDGE_URL")?.replace(/\/$/, ""),
+    publicUrl: urlVar(env, "TESSERA_DECODER_PUBLIC_URL")?.replace(/\/$/, ""),
+    // Past an hour a decoder would fall out of every DO between beats (DECODER_TTL is seconds).
+    intervalMs: intVar(env, "TESSERA_HEARTBEAT_INTERVAL", { min: 1, max: 3600, fallback: 5 }) * 1000,
     memoryLimit: intVar(env, "TESSERA_DECODER_MEMORY_LIMIT", { fallback: 0 }),
     region: region(env.TESSERA_REGION),
   };

@@ -1,4 +1,6 @@
-// Regional decoder entry point: `tsx regional/main.ts`. Configuration is the environment:
+// Regional decoder entry point. `npm run build:decoder` bundles it into dist/decoder/main.js,
+// which `npm run decoder`, the image and the service units run on the pinned Node;
+// `npm run decoder:source` runs this file under tsx. Configuration is the environment:
 //
 //   TESSERA_DECODER_HOST      listen address                        (127.0.0.1)
 //   TESSERA_DECODER_PORT      listen port, 0 = ephemeral            (9100)

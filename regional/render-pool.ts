@@ -7,13 +7,12 @@
 // by band, and would only evict the blocks viewers come back to; sharing it would move every
 // decoded block between threads.
 
-import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
-import { pathToFileURL } from "node:url";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { ResolvedImageRequest } from "../shared/iiif/resolve";
 import type { Cog } from "./cog/cog";
+import { workerScript } from "./decoder-files";
 import { chooseLevel, windowAtLevel } from "../shared/levels";
 import type { RenderedImage } from "./render";
 import { fromWire, toWire, type MainMessage, type ReadRequest, type RenderOutcome, type RenderTask } from "./render-worker";
@@ -50,16 +49,17 @@ function renderPool(): Piscina<RenderTask, RenderOutcome> {
 }
 
 function startPool(): Piscina<RenderTask, RenderOutcome> {
+  const script = workerScript("render-worker");
   return new Piscina({
-    filename: new URL("./render-worker.ts", import.meta.url).href,
+    filename: script.url.href,
     minThreads: 1,
     maxThreads: threads,
     idleTimeout: IDLE_TIMEOUT_MS,
     // A full is throughput, a tile is latency: on a busy machine the scheduler runs the event
     // loop and the libuv pool (tiles' decodes and encodes) first; idle CPU still goes to fulls.
     niceIncrement: NICE_INCREMENT,
-    // The worker is TypeScript: tsx's loader, whether or not this process started with it.
-    execArgv: ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href],
+    // From source the worker is TypeScript: tsx's loader, whether or not this process started with it.
+    execArgv: script.execArgv,
     // geotiff.js loads web-worker, which on any thread but the main one reads workerData to
     // find its own script: an object without one tells it this thread is not its worker.
     workerData: {},

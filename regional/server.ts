@@ -36,7 +36,7 @@ import {
   verifyRequest,
   type SignedLimits,
 } from "../shared/protocol";
-import { withDeadline } from "./abort";
+import { MAX_DEADLINE_MS, withDeadline } from "./abort";
 import { Drain, drainingAnswer } from "./drain";
 import { isValidRequestId, X_REQUEST_ID } from "../shared/request-id";
 import { CogCache, type Opened } from "./cog-cache";
@@ -64,8 +64,6 @@ import { parseTileRequest, type TilePathParams } from "../shared/maps/tile-reque
 import { renderCost } from "./work-estimate";
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
-/** Longest per-request deadline a caller may ask for with TIMEOUT_HEADER. */
-const MAX_REQUEST_TIMEOUT_MS = 600_000;
 
 export interface DecoderOptions {
   catalog: SourceCatalog;
@@ -279,7 +277,7 @@ export function createDecoderServer(options: DecoderOptions): Server {
     if (!route || !routeLimiter || parts.length !== length) throw notFound(`no route ${url.pathname}`);
     // The admission DO's grant replaces this decoder's defaults; without one (no edge in
     // front) the decoder's own deadline and work budget apply.
-    const timeout = wholeNumber(limits.timeoutMs, TIMEOUT_HEADER, 1, MAX_REQUEST_TIMEOUT_MS) ?? defaultTimeout;
+    const timeout = wholeNumber(limits.timeoutMs, TIMEOUT_HEADER, 1, MAX_DEADLINE_MS) ?? defaultTimeout;
     // The permit is held until the answer's last byte is written, as the DO holds its own.
     const release = routeLimiter.acquire();
     const forget = trackCancellable(limits.requestId, controller);

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the system packages the local stack needs (single-node Ceph RGW for S3, GDAL for the
 # sample COGs, GDAL's Python bindings for the map tests' references and bench:maps, curl for
-# readiness probes, Chromium for the viewer's browser test) on Debian
-# bookworm. Idempotent: a package is installed only when its binary is missing and dpkg does not
-# list it as installed, and `apt-get update` runs at most once, only when something must be
-# installed. Run as root (CI) or with sudo available.
+# readiness probes, Chromium for the viewer's browser test; podman, buildah, runc, uidmap,
+# fuse-overlayfs, debootstrap and binutils' strip to build and run the decoder's OCI image;
+# systemd-analyze to check the decoder's unit) on Debian bookworm. Idempotent: a package is
+# installed only when its binary is missing and dpkg does not list it as installed, and
+# `apt-get update` runs at most once, only when something must be installed. Run as root (CI)
+# or with sudo available.
 set -euo pipefail
 
 # package -> a binary it provides, or the absolute path of a file it installs (the check that
@@ -17,8 +19,16 @@ declare -A BIN=(
   [python3-gdal]=/usr/lib/python3/dist-packages/osgeo/gdal.py
   [curl]=curl
   [chromium]=chromium
+  [podman]=podman
+  [buildah]=buildah
+  [runc]=runc
+  [uidmap]=newuidmap
+  [fuse-overlayfs]=fuse-overlayfs
+  [debootstrap]=debootstrap
+  [binutils]=strip
+  [systemd]=systemd-analyze
 )
-PACKAGES=(radosgw ceph-mon ceph-osd gdal-bin python3-gdal curl chromium)
+PACKAGES=(radosgw ceph-mon ceph-osd gdal-bin python3-gdal curl chromium podman buildah runc uidmap fuse-overlayfs debootstrap binutils systemd)
 
 provided() {
   case "$1" in

@@ -4,6 +4,7 @@
 // one at a time; if it dies, the encodes it held fail and the next one starts a new worker.
 
 import { Worker } from "node:worker_threads";
+import { workerScript } from "../decoder-files";
 import type { J2kInput, J2kReply, J2kRequest } from "./openjpeg-worker";
 
 export type { J2kInput };
@@ -40,7 +41,8 @@ function settle(started: Worker, id: number, outcome: (waiting: Pending) => void
 
 function openJpegWorker(): Worker {
   if (worker) return worker;
-  const started = new Worker(new URL("./openjpeg-worker.ts", import.meta.url));
+  const script = workerScript("encode/openjpeg-worker");
+  const started = new Worker(script.url, { execArgv: script.execArgv });
   started.on("message", (reply: J2kReply) =>
     settle(started, reply.id, (waiting) => ("error" in reply ? waiting.reject(new Error(reply.error)) : waiting.resolve(reply.codestream))),
   );

@@ -10,6 +10,7 @@ import { isIP, type LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
 import { badConfig, intVar } from "../../shared/config";
 import { HttpError } from "../../shared/errors";
+import { MAX_DEADLINE_MS } from "../abort";
 
 export interface AssetConfig {
   /** A store key is allowed when it starts with one of these ("" = the whole store). */
@@ -43,7 +44,7 @@ export function readAssetConfig(env: NodeJS.ProcessEnv): AssetConfig {
     hosts: listVar(env, "TESSERA_ASSET_HOSTS", parseHostPattern) ?? [],
     allowAddresses: listVar(env, "TESSERA_ASSET_ALLOW_ADDRESSES", parseCidr) ?? [],
     connections: intVar(env, "TESSERA_ASSET_CONNECTIONS", { fallback: DEFAULT_ASSET_CONNECTIONS, min: 1, max: 1024 }),
-    timeoutMs: intVar(env, "TESSERA_ASSET_TIMEOUT_MS", { fallback: DEFAULT_ASSET_TIMEOUT_MS, min: 1 }),
+    timeoutMs: intVar(env, "TESSERA_ASSET_TIMEOUT_MS", { fallback: DEFAULT_ASSET_TIMEOUT_MS, min: 1, max: MAX_DEADLINE_MS }),
   };
 }
 

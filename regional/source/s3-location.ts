@@ -13,6 +13,10 @@ export interface S3Location {
   endpoint?: string;
 }
 
+/** The characters of bucket names (S3's, and RGW's relaxed ones); never a path such as "bucket/prefix". */
+const BUCKET_NAME = /^[A-Za-z0-9._-]+$/;
+const REGION_NAME = /^[A-Za-z0-9_-]+$/;
+
 /**
  * Reads TESSERA_S3_BUCKET, _PREFIX, _REGION and _ENDPOINT. `bucketRequired` ends the message
  * of a missing bucket: when or why the caller needs it.
@@ -20,10 +24,15 @@ export interface S3Location {
 export function readS3Location(env: NodeJS.ProcessEnv, bucketRequired: string): S3Location {
   const bucket = env.TESSERA_S3_BUCKET;
   if (!bucket) throw badConfig("TESSERA_S3_BUCKET", `is required ${bucketRequired}`);
+  if (!BUCKET_NAME.test(bucket)) {
+    throw badConfig("TESSERA_S3_BUCKET", `must be a bucket name (a key prefix goes in TESSERA_S3_PREFIX), got ${JSON.stringify(bucket)}`);
+  }
+  const region = env.TESSERA_S3_REGION || "us-east-1";
+  if (!REGION_NAME.test(region)) throw badConfig("TESSERA_S3_REGION", `must be a region name such as eu-west-1, got ${JSON.stringify(region)}`);
   return {
     bucket,
     prefix: env.TESSERA_S3_PREFIX ?? "",
-    region: env.TESSERA_S3_REGION || "us-east-1",
+    region,
     endpoint: urlVar(env, "TESSERA_S3_ENDPOINT"),
   };
 }

@@ -1,14 +1,15 @@
-// A decoder as an operator installs it: the runtime files only, `npm ci --omit=dev` run by the
-// machine's own npm and Node (this test takes the project's node_modules/.bin off the PATH), then
-// `npm run decoder`. It must run on the Node LTS the project pins, not on the machine's Node.
+// A decoder as an operator installs it: the built decoder (dist/decoder, from this project's
+// global setup) and the package files only, `npm ci --omit=dev` run by the machine's own npm and
+// Node (this test takes the project's node_modules/.bin off the PATH), then `npm run decoder`. It
+// must run on the Node LTS the project pins, not on the machine's Node.
 import { spawn, spawnSync } from "node:child_process";
 import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, expect, it } from "vitest";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../../shared/protocol";
+import { listeningUrl } from "../support/decoder-process";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SECRET = "production-install-test";
@@ -25,7 +26,7 @@ const machinePath = () =>
 it("npm ci --omit=dev brings the pinned Node, and npm run decoder serves on it", { timeout: 240_000 }, async () => {
   const dir = await mkdtemp(path.join(tmpdir(), "tessera-prod-"));
   dirs.push(dir);
-  for (const entry of ["package.json", "package-lock.json", "regional", "shared", "samples"]) {
+  for (const entry of ["package.json", "package-lock.json", "dist/decoder", "samples"]) {
     await cp(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
   }
   const env = { ...process.env, PATH: machinePath(), npm_config_audit: "false", npm_config_fund: "false" };
@@ -39,13 +40,7 @@ it("npm ci --omit=dev brings the pinned Node, and npm run decoder serves on it",
     detached: true, // npm, its shell and the decoder are one process group, stopped together
   });
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      decoder.once("exit", (code) => reject(new Error(`decoder exited with ${code}`)));
-      createInterface({ input: decoder.stdout! }).on("line", (line) => {
-        const listening = /"listening":"([^"]+)"/.exec(line)?.[1];
-        if (listening) resolve(listening);
-      });
-    });
+    const url = await listeningUrl(decoder);
     const pinned = JSON.parse(await readFile(path.join(ROOT, "package.json"), "utf8")).dependencies.node;
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(new RegExp(`^tessera_decoder_nodejs_version_info\\{version="v${pinned}"`, "m"));
