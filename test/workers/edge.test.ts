@@ -134,10 +134,10 @@ describe("edge worker in workerd", () => {
       expect(res.status, path).toBe(502);
       expect(((await res.json()) as { message: string }).message).toMatch(/NTHREADS must be a whole number/);
     }
-    // The operator's log says it too, once a request, as one structured line.
+    // The operator's log says it too, once a request, as one structured line with the request's id.
     expect(logged.mock.calls.map(([line]) => JSON.parse(String(line)))).toEqual([
-      { level: "error", msg: expect.stringMatching(/NTHREADS must be a whole number/) },
-      { level: "error", msg: expect.stringMatching(/NTHREADS must be a whole number/) },
+      { level: "error", msg: expect.stringMatching(/NTHREADS must be a whole number/), requestId: expect.any(String) },
+      { level: "error", msg: expect.stringMatching(/NTHREADS must be a whole number/), requestId: expect.any(String) },
     ]);
     logged.mockRestore();
   });
