@@ -116,7 +116,7 @@ describe("a source that is not georeferenced", () => {
       const res = await get(path);
       expect(res.status, path).toBe(404);
       expect(res.headers.get("cache-control"), path).toBe("public, max-age=60");
-      expect(await res.json(), path).toEqual({ error: "not_found", message: 'source "plain" is not georeferenced: it is served as an image only' });
+      expect(await res.json(), path).toEqual({ error: "not_found", message: 'source "plain" is not georeferenced: it is served as an image only', requestId: expect.any(String) });
     }
   });
 });
