@@ -132,6 +132,7 @@ describe("a source across the antimeridian", () => {
       expect(await res.json(), path).toEqual({
         error: "unsupported",
         message: 'source "across" crosses the antimeridian (longitude ±180°): map tiles cannot serve it yet; its IIIF image routes do',
+        requestId: expect.any(String),
       });
     }
     const info = await get("/iiif/3/across/info.json");
