@@ -12,7 +12,8 @@
 // AbortSignal that fires on the client's disconnect or the deadline and reaches every Source
 // read and every stage boundary. Images and tiles reserve their estimated work memory from the
 // work budget before any pixel I/O (one exclusive retry when the allowance is taken; 413 when
-// the request alone exceeds it).
+// the request alone exceeds it). While the decoder drains (drain.ts), new requests are refused
+// before any of that, and every answer carries the request's id (shared/request-id.ts).
 
 import { createHmac, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";

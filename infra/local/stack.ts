@@ -3,7 +3,7 @@
 // Miniflare (configured from wrangler.toml, so local and deployed bindings cannot drift).
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createInterface } from "node:readline";
+import { createInterface, type Interface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { convertV4MiniflareOptions, Miniflare, type V4WorkerOptions } from "miniflare";
@@ -14,6 +14,8 @@ export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export interface DecoderProcess {
   url: string;
   process: ChildProcess;
+  /** Its log, one JSON line at a time (stdout), for a test to listen to. */
+  lines: Interface;
 }
 
 export interface StackOptions {
@@ -54,7 +56,7 @@ export function startDecoder(env: Record<string, string>, verbose = false): Prom
     child.once("exit", (code) => reject(new Error(`decoder exited with ${code} before listening`)));
     lines.on("line", (line) => {
       const listening = /"listening":"([^"]+)"/.exec(line)?.[1];
-      if (listening) resolve({ url: listening, process: child });
+      if (listening) resolve({ url: listening, process: child, lines });
       else if (verbose) process.stderr.write(line + "\n");
     });
   });

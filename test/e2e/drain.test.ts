@@ -13,7 +13,7 @@ import { startAssetServer, type AssetServer } from "../support/asset-server";
 import { sumMetric, until } from "../support/metrics";
 
 const SAMPLES = new URL("../../samples/", import.meta.url).pathname;
-const DRAIN_TIMEOUT_MS = 10_000;
+const DRAIN_TIMEOUT_MS = 20_000;
 
 let dir: string;
 beforeAll(async () => {

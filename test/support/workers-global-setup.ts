@@ -109,9 +109,10 @@ async function drainingDecoder(dir: string, assets: AssetServer): Promise<Decode
     TESSERA_REQUEST_TIMEOUT_MS: hour,
     TESSERA_DRAIN_TIMEOUT_MS: hour,
   });
-  // Imported here, not above: vitest.config.ts loads this file, and Vite's config loader wants
-  // file extensions on every import it follows, which shared/ does not spell out.
-  const { signRequest, SIGNATURE_HEADER } = await import("../../shared/protocol.ts");
+  // Imported by a computed URL: vitest.config.ts loads this file, and Vite's config loader warns
+  // of every import without a file extension in the modules it follows (shared/ has them).
+  const protocol = new URL("../../shared/protocol.ts", import.meta.url).href;
+  const { signRequest, SIGNATURE_HEADER }: typeof import("../../shared/protocol.ts") = await import(/* @vite-ignore */ protocol);
   const tile = "/v1/tiles/stalled/WebMercatorQuad/12/2219/1427.png";
   const held = fetch(decoder.url + tile, { headers: { [SIGNATURE_HEADER]: await signRequest(WORKERS_TEST_SECRET, "GET", tile) } });
   held.catch(() => {}); // cut when the decoder is killed at the end of the run

@@ -66,7 +66,7 @@ describe("request limiter", () => {
       const refused = await signedGet(d, url.replace("0,0,256,256", "256,0,256,256"));
       expect(refused.status).toBe(503);
       expect(refused.headers.get("retry-after")).toBe("1");
-      expect(await refused.json()).toEqual({ error: "overloaded", message: "decoder busy: 1 requests in flight" });
+      expect(await refused.json()).toEqual({ error: "overloaded", message: "decoder busy: 1 requests in flight", requestId: expect.any(String) });
       expect(await metricValue(d, "tessera_decoder_rejected_total", '{reason="overloaded"}')).toBeGreaterThanOrEqual(1);
 
       catalog.pass();
@@ -273,7 +273,7 @@ describe("deadlines and cancellation", () => {
     await withDecoder({ requestTimeoutMs: 200 }, async (d, catalog) => {
       const res = await signedGet(d, await imageUrl(d, "0,0,256,256/256,256/0/default.jpg"));
       expect(res.status).toBe(408);
-      expect(await res.json()).toEqual({ error: "deadline", message: "request deadline of 200 ms exceeded" });
+      expect(await res.json()).toEqual({ error: "deadline", message: "request deadline of 200 ms exceeded", requestId: expect.any(String) });
       expect(String(catalog.aborted[0])).toContain("deadline of 200 ms");
       expect(await metricValue(d, "tessera_decoder_rejected_total", '{reason="deadline"}')).toBe(1);
     });

@@ -70,7 +70,7 @@ describe("GET /v1/info", () => {
     expect((await signedGet(decoder, `${DECODER.info("jpeg")}?version=${versions.jpeg}`)).status).toBe(200);
     const res = await signedGet(decoder, `${DECODER.info("jpeg")}?version=123-456`);
     expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ error: "version_gone", message: 'source "jpeg" version no longer available' });
+    expect(await res.json()).toEqual({ error: "version_gone", message: 'source "jpeg" version no longer available', requestId: expect.any(String) });
   });
 });
 

@@ -121,7 +121,7 @@ describe("unexpected failures", () => {
       const res = await signedGet(d, DECODER.info("anything"));
       expect(res.status).toBe(502);
       const text = await res.text();
-      expect(JSON.parse(text)).toEqual({ error: "bad_gateway", message: "internal failure" });
+      expect(JSON.parse(text)).toEqual({ error: "bad_gateway", message: "internal failure", requestId: expect.any(String) });
       expect(text).not.toContain("secret");
       const logged = d.logs.find((r) => r.level === "error");
       expect(logged).toMatchObject({ msg: "unexpected failure", error: "secret internal detail at /some/path" });

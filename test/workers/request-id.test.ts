@@ -50,7 +50,8 @@ describe("the request id at the edge", () => {
       fc.array(fc.constantFrom(...safe), { minLength: 65, maxLength: 400 }).map((a) => a.join("")),
       fc
         .tuple(fc.array(fc.constantFrom(...safe), { minLength: 8, maxLength: 40 }), fc.constantFrom('"', "'", " x", "<script>", ";", ",", ".", "/", "%0d%0a", "\t"), fc.nat())
-        .map(([a, bad, at]) => a.slice(0, at % a.length).join("") + bad + a.slice(at % a.length).join("")),
+        // Inside the id: a header's leading and trailing spaces are not part of its value.
+        .map(([a, bad, at]) => a.slice(0, 1 + (at % (a.length - 1))).join("") + bad + a.slice(1 + (at % (a.length - 1))).join("")),
     );
     await fc.assert(
       fc.asyncProperty(hostile, async (id) => {

@@ -116,7 +116,7 @@ describe("a source that is not georeferenced", () => {
       const res = await get(path);
       expect(res.status, path).toBe(404);
       expect(res.headers.get("cache-control"), path).toBe("public, max-age=60");
-      expect(await res.json(), path).toEqual({ error: "not_found", message: 'source "plain" is not georeferenced: it is served as an image only' });
+      expect(await res.json(), path).toEqual({ error: "not_found", message: 'source "plain" is not georeferenced: it is served as an image only', requestId: expect.any(String) });
     }
   });
 });
@@ -132,6 +132,7 @@ describe("a source across the antimeridian", () => {
       expect(await res.json(), path).toEqual({
         error: "unsupported",
         message: 'source "across" crosses the antimeridian (longitude ±180°): map tiles cannot serve it yet; its IIIF image routes do',
+        requestId: expect.any(String),
       });
     }
     const info = await get("/iiif/3/across/info.json");
