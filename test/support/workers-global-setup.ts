@@ -98,16 +98,16 @@ async function drainingDecoder(dir: string, assets: AssetServer): Promise<Decode
   const asset = `http://127.0.0.1:${assets.port}/utm-quadrants.tif`;
   const mosaic = { mosaicjson: "0.0.3", minzoom: 0, maxzoom: 16, quadkey_zoom: 0, bounds: [15, 47.66, 15.28, 47.86], tiles: { "": [asset] } };
   await writeFile(path.join(dir, "stalled.mosaic.json"), JSON.stringify(mosaic));
-  const hour = String(3_600_000);
+  const longest = String(600_000); // the longest deadline a decoder takes: longer than the run
   const decoder = await startDecoder({
     TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET,
     TESSERA_DECODER_PORT: "0",
     TESSERA_DATA_DIR: dir,
     TESSERA_ASSET_HOSTS: `127.0.0.1:${assets.port}`,
     TESSERA_ASSET_ALLOW_ADDRESSES: "127.0.0.0/8",
-    TESSERA_ASSET_TIMEOUT_MS: hour,
-    TESSERA_REQUEST_TIMEOUT_MS: hour,
-    TESSERA_DRAIN_TIMEOUT_MS: hour,
+    TESSERA_ASSET_TIMEOUT_MS: longest,
+    TESSERA_REQUEST_TIMEOUT_MS: longest,
+    TESSERA_DRAIN_TIMEOUT_MS: longest,
   });
   // Imported by a computed URL: vitest.config.ts loads this file, and Vite's config loader warns
   // of every import without a file extension in the modules it follows (shared/ has them).
