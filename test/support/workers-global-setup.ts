@@ -6,9 +6,9 @@
 // and one that works, over a picture whose upscaled, rotated render keeps libvips busy a while,
 // a large file of noise, and the bundled map sample; and a second working decoder over the same
 // files for the tests that count its decodes, which no other test file sends work to, and a
-// third for the test that counts the connections the DO opens to it; and a real decoder that is
-// draining for the whole run: SIGTERMed while it holds a mosaic tile whose web asset never
-// answers, with deadlines longer than the run, it answers every new request as a draining decoder.
+// third for the test that counts the connections the DO opens to it; and, on request, real
+// decoders that are draining: each SIGTERMed while it holds a mosaic tile whose web asset never
+// answers, so it answers every new request as a draining decoder until its drain deadline.
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer as createHttpServer } from "node:http";
@@ -31,7 +31,8 @@ declare module "vitest" {
     countedDecoderUrl: string;
     connectionsDecoderUrl: string;
     cuttingDecoderUrl: string;
-    drainingDecoderUrl: string;
+    /** POST: starts a draining decoder and answers its URL. */
+    drainingDecoderControlUrl: string;
   }
 }
 
@@ -73,10 +74,18 @@ export default async function setup(project: TestProject) {
   const connections = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
   project.provide("connectionsDecoderUrl", connections.url);
   const assets = await startAssetServer(dir);
-  const draining = await drainingDecoder(dir, assets);
-  project.provide("drainingDecoderUrl", draining.url);
+  // Started when a test asks, not here: a drain ends at its deadline, and this run may last longer.
+  const draining: DecoderProcess[] = [];
+  const control = createHttpServer((_req, res) => {
+    drainingDecoder(dir, assets).then(
+      (d) => (draining.push(d), res.end(d.url)),
+      (err: Error) => res.writeHead(500).end(err.message),
+    );
+  });
+  project.provide("drainingDecoderControlUrl", await listening(control));
   return async () => {
-    await killDecoder(draining);
+    control.close();
+    await Promise.all(draining.map(killDecoder));
     await assets.close();
     dropping.close();
     cutting.close();
@@ -98,7 +107,7 @@ async function drainingDecoder(dir: string, assets: AssetServer): Promise<Decode
   const asset = `http://127.0.0.1:${assets.port}/utm-quadrants.tif`;
   const mosaic = { mosaicjson: "0.0.3", minzoom: 0, maxzoom: 16, quadkey_zoom: 0, bounds: [15, 47.66, 15.28, 47.86], tiles: { "": [asset] } };
   await writeFile(path.join(dir, "stalled.mosaic.json"), JSON.stringify(mosaic));
-  const longest = String(600_000); // the longest deadline a decoder takes: longer than the run
+  const longest = String(600_000); // the longest deadline a decoder takes: longer than any test
   const decoder = await startDecoder({
     TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET,
     TESSERA_DECODER_PORT: "0",
@@ -116,7 +125,8 @@ async function drainingDecoder(dir: string, assets: AssetServer): Promise<Decode
   const tile = "/v1/tiles/stalled/WebMercatorQuad/12/2219/1427.png";
   const held = fetch(decoder.url + tile, { headers: { [SIGNATURE_HEADER]: await signRequest(WORKERS_TEST_SECRET, "GET", tile) } });
   held.catch(() => {}); // cut when the decoder is killed at the end of the run
-  while (assets.requests.length === 0) await new Promise((r) => setTimeout(r, 20));
+  const asked = assets.requests.length;
+  while (assets.requests.length === asked) await new Promise((r) => setTimeout(r, 20));
   decoder.process.kill("SIGTERM");
   while ((await fetch(`${decoder.url}/health`)).status !== 503) await new Promise((r) => setTimeout(r, 20));
   return decoder;

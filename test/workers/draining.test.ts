@@ -1,5 +1,5 @@
 // Decoders that leave: the admission DO drops one that says it is leaving at once, and a request
-// it sends to a draining decoder before hearing so (a real decoder, draining for the whole run)
+// it sends to a draining decoder before hearing so (a real decoder, started draining for the test)
 // goes to another live decoder under the same permit, never back to the client as that 503.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
@@ -7,6 +7,9 @@ import { get, heartbeat, metric } from "./helpers";
 
 /** A distinct 64² region of the test pattern: a miss every time. */
 const region = (i: number) => `/iiif/3/published/${i * 64},64,64,64/64,/0/default.jpg`;
+
+/** A real decoder, started for the caller and draining: its URL. */
+const drainingDecoder = async () => (await fetch(env.TEST_DRAINING_DECODER_CONTROL_URL, { method: "POST" })).text();
 
 const live = async () => [await metric("decoders_live"), await metric("permits_total")];
 
@@ -31,7 +34,7 @@ describe("a decoder that leaves", () => {
     expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);
     expect((await get(region(4))).status).toBe(200); // the source's metadata, now known to the edge
     // Never picked yet, the draining decoder is the one picked first among idle equals.
-    expect((await heartbeat({ url: env.TEST_DRAINING_DECODER_URL, capacity: 16 })).status).toBe(204);
+    expect((await heartbeat({ url: await drainingDecoder(), capacity: 16 })).status).toBe(204);
     const [resends, released] = [await metric("draining_resends_total"), await metric("released_total")];
     const res = await get(region(5));
     expect(res.status).toBe(200);
@@ -43,7 +46,7 @@ describe("a decoder that leaves", () => {
   });
 
   it("answers 503 + Retry-After, never the decoder's draining answer, when no other decoder is left", async () => {
-    expect((await heartbeat({ url: env.TEST_DRAINING_DECODER_URL, capacity: 16 })).status).toBe(204);
+    expect((await heartbeat({ url: await drainingDecoder(), capacity: 16 })).status).toBe(204);
     await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4, leaving: true });
     expect(await live()).toEqual([1, 16]);
     const res = await get(region(6));

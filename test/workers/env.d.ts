@@ -18,8 +18,8 @@ declare namespace Cloudflare {
     /** The regions tests' decoders (test/support/workers-regions-setup.ts), comma-separated. */
     TEST_NEAR_DECODER_URLS: string;
     TEST_FAR_DECODER_URLS: string;
-    /** A real decoder draining for the whole run: 503 + x-tessera-draining to every new request. */
-    TEST_DRAINING_DECODER_URL: string;
+    /** POST: starts a real decoder that is draining (503 + x-tessera-draining to every new request); answers its URL. */
+    TEST_DRAINING_DECODER_CONTROL_URL: string;
   }
   interface GlobalProps {
     mainModule: TesseraWorker;
