@@ -74,6 +74,7 @@ export class AdmissionDO extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = edgeConfig(env);
+    // The name the edge asked for by idFromName, readable inside the object (Cloudflare since March 2026).
     this.shard = shardFromName(ctx.id.name);
     const a = this.config.admission;
     if (a.unrecognizedMode !== undefined) {
