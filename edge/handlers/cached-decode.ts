@@ -5,7 +5,7 @@ import type { IRequest } from "itty-router";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { DECODER, VERSION_HEADER } from "../../shared/protocol";
 import { viaAdmission, type Cost } from "../admission-client";
-import { ALLOW_ANY_ORIGIN } from "../cors";
+import { allowAnyOrigin } from "../cors";
 import type { EdgeConfig, Env } from "../env";
 import { forClient, type ForClient } from "../request-id";
 import { errorCacheControl, imageCacheControl, isPermanentError, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
@@ -94,6 +94,6 @@ function answer(stored: Response, headers: Record<string, string>, status: "hit"
   const out = new Response(stored.body, stored);
   if (stored.ok) for (const [k, v] of Object.entries(headers)) out.headers.set(k, v);
   out.headers.set(CACHE_STATUS_HEADER, status);
-  out.headers.set(...ALLOW_ANY_ORIGIN);
+  allowAnyOrigin(out.headers);
   return out;
 }

@@ -23,6 +23,21 @@ describe("the request id at the edge", () => {
     expect([hit.status, hit.headers.get("x-tessera-cache"), hit.headers.get("x-request-id")]).toEqual([200, "hit", "second_request_0002"]);
   });
 
+  it("lets a page on any origin read it, and the other headers a viewer uses, on every answer: miss, hit, info.json, error", async () => {
+    // A browser hides every header of a cross-origin answer that the answer itself does not
+    // expose: on a preflight, Access-Control-Expose-Headers means nothing.
+    const origin = { origin: "https://viewer.example" };
+    const tile = "/iiif/3/published/192,128,64,64/64,/0/default.jpg";
+    for (const [path, status, cache] of [[tile, 200, "miss"], [tile, 200, "hit"], ["/iiif/3/published/info.json", 200, null], ["/iiif/3/published/bogus/max/0/default.jpg", 400, null]] as const) {
+      const res = await get(path, withId("cross-origin-01", origin));
+      await res.arrayBuffer();
+      expect([res.status, res.headers.get("x-tessera-cache")], path).toEqual([status, cache]);
+      expect(res.headers.get("access-control-allow-origin"), path).toBe("*");
+      const exposed = (res.headers.get("access-control-expose-headers") ?? "").toLowerCase().split(/\s*,\s*/);
+      expect(exposed, path).toEqual(expect.arrayContaining(["x-request-id", "etag", "link", "x-tessera-cache", "x-tessera-version"]));
+    }
+  });
+
   it("puts the id in every JSON error body, a refusal from the decoder's side included", async () => {
     for (const [path, status] of [["/no/such/route", 404], ["/iiif/3/no-such-source/info.json", 404], ["/iiif/3/published/bogus/max/0/default.jpg", 400]] as const) {
       for (const id of ["error-body-id-1", "error-body-id-2"]) {
