@@ -471,7 +471,8 @@ export class AdmissionDO extends DurableObject<Env> {
         live.map(async (decoder): Promise<number | undefined> => {
           try {
             const signature = await signRequest(this.config.decoderSecret, "POST", path);
-            const res = await fetch(decoder.url + path, { method: "POST", headers: { [SIGNATURE_HEADER]: signature }, signal: lease.signal });
+            const headers = { [SIGNATURE_HEADER]: signature, ...(requestId && { [X_REQUEST_ID]: requestId }) };
+            const res = await fetch(decoder.url + path, { method: "POST", headers, signal: lease.signal });
             if (res.ok) return ((await res.json()) as { dropped: number }).dropped;
             logDecoderFailure(decoder.url, `invalidate answered ${res.status}: ${await res.text()}`, requestId);
           } catch (err) {

@@ -11,6 +11,8 @@ import { startStack, type Stack } from "../../infra/local/stack";
 const SAMPLES = new URL("../../samples/", import.meta.url).pathname;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
+const ADMIN_TOKEN = "request-id-admin-token";
+
 let stack: Stack;
 let dir: string;
 const logged: Record<string, unknown>[] = [];
@@ -19,7 +21,7 @@ const rawLog: string[] = [];
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "tessera-request-id-"));
   await copyFile(`${SAMPLES}test-pattern.tif`, `${dir}/pattern.tif`);
-  stack = await startStack({ decoders: 1, decoderEnv: { TESSERA_DATA_DIR: dir } });
+  stack = await startStack({ decoders: 1, decoderEnv: { TESSERA_DATA_DIR: dir }, vars: { ADMIN_TOKEN } });
   stack.decoders[0].lines.on("line", (line) => {
     rawLog.push(line);
     logged.push(JSON.parse(line));
@@ -101,5 +103,16 @@ describe("one request id through every tier", () => {
     const everything = rawLog.join("\n");
     for (const value of hostile.slice(0, 4)) expect(everything).not.toContain(value.toString("latin1"));
     expect(everything).not.toContain("<script>");
+  });
+
+  // Last: it makes the edge forget the source's metadata.
+  it("reaches the decoder's log line of a publisher's invalidation", async () => {
+    const res = await fetch(`${stack.url}/admin/sources/pattern/invalidate`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "x-request-id": "publish-run-0007" },
+    });
+    expect([res.status, res.headers.get("x-request-id")]).toEqual([200, "publish-run-0007"]);
+    expect(await res.json()).toMatchObject({ id: "pattern", decoders: 1, invalidated: 1 });
+    await expect.poll(() => decoderLines("publish-run-0007")).toEqual([expect.objectContaining({ msg: "request", path: "/v1/invalidate/pattern", status: 200 })]);
   });
 });
