@@ -260,12 +260,17 @@ export class AdmissionDO extends DurableObject<Env> {
         return await this.call(decoder, path, lease, requestId);
       } catch (err) {
         if (!(err instanceof DecoderDraining)) throw err;
-        console.log(JSON.stringify({ level: "info", msg: "decoder draining; sending the request to another", decoder: decoder.url, requestId }));
-        this.decoders.forget(decoder.url);
-        this.resize();
-        this.stats.drainingResends++;
+        this.resendFromDraining(decoder, requestId);
       }
     }
+  }
+
+  /** A decoder answered that it is draining: it leaves routing now, and its request goes on. */
+  private resendFromDraining(decoder: Decoder, requestId?: string): void {
+    console.log(JSON.stringify({ level: "info", msg: "decoder draining; sending the request to another", decoder: decoder.url, requestId }));
+    this.decoders.forget(decoder.url);
+    this.resize();
+    this.stats.drainingResends++;
   }
 
   /**
@@ -425,17 +430,24 @@ export class AdmissionDO extends DurableObject<Env> {
     };
     try {
       if (client.aborted) throw client.reason;
-      const decoder = await this.reachableDecoder(cut.signal, requestId);
-      const limits: SignedLimits = { timeoutMs: String(timeoutMs) };
-      const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
-      const upstream = await fetch(decoder.url + path, {
-        headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits), ...(requestId && { [X_REQUEST_ID]: requestId }) },
-        signal: cut.signal,
-      }).catch((err) => {
-        if (cut.signal.aborted) throw cut.signal.reason;
-        logDecoderFailure(decoder.url, String(err), requestId);
-        throw new HttpError("bad_gateway", "the decoder failed while answering");
-      });
+      let decoder: Decoder;
+      let upstream: Response;
+      for (;;) {
+        decoder = await this.reachableDecoder(cut.signal, requestId);
+        const limits: SignedLimits = { timeoutMs: String(timeoutMs) };
+        const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
+        upstream = await fetch(decoder.url + path, {
+          headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits), ...(requestId && { [X_REQUEST_ID]: requestId }) },
+          signal: cut.signal,
+        }).catch((err) => {
+          if (cut.signal.aborted) throw cut.signal.reason;
+          logDecoderFailure(decoder.url, String(err), requestId);
+          throw new HttpError("bad_gateway", "the decoder failed while answering");
+        });
+        if (!isDrainingAnswer(upstream)) break;
+        await upstream.body?.cancel();
+        this.resendFromDraining(decoder, requestId);
+      }
       await checkAnswer(decoder, upstream, requestId);
       if (!upstream.body) {
         finish();

@@ -45,6 +45,19 @@ describe("a decoder that leaves", () => {
     expect(await metric("permits_in_use")).toBe(0);
   });
 
+  it("has a file transfer it sent to a draining decoder streamed by another", async () => {
+    expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);
+    expect((await get("/iiif/3/published/info.json")).status).toBe(200); // the metadata, known before the draining decoder joins
+    expect((await heartbeat({ url: await drainingDecoder(), capacity: 16 })).status).toBe(204);
+    const resends = await metric("draining_resends_total");
+    const res = await get("/iiif/3/published/file");
+    expect(res.status).toBe(200);
+    expect((await res.arrayBuffer()).byteLength).toBe(Number(res.headers.get("content-length")));
+    expect(await metric("draining_resends_total")).toBe(resends + 1);
+    expect(await live()).toEqual([1, 4]);
+    expect(await metric("file_transfers")).toBe(0);
+  });
+
   it("answers 503 + Retry-After, never the decoder's draining answer, when no other decoder is left", async () => {
     expect((await heartbeat({ url: await drainingDecoder(), capacity: 16 })).status).toBe(204);
     await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4, leaving: true });
