@@ -1,6 +1,7 @@
 // The deployment files agree with the decoder they deploy: the port it listens on by default,
 // the health route it serves, the user its image runs as, the file the build makes, and a stop
-// timeout longer than its drain deadline (30 s by default). The systemd unit is checked by
+// timeout longer than its drain deadline (30 s by default), and a liveness probe that a drain's
+// 503s on the health route cannot fail before that deadline. The systemd unit is checked by
 // systemd's own parser.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -8,10 +9,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../../regional/config";
+import { DEFAULT_DRAIN_TIMEOUT_MS } from "../../regional/drain";
 import { DECODER } from "../../shared/protocol";
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), "utf8");
-const DRAIN_DEADLINE_SECONDS = 30;
+const DRAIN_DEADLINE_SECONDS = DEFAULT_DRAIN_TIMEOUT_MS / 1000;
 const { port } = readConfig({ TESSERA_DECODER_SECRET: "s" });
 
 describe("the Kubernetes Deployment", () => {
@@ -31,6 +33,10 @@ describe("the Kubernetes Deployment", () => {
     expect(read("infra/image/Containerfile")).toContain("useradd --uid 10001");
     const grace = Number(/terminationGracePeriodSeconds: (\d+)/.exec(manifest)?.[1]);
     expect(grace).toBeGreaterThan(DRAIN_DEADLINE_SECONDS);
+    const liveness = /livenessProbe:\n([\s\S]*?)\n\s*(?:securityContext|readinessProbe|resources):/.exec(manifest)?.[1] ?? "";
+    const period = Number(/periodSeconds: (\d+)/.exec(liveness)?.[1]);
+    const failures = Number(/failureThreshold: (\d+)/.exec(liveness)?.[1]);
+    expect(period * failures).toBeGreaterThanOrEqual(DRAIN_DEADLINE_SECONDS);
   });
 
   it("limits memory to what it requests, the figure the decoder reports to the edge", () => {
