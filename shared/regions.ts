@@ -114,7 +114,7 @@ export function regionsFor(p: Placement, sourceId: string): string[] {
 /** The region a decoder's heartbeat names (none: DEFAULT_REGION); undefined when REGIONS lacks it. */
 export function decoderRegion(p: Placement, declared: string | undefined): string | undefined {
   if (declared === undefined) return p.defaultRegion;
-  return p.regions.some((r) => r.name === declared && p.configured) ? declared : undefined;
+  return p.configured && p.regions.some((r) => r.name === declared) ? declared : undefined;
 }
 
 /** 32-bit FNV-1a of the text's UTF-8 bytes: cheap, stable, and spreads similar ids apart. */
