@@ -40,13 +40,13 @@ import type { AddressInfo } from "node:net";
 import { ConfigError } from "../shared/config";
 import { readConfig, type DecoderConfig } from "./config";
 import { DecodedBlockCache } from "./cog/block-cache";
-import { Drain, LINGER_MS } from "./drain";
-import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig, type Heartbeats } from "./heartbeat";
-import { configureRenderPool } from "./render-pool";
-import { RequestLimiter } from "./request-limiter";
-import { createDecoderServer, jsonLog } from "./server";
+import { Drain, LINGER_MS } from "./runtime/drain";
+import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig, type Heartbeats } from "./runtime/heartbeat";
+import { configureRenderPool } from "./render/render-pool";
+import { RequestLimiter } from "./runtime/request-limiter";
+import { createDecoderServer, jsonLog } from "./http/server";
 import { AssetSources } from "./source/assets";
-import { WorkBudget } from "./work-budget";
+import { WorkBudget } from "./runtime/work-budget";
 
 /** How long past its deadline and linger a drain may run before the process exits regardless. */
 const FORCED_EXIT_GRACE_MS = 5000;

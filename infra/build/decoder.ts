@@ -23,7 +23,7 @@ export async function buildDecoder(outdir = DECODER_DIST): Promise<void> {
   await build({
     entryPoints: {
       main: `${ROOT}regional/main.ts`,
-      "render-worker": `${ROOT}regional/render-worker.ts`,
+      "render-worker": `${ROOT}regional/render/render-worker.ts`,
       "openjpeg-worker": `${ROOT}regional/encode/openjpeg-worker.ts`,
     },
     outdir,

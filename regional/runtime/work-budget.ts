@@ -8,10 +8,10 @@
 // This is an active-work allowance, not an RSS ceiling: the decoded-block cache, finished
 // answers being written, libvips/allocator overhead and Node's own heap are owned elsewhere.
 
-import { ADMISSION_DEFAULTS } from "../shared/admission-config";
-import { classify, type Partition } from "../shared/cost";
-import { HttpError } from "../shared/errors";
-import { abortReason } from "../shared/abort";
+import { ADMISSION_DEFAULTS } from "../../shared/admission-config";
+import { classify, type Partition } from "../../shared/cost";
+import { HttpError } from "../../shared/errors";
+import { abortReason } from "../../shared/abort";
 
 export const DEFAULT_WORK_BUDGET_BYTES = 512 * 1024 * 1024;
 

@@ -5,13 +5,13 @@
 // byte ranges on the task's port and gets them back transferred, not copied.
 
 import type { MessagePort } from "node:worker_threads";
-import { HttpError, type ErrorKind } from "../shared/errors";
-import type { ResolvedImageRequest } from "../shared/iiif/resolve";
-import { DecodedBlockCache } from "./cog/block-cache";
-import { Cog } from "./cog/cog";
+import { HttpError, type ErrorKind } from "../../shared/errors";
+import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
+import { DecodedBlockCache } from "../cog/block-cache";
+import { Cog } from "../cog/cog";
 import { renderCheapest, type RenderedImage } from "./render";
-import type { Source } from "./source/source";
-import { WorkBudget } from "./work-budget";
+import type { Source } from "../source/source";
+import { WorkBudget } from "../runtime/work-budget";
 
 /** One render, as the main thread hands it over. */
 export interface RenderTask {

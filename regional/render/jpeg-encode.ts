@@ -9,13 +9,13 @@
 // read in bands, returns undefined and goes to render.ts (libvips).
 
 import jpegTurbo from "@julusian/jpeg-turbo";
-import type { ResolvedImageRequest } from "../shared/iiif/resolve";
-import type { Cog } from "./cog/cog";
-import { chooseLevel, windowAtLevel } from "../shared/levels";
-import { rendersInStrips } from "../shared/cost";
-import { compactWindow, type PixelView } from "./cog/pixels";
+import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
+import type { Cog } from "../cog/cog";
+import { chooseLevel, windowAtLevel } from "../../shared/levels";
+import { rendersInStrips } from "../../shared/cost";
+import { compactWindow, type PixelView } from "../cog/pixels";
 import type { EncodedAnswer } from "./prepared-decode";
-import type { Reservation } from "./work-budget";
+import type { Reservation } from "../runtime/work-budget";
 
 // CommonJS whose exports Node's ESM loader cannot detect statically: take them off the default.
 const { bufferSize, compress, FORMAT_GRAY, FORMAT_RGB, SAMP_420, SAMP_GRAY } = jpegTurbo;

@@ -5,12 +5,12 @@
 // rescale ranges that are not one per band (400). Its cost is the window the warp will really
 // read, so the server admits it like an image: within the DO's grant, the work budget, 413 or
 // GrantExceeded. A COG's tile is a mosaic of one asset (maps/compose-tile.ts).
-import { notFound } from "../shared/errors";
-import { acrossAntimeridian } from "../shared/maps/antimeridian";
-import { canonicalTile, type TileRequest } from "../shared/maps/tile-request";
-import type { Cog } from "./cog/cog";
-import { cogAsset, composeTile } from "./maps/compose-tile";
-import type { PreparedDecode } from "./prepared-decode";
+import { notFound } from "../../shared/errors";
+import { acrossAntimeridian } from "../../shared/maps/antimeridian";
+import { canonicalTile, type TileRequest } from "../../shared/maps/tile-request";
+import type { Cog } from "../cog/cog";
+import { cogAsset, composeTile } from "../maps/compose-tile";
+import type { PreparedDecode } from "../render/prepared-decode";
 
 /** The tile's decode, costed and ready to run on the opened source. */
 export function prepareTile(cog: Cog, id: string, req: TileRequest): PreparedDecode {

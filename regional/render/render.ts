@@ -5,16 +5,16 @@
 // partition runs on the render pool's threads (render-pool.ts), the rest on the calling thread.
 
 import sharp, { type Sharp } from "sharp";
-import type { ResolvedImageRequest } from "../shared/iiif/resolve";
-import type { Cog, LevelWindow } from "./cog/cog";
-import { compactWindow, type Pixels } from "./cog/pixels";
-import { chooseLevel, windowAtLevel } from "../shared/levels";
-import { ADMISSION_DEFAULTS } from "../shared/admission-config";
-import { bandRows, classify, exactBands, rendersInStrips, type BandStep } from "../shared/cost";
-import { encoderFor, type Encoder } from "./encode/formats";
+import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
+import type { Cog, LevelWindow } from "../cog/cog";
+import { compactWindow, type Pixels } from "../cog/pixels";
+import { chooseLevel, windowAtLevel } from "../../shared/levels";
+import { ADMISSION_DEFAULTS } from "../../shared/admission-config";
+import { bandRows, classify, exactBands, rendersInStrips, type BandStep } from "../../shared/cost";
+import { encoderFor, type Encoder } from "../encode/formats";
 import { renderDirectJpeg } from "./jpeg-encode";
 import type { EncodedAnswer } from "./prepared-decode";
-import type { Reservation } from "./work-budget";
+import type { Reservation } from "../runtime/work-budget";
 
 /** An answer with no pooled memory to give back: what a render-pool thread can hand over. */
 export type RenderedImage = Pick<EncodedAnswer, "body" | "contentType">;

@@ -20,11 +20,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { Readable } from "node:stream";
 import { finished, pipeline } from "node:stream/promises";
 import { Registry } from "prom-client";
-import { badRequest, errorResponse, HttpError, notFound } from "../shared/errors";
-import { ADMISSION_DEFAULTS } from "../shared/admission-config";
-import { parseImageRequest } from "../shared/iiif/image-request";
-import { resolveImageRequest, type ResolvedImageRequest } from "../shared/iiif/resolve";
-import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, type Partition } from "../shared/cost";
+import { badRequest, errorResponse, HttpError, notFound } from "../../shared/errors";
+import { ADMISSION_DEFAULTS } from "../../shared/admission-config";
+import { parseImageRequest } from "../../shared/iiif/image-request";
+import { resolveImageRequest, type ResolvedImageRequest } from "../../shared/iiif/resolve";
+import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, type Partition } from "../../shared/cost";
 import {
   DECODER,
   GRANT_HEADER,
@@ -36,33 +36,33 @@ import {
   VERSION_HEADER,
   verifyRequest,
   type SignedLimits,
-} from "../shared/protocol";
-import { MAX_DEADLINE_MS, withDeadline } from "./abort";
-import { Drain, drainingAnswer } from "./drain";
-import { isValidRequestId, X_REQUEST_ID } from "../shared/request-id";
-import { CogCache, type Opened } from "./cog-cache";
-import { DecodedBlockCache } from "./cog/block-cache";
-import { Cog } from "./cog/cog";
-import { Mosaic, type MosaicAssets } from "./mosaic/mosaic";
-import { mosaicIsMapOnly } from "../shared/maps/mosaic-json";
-import { DEFAULT_MOSAIC_MAX_ASSETS, withMosaicTile, type MosaicTileOptions } from "./mosaic/mosaic-tile";
-import { assetCatalog } from "./source/asset-catalog";
-import { readAssetConfig } from "./source/access-policy";
-import { AssetSources } from "./source/assets";
-import { registry, requestSeconds, requestsTotal, routeOf } from "./metrics";
-import { passthroughTile, storedTile } from "./passthrough";
-import { configureSharp, render } from "./render";
-import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./request-limiter";
-import { runtimeMetrics } from "./runtime-metrics";
-import { isValidSourceId } from "./source/source-id";
-import { sourceChunks } from "./source/chunks";
-import type { SourceCatalog } from "./source/source";
-import { admitWork, WorkBudget, type Reservation } from "./work-budget";
-import type { PreparedDecode } from "./prepared-decode";
-import { prepareTile } from "./tile-handler";
-import { readStyle } from "./style-handler";
-import { parseTileRequest, type TilePathParams } from "../shared/maps/tile-request";
-import { renderCost } from "./work-estimate";
+} from "../../shared/protocol";
+import { MAX_DEADLINE_MS, withDeadline } from "../runtime/deadlines";
+import { Drain, drainingAnswer } from "../runtime/drain";
+import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
+import { CogCache, type Opened } from "../cog/cog-cache";
+import { DecodedBlockCache } from "../cog/block-cache";
+import { Cog } from "../cog/cog";
+import { Mosaic, type MosaicAssets } from "../mosaic/mosaic";
+import { mosaicIsMapOnly } from "../../shared/maps/mosaic-json";
+import { DEFAULT_MOSAIC_MAX_ASSETS, withMosaicTile, type MosaicTileOptions } from "../mosaic/mosaic-tile";
+import { assetCatalog } from "../source/asset-catalog";
+import { readAssetConfig } from "../source/access-policy";
+import { AssetSources } from "../source/assets";
+import { registry, requestSeconds, requestsTotal, routeOf } from "../runtime/metrics";
+import { passthroughTile, storedTile } from "../render/passthrough";
+import { configureSharp, render } from "../render/render";
+import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "../runtime/request-limiter";
+import { runtimeMetrics } from "../runtime/server-metrics";
+import { isValidSourceId } from "../source/source-id";
+import { sourceChunks } from "../source/chunks";
+import type { SourceCatalog } from "../source/source";
+import { admitWork, WorkBudget, type Reservation } from "../runtime/work-budget";
+import type { PreparedDecode } from "../render/prepared-decode";
+import { prepareTile } from "../handlers/tile";
+import { readStyle } from "../handlers/style";
+import { parseTileRequest, type TilePathParams } from "../../shared/maps/tile-request";
+import { renderCost } from "../render/work-estimate";
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 

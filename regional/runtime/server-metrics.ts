@@ -2,9 +2,9 @@
 // objects (work budget, request limiter, decoded-block cache). A registry per server, so
 // several decoders in one process (tests) each report their own.
 import { Counter, Gauge, Registry } from "prom-client";
-import type { Partition } from "../shared/cost";
-import type { DecodedBlockCache } from "./cog/block-cache";
-import { jpegBuffersAllocated } from "./jpeg-encode";
+import type { Partition } from "../../shared/cost";
+import type { DecodedBlockCache } from "../cog/block-cache";
+import { jpegBuffersAllocated } from "../render/jpeg-encode";
 import type { RequestLimiter } from "./request-limiter";
 import type { WorkBudget } from "./work-budget";
 

@@ -11,11 +11,11 @@
 
 import { readFile } from "node:fs/promises";
 import { totalmem } from "node:os";
-import { badConfig, intVar, urlVar } from "../shared/config";
-import { signRequest, SIGNATURE_HEADER } from "../shared/protocol";
-import { REGION_NAME } from "../shared/regions";
-import { heartbeatTarget, type Heartbeat } from "../shared/registration";
-import type { LogRecord } from "./server";
+import { badConfig, intVar, urlVar } from "../../shared/config";
+import { signRequest, SIGNATURE_HEADER } from "../../shared/protocol";
+import { REGION_NAME } from "../../shared/regions";
+import { heartbeatTarget, type Heartbeat } from "../../shared/registration";
+import type { LogRecord } from "../http/server";
 
 export interface HeartbeatConfig {
   edgeUrl?: string;

@@ -9,8 +9,8 @@
 // leaving gets that 503, not a refused connection.
 
 import { Gauge, Registry } from "prom-client";
-import { errorResponse, HttpError } from "../shared/errors";
-import { DECODER, DRAINING_HEADER } from "../shared/protocol";
+import { errorResponse, HttpError } from "../../shared/errors";
+import { DECODER, DRAINING_HEADER } from "../../shared/protocol";
 
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 /** How long the decoder keeps answering 503 after its last held request ended. */

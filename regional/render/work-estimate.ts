@@ -4,9 +4,9 @@
 // reserves from the work budget, what it checks against the admission DO's grant, and what the
 // answer reports to the DO in ESTIMATE_HEADER.
 
-import { estimateRequest } from "../shared/cost";
-import type { ResolvedImageRequest } from "../shared/iiif/resolve";
-import type { Cog } from "./cog/cog";
+import { estimateRequest } from "../../shared/cost";
+import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
+import type { Cog } from "../cog/cog";
 
 export function renderCost(cog: Cog, req: ResolvedImageRequest): number {
   const full = cog.levels[0];

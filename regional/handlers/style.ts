@@ -1,10 +1,10 @@
 // GET /v1/styles/{name}: a stored Raster Style document, `{prefix}{name}.style.json` beside the
 // sources, checked by the same schema the edge applies it with (400 naming the bad field), and
 // answered as its text. Unknown: 404.
-import { badRequest, HttpError, notFound } from "../shared/errors";
-import { MAX_STYLE_DOCUMENT_LENGTH, parseStyleDocument } from "../shared/maps/style";
-import { readDocument } from "./mosaic/mosaic";
-import type { SourceCatalog } from "./source/source";
+import { badRequest, HttpError, notFound } from "../../shared/errors";
+import { MAX_STYLE_DOCUMENT_LENGTH, parseStyleDocument } from "../../shared/maps/style";
+import { readDocument } from "../mosaic/mosaic";
+import type { SourceCatalog } from "../source/source";
 
 export async function readStyle(catalog: SourceCatalog, name: string, signal: AbortSignal): Promise<{ text: string; version: string }> {
   const source = await catalog.openKey(`${catalog.prefix ?? ""}${name}.style.json`, signal).catch((e: unknown) => {

@@ -9,13 +9,13 @@
 // viewer shows (JPEG: gray, or YCbCr/RGB without alpha or extra samples; WebP: RGB or RGBA).
 
 import sharp from "sharp";
-import type { ResolvedImageRequest } from "../shared/iiif/resolve";
-import type { Cog } from "./cog/cog";
-import { COMPRESSION } from "./cog/codecs";
-import { jpegFrame, tablesPrefix, tileSegments } from "./cog/jpeg-tables";
+import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
+import type { Cog } from "../cog/cog";
+import { COMPRESSION } from "../cog/codecs";
+import { jpegFrame, tablesPrefix, tileSegments } from "../cog/jpeg-tables";
 import type { EncodedAnswer } from "./prepared-decode";
-import { malformed } from "./cog/tiff-guard";
-import { chooseLevel } from "../shared/levels";
+import { malformed } from "../cog/tiff-guard";
+import { chooseLevel } from "../../shared/levels";
 
 /** Float slack when checking that a region maps onto whole pixels of an overview. */
 const EPSILON = 1e-6;

@@ -1,6 +1,6 @@
 // The decoder's own Prometheus metrics (GET /metrics, unauthenticated like /health).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { renderPoolStats } from "./render-pool";
+import { renderPoolStats } from "../render/render-pool";
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: "tessera_decoder_" });

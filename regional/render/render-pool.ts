@@ -10,13 +10,13 @@
 import { availableParallelism } from "node:os";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
 import { Piscina } from "piscina";
-import type { ResolvedImageRequest } from "../shared/iiif/resolve";
-import type { Cog } from "./cog/cog";
-import { workerScript } from "./decoder-files";
-import { chooseLevel, windowAtLevel } from "../shared/levels";
+import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
+import type { Cog } from "../cog/cog";
+import { workerScript } from "../decoder-files";
+import { chooseLevel, windowAtLevel } from "../../shared/levels";
 import type { RenderedImage } from "./render";
 import { fromWire, toWire, type MainMessage, type ReadRequest, type RenderOutcome, type RenderTask } from "./render-worker";
-import type { Reservation } from "./work-budget";
+import type { Reservation } from "../runtime/work-budget";
 
 /** Idle threads beyond the first end after this long; a busier moment starts them again. */
 const IDLE_TIMEOUT_MS = 60_000;
@@ -49,7 +49,7 @@ function renderPool(): Piscina<RenderTask, RenderOutcome> {
 }
 
 function startPool(): Piscina<RenderTask, RenderOutcome> {
-  const script = workerScript("render-worker");
+  const script = workerScript("render/render-worker");
   return new Piscina({
     filename: script.url.href,
     minThreads: 1,

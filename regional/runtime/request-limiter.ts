@@ -4,7 +4,7 @@
 // hide overload. Internal sub-work (prefetch, shared block decodes) never takes a permit: only
 // the HTTP handler acquires, once per request.
 
-import { HttpError } from "../shared/errors";
+import { HttpError } from "../../shared/errors";
 
 export const DEFAULT_MAX_IN_FLIGHT = 64;
 /** /file transfers: they decode nothing, so they have a cap of their own beside the requests'. */

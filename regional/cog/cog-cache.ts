@@ -6,9 +6,9 @@
 // opened at: a member is pinned to that snapshot until it is invalidated or evicted, not
 // re-checked with the store on every tile (a tile may paint hundreds).
 
-import type { Source, SourceCatalog } from "./source/source";
-import { untilAborted } from "../shared/abort";
-import { DEFAULT_SHARED_WORK_TIMEOUT_MS, withSharedDeadline } from "./abort";
+import type { Source, SourceCatalog } from "../source/source";
+import { untilAborted } from "../../shared/abort";
+import { DEFAULT_SHARED_WORK_TIMEOUT_MS, withSharedDeadline } from "../runtime/deadlines";
 
 /** What the cache holds: something parsed from a pinned Source, closed when evicted. */
 export interface Opened {

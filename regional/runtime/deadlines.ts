@@ -1,7 +1,7 @@
 // Cooperative cancellation helpers: one AbortSignal per request, threaded down to every read.
 
-import { abortReason, untilAborted } from "../shared/abort";
-import { HttpError } from "../shared/errors";
+import { abortReason, untilAborted } from "../../shared/abort";
+import { HttpError } from "../../shared/errors";
 
 /** Default bound on shared work (a source open, header and tile-table reads) and on each S3 call. */
 export const DEFAULT_SHARED_WORK_TIMEOUT_MS = 10_000;
