@@ -3,11 +3,15 @@
 // answered as its text. Unknown: 404.
 import { badRequest, HttpError, notFound } from "../../shared/errors";
 import { MAX_STYLE_DOCUMENT_LENGTH, parseStyleDocument } from "../../shared/maps/style";
+import { VERSION_HEADER } from "../../shared/protocol";
+import type { Handler } from "../http/router";
 import { readDocument } from "../mosaic/mosaic";
-import type { SourceCatalog } from "../source/source";
+import { knownSourceId } from "../source/source-id";
 
-export async function readStyle(catalog: SourceCatalog, name: string, signal: AbortSignal): Promise<{ text: string; version: string }> {
-  const source = await catalog.openKey(`${catalog.prefix ?? ""}${name}.style.json`, signal).catch((e: unknown) => {
+export const style: Handler<{ name: string }> = async ({ params, signal }, { catalog }) => {
+  const { name } = params;
+  const key = `${catalog.prefix ?? ""}${knownSourceId(name)}.style.json`;
+  const source = await catalog.openKey(key, signal).catch((e: unknown) => {
     throw e instanceof HttpError && e.status === 404 ? notFound(`unknown style "${name}"`) : e;
   });
   try {
@@ -17,8 +21,8 @@ export async function readStyle(catalog: SourceCatalog, name: string, signal: Ab
     }
     const text = await readDocument(source, signal);
     parseStyleDocument(text, name);
-    return { text, version: source.version };
+    return { status: 200, headers: { "content-type": "application/json; charset=utf-8", [VERSION_HEADER]: source.version }, body: Buffer.from(text) };
   } finally {
     await source.close();
   }
-}
+};

@@ -1,7 +1,7 @@
 // The graceful drain (SIGTERM): the decoder takes no new work, finishes what it holds up to a
 // deadline, and only then stops listening.
 //
-// Every new request is answered 503 + Retry-After + DRAINING_HEADER before any work: the admission
+// Every new request (but the metrics page and a cancel) is answered 503 + Retry-After + DRAINING_HEADER before any work: the admission
 // DO, seeing that header, knows nothing was done and sends the request to another decoder. The
 // requests already held run on until TESSERA_DRAIN_TIMEOUT_MS; those still running then are
 // cancelled and answer as any cancelled request does (503, retry). The decoder keeps listening
@@ -9,8 +9,7 @@
 // leaving gets that 503, not a refused connection.
 
 import { Gauge, Registry } from "prom-client";
-import { errorResponse, HttpError } from "../../shared/errors";
-import { DECODER, DRAINING_HEADER } from "../../shared/protocol";
+import { HttpError } from "../../shared/errors";
 
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 /** How long the decoder keeps answering 503 after its last held request ended. */
@@ -48,15 +47,6 @@ export class Drain {
     return this.started;
   }
 
-  /**
-   * Whether a request to this path is refused now: while draining, everything but the metrics
-   * page and a cancel (the DO stopping a request this decoder still holds). /health is refused
-   * too, so a readiness probe takes the decoder out of its load balancer.
-   */
-  refuses(pathname: string): boolean {
-    return this.started && pathname !== "/metrics" && !pathname.startsWith(DECODER.cancel(""));
-  }
-
   /** Counts a request as held until the returned function is called (once its answer is written). */
   hold(controller: AbortController): () => void {
     this.held.add(controller);
@@ -85,12 +75,4 @@ export class Drain {
     await new Promise((resolve) => setTimeout(resolve, LINGER_MS));
     return { held, cancelled, ms: Math.round(performance.now() - began) };
   }
-}
-
-/** The answer to a request that arrives while draining: nothing was done, send it elsewhere. */
-export async function drainingAnswer(requestId: string): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
-  const refusal = errorResponse(new HttpError("overloaded", "the decoder is shutting down; retry on another", 1), {}, requestId);
-  const headers: Record<string, string> = { [DRAINING_HEADER]: "1", connection: "close" };
-  refusal.headers.forEach((v, k) => (headers[k] = v));
-  return { status: refusal.status, headers, body: Buffer.from(await refusal.arrayBuffer()) };
 }

@@ -15,7 +15,7 @@ import { badConfig, intVar, urlVar } from "../../shared/config";
 import { signRequest, SIGNATURE_HEADER } from "../../shared/protocol";
 import { REGION_NAME } from "../../shared/regions";
 import { heartbeatTarget, type Heartbeat } from "../../shared/registration";
-import type { LogRecord } from "../http/server";
+import type { LogRecord } from "./log";
 
 export interface HeartbeatConfig {
   edgeUrl?: string;

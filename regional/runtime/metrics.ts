@@ -20,7 +20,7 @@ export const requestSeconds = new Histogram({
   registers: [registry],
 });
 
-// The render pool (render-pool.ts): large renders off the event loop, whose lag the default
+// The render pool (render/render-pool.ts): large renders off the event loop, whose lag the default
 // metrics above report as tessera_decoder_nodejs_eventloop_lag_*.
 const poolGauge = (name: string, help: string, read: (s: ReturnType<typeof renderPoolStats>) => number) =>
   new Gauge({ name, help, registers: [registry], collect() { this.set(read(renderPoolStats())); } });

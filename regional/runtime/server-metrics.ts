@@ -8,7 +8,7 @@ import { jpegBuffersAllocated } from "../render/jpeg-encode";
 import type { RequestLimiter } from "./request-limiter";
 import type { WorkBudget } from "./work-budget";
 
-export interface RuntimeMetrics {
+export interface ServerMetrics {
   registry: Registry;
   /** Requests refused by the limiter, by the budget (after the retry), or ended by their deadline. */
   rejected: Counter<"reason">;
@@ -41,13 +41,13 @@ export class RunningDecodes {
   }
 }
 
-export function runtimeMetrics(
+export function serverMetrics(
   budget: WorkBudget,
   limiter: RequestLimiter,
   transfers: RequestLimiter,
   cache: DecodedBlockCache,
   openSources: () => number,
-): RuntimeMetrics {
+): ServerMetrics {
   const registry = new Registry();
   const gauge = (name: string, help: string, read: () => number) =>
     new Gauge({ name, help, registers: [registry], collect() { this.set(read()); } });
