@@ -1,8 +1,7 @@
 // The admission Durable Object: one per decoder region. It admits each decode through the
-// two-partition admission model (model.ts), forwards it to the least loaded live decoder, streams the answer
-// back, and releases what it holds when the stream ends, on every path: success, decoder
-// error, client abort, deadline. Every grant is also a lease with a deadline that a DO alarm
-// enforces, so a path that never ends (a hung pipe, a bug) still cannot keep its permits.
+// two-partition admission model (model.ts) under a lease its alarm enforces (leases.ts),
+// forwards it to the least loaded live decoder, streams the answer back, and releases what it
+// holds when the stream ends, on every path: success, decoder error, client abort, deadline.
 // Identical decodes at once are admitted and decoded once, their answer given to all (coalesce.ts).
 // A region with ADMISSION_SHARDS shards has that many of these DOs, each admitting within its
 // fixed share of the region's permits and memory (shared/regions.ts, shardShare).
@@ -17,44 +16,20 @@ import { shardFromName, shardShare } from "../../shared/regions";
 import { parseHeartbeat } from "../../shared/registration";
 import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
-import { Flights, type Deadline } from "./coalesce";
+import { Flights } from "./coalesce";
 import { ANSWER_VOUCHES_MS, DecoderRegistry, type Decoder } from "./decoders";
 import { DecoderDraining, isDrainingAnswer } from "./draining";
-import { admissionMetrics } from "./metrics";
+import { checkAnswer, failedWhileAnswering, failing, logDecoderFailure } from "./faults";
+import { Leases, type Lease } from "./leases";
+import { admissionMetrics, type DoStats } from "./metrics";
 import { NO_DECODERS_HEADER } from "./placement";
-import { AdmissionModel, type Grant } from "./model";
+import { AdmissionModel } from "./model";
 
 /** DO-internal paths the edge uses for the metrics page and decoder heartbeats. */
 export const METRICS_PATH = "/__admission/metrics";
 export const HEARTBEAT_DO_PATH = "/__admission/heartbeat";
 /** The edge's admin route hands a source's invalidation here: `${INVALIDATE_DO_PATH}{id}`. */
 export const INVALIDATE_DO_PATH = "/__admission/invalidate/";
-
-
-export interface Lease {
-  grant: Grant;
-  /** Aborts at the request deadline or when the client goes away. */
-  signal: AbortSignal;
-  /** Aborts when the client goes away (for a coalesced decode, every client waiting for it). */
-  client: AbortSignal;
-  /** Aborts when the lease is released or expires: what cuts off a decoder that never answers. */
-  ended: AbortSignal;
-  /** When REQUEST_TIMEOUT ends, epoch ms. */
-  deadlineAt: number;
-  /** Peak decode bytes the decoder may use: signed into the forwarded request. */
-  grantedBytes: number;
-  /** Idempotent: frees the grant and clears the deadline. */
-  release(): void;
-}
-
-export interface DoStats {
-  released: number;
-  leasesExpired: number;
-  requestTimeouts: number;
-  disagreements: number;
-  decoderRetries: number;
-  drainingResends: number;
-}
 
 export class AdmissionDO extends DurableObject<Env> {
   readonly config: EdgeConfig;
@@ -63,11 +38,9 @@ export class AdmissionDO extends DurableObject<Env> {
   readonly stats: DoStats = { released: 0, leasesExpired: 0, requestTimeouts: 0, disagreements: 0, decoderRetries: 0, drainingResends: 0 };
   /** Decodes in flight by decoder path, each answering every identical request that arrives meanwhile. */
   readonly flights = new Flights();
-  private readonly leases = new Map<number, { deadline: number; expire: () => void }>();
-  private nextLeaseId = 0;
+  private readonly leases: Leases;
   /** /file transfers streaming now: they hold no decode permit, only a place under their own cap. */
   fileTransfers = 0;
-  private alarmAt: number | undefined;
   /** This DO's shard of its region ("region/shard" names it; "default" is shard 0 of 1). */
   private readonly shard: number;
 
@@ -87,6 +60,9 @@ export class AdmissionDO extends DurableObject<Env> {
     }
     this.model = new AdmissionModel(a);
     this.decoders = new DecoderRegistry(a.decoderTtlMs);
+    const resize = () => this.resize();
+    const setAlarm = (at: number) => this.ctx.storage.setAlarm(at);
+    this.leases = new Leases({ admission: a, model: this.model, stats: this.stats, resize, setAlarm });
     this.resize();
   }
 
@@ -140,7 +116,7 @@ export class AdmissionDO extends DurableObject<Env> {
     // A coalesced decode carries the id of the request that started it.
     const admit = (signal: AbortSignal) => this.admitAndForward(path, partition, estimate, signal, arrivedAt, requestId);
     if (!this.config.coalesce || !isDecodePath(path)) return admit(client);
-    return this.flights.answer(path, client, admit, () => this.deadline(arrivedAt + this.config.admission.requestTimeoutMs));
+    return this.flights.answer(path, client, admit, () => this.leases.deadline(arrivedAt + this.config.admission.requestTimeoutMs));
   }
 
   /**
@@ -161,76 +137,13 @@ export class AdmissionDO extends DurableObject<Env> {
   }
 
   /** Admits a request and leases what it was granted until `release` or the deadline alarm. */
-  async lease(partition: Partition, estimate: number, clientSignal: AbortSignal, arrivedAt = Date.now()): Promise<Lease> {
-    const { requestTimeoutMs, queueTimeoutMs, largeDecodeThresholdBytes } = this.config.admission;
-    const deadlineAt = arrivedAt + requestTimeoutMs;
-    const deadline = this.deadline(deadlineAt);
-    const signal = AbortSignal.any([deadline.signal, clientSignal]);
-    this.resize();
-    let grant: Grant;
-    try {
-      grant = await this.model.admit(partition, estimate, queueTimeoutMs, signal);
-    } catch (err) {
-      deadline.clear();
-      throw err;
-    }
-    const id = this.nextLeaseId++;
-    const ended = new AbortController();
-    const release = (expired: boolean) => {
-      if (!this.leases.delete(id)) return;
-      deadline.clear();
-      // Every other release comes after the decoder's part is over: only an expiry has one to cut off.
-      if (expired) ended.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
-      grant.release();
-      this.stats.released++;
-      if (expired) this.stats.leasesExpired++;
-    };
-    this.leases.set(id, { deadline: deadlineAt, expire: () => release(true) });
-    try {
-      await this.scheduleAlarm(deadlineAt + this.config.admission.leaseGraceMs);
-    } catch (err) {
-      // Without its alarm a lost release would keep the grant for good: refuse it now.
-      release(false);
-      throw failing(err);
-    }
-    // A full is granted its reservation; a tile anything its partition admits (below the threshold).
-    const grantedBytes = partition === "full" ? estimate : largeDecodeThresholdBytes - 1;
-    return { grant, signal, client: clientSignal, ended: ended.signal, deadlineAt, grantedBytes, release: () => release(false) };
+  lease(partition: Partition, estimate: number, clientSignal: AbortSignal, arrivedAt = Date.now()): Promise<Lease> {
+    return this.leases.lease(partition, estimate, clientSignal, arrivedAt);
   }
 
-  /** REQUEST_TIMEOUT, wall-clock from arrival (the wait for a permit included): 408, counted. */
-  private deadline(at: number): Deadline {
-    const deadline = new AbortController();
-    const timer = setTimeout(() => {
-      this.stats.requestTimeouts++;
-      deadline.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
-    }, at - Date.now());
-    return { signal: deadline.signal, clear: () => clearTimeout(timer) };
-  }
-
-  /** Reclaims every lease past its deadline and grace; re-arms for the next one. */
+  /** Reclaims the leases past their deadline and grace. */
   async alarm(): Promise<void> {
-    this.alarmAt = undefined;
-    const now = Date.now();
-    const grace = this.config.admission.leaseGraceMs;
-    let next = Infinity;
-    for (const lease of [...this.leases.values()]) {
-      if (lease.deadline + grace <= now) lease.expire();
-      else next = Math.min(next, lease.deadline + grace);
-    }
-    if (next < Infinity) await this.scheduleAlarm(next);
-  }
-
-  private async scheduleAlarm(at: number): Promise<void> {
-    // Deadlines only grow, so an armed alarm is never later than the lease just added.
-    if (this.alarmAt !== undefined) return;
-    this.alarmAt = at;
-    try {
-      await this.ctx.storage.setAlarm(at);
-    } catch (err) {
-      this.alarmAt = undefined; // the next lease arms it again
-      throw err;
-    }
+    await this.leases.alarm();
   }
 
   /** This shard's share of NTHREADS / MEMORY_LIMIT, or with 0 of the sums the region's live decoders report. */
@@ -355,8 +268,7 @@ export class AdmissionDO extends DurableObject<Env> {
       }
       finish();
       decoder.answeredAt = 0; // the next forward tries a connection first
-      logDecoderFailure(decoder.url, String(err), requestId);
-      throw new HttpError("bad_gateway", "the decoder failed while answering");
+      throw failedWhileAnswering(decoder.url, String(err), requestId);
     }
     decoder.answeredAt = Date.now();
     try {
@@ -382,8 +294,7 @@ export class AdmissionDO extends DurableObject<Env> {
       return new Response(await untilAborted(body, lease.signal), { status: upstream.status, headers: upstream.headers });
     } catch (err) {
       if (lease.signal.aborted) throw lease.signal.reason;
-      logDecoderFailure(decoder.url, `answer cut short: ${String(err)}`, requestId);
-      throw new HttpError("bad_gateway", "the decoder failed while answering");
+      throw failedWhileAnswering(decoder.url, `answer cut short: ${String(err)}`, requestId);
     }
   }
 
@@ -441,8 +352,7 @@ export class AdmissionDO extends DurableObject<Env> {
           signal: cut.signal,
         }).catch((err) => {
           if (cut.signal.aborted) throw cut.signal.reason;
-          logDecoderFailure(decoder.url, String(err), requestId);
-          throw new HttpError("bad_gateway", "the decoder failed while answering");
+          throw failedWhileAnswering(decoder.url, String(err), requestId);
         });
         if (!isDrainingAnswer(upstream)) break;
         await upstream.body?.cancel();
@@ -535,13 +445,6 @@ async function connectable(decoderUrl: string, signal: AbortSignal): Promise<boo
   }
 }
 
-/** Throws the decoder's fault, logged in full, as the kind alone (see isDecoderFault). */
-async function checkAnswer(decoder: Decoder, upstream: Response, requestId?: string): Promise<void> {
-  if (!isDecoderFault(upstream.status)) return;
-  logDecoderFailure(decoder.url, `${upstream.status}: ${await upstream.text()}`, requestId);
-  throw decoderFault(upstream.status);
-}
-
 /** Calls `onIdle` once `ms` pass without a reset. */
 class Watchdog {
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -558,28 +461,4 @@ class Watchdog {
   stop(): void {
     clearTimeout(this.timer);
   }
-}
-
-/**
- * Answers that are the service's fault, not the client's: a 401 (the decoders hold another
- * DECODER_SECRET, or a clock is skewed) and decoder or store failures. Their messages name
- * decoders, buckets and keys, so they go to the log and the client gets the kind alone.
- */
-const isDecoderFault = (status: number) => status === 401 || (status >= 500 && status !== 501 && status !== 503);
-
-function decoderFault(status: number): HttpError {
-  if (status === 401) return new HttpError("bad_gateway", "the decoder refused the edge's credentials");
-  if (status === 504) return new HttpError("gateway_timeout", "the image store did not answer in time");
-  return new HttpError("bad_gateway", "the decoder or the image store failed");
-}
-
-/** The decoder's address goes to the log only: public answers never name it. */
-function logDecoderFailure(url: string, why: string, requestId?: string): void {
-  console.error(JSON.stringify({ level: "error", msg: "decoder failed", decoder: url, why, requestId }));
-}
-
-/** An unexpected failure inside the DO is logged and answered as transient: 503, retry. */
-function failing(err: unknown, requestId?: string): HttpError {
-  console.error(JSON.stringify({ level: "error", msg: `admission failed: ${String(err)}`, requestId }));
-  return new HttpError("overloaded", "admission failed; retry shortly", 1);
 }
