@@ -1,24 +1,24 @@
 // The admission Durable Object: one per decoder region. It admits each decode through the
 // two-partition admission model (model.ts) under a lease its alarm enforces (leases.ts),
-// forwards it to the least loaded live decoder, streams the answer back, and releases what it
-// holds when the stream ends, on every path: success, decoder error, client abort, deadline.
+// forwards it to the least loaded live decoder (decoder-calls.ts), and gives the answer back;
+// what it holds is released when the decoder's work ends, on every path: success, decoder
+// error, client abort, deadline.
 // Identical decodes at once are admitted and decoded once, their answer given to all (coalesce.ts).
 // A region with ADMISSION_SHARDS shards has that many of these DOs, each admitting within its
 // fixed share of the region's permits and memory (shared/regions.ts, shardShare).
 
-import { connect } from "cloudflare:sockets";
 import { DurableObject } from "cloudflare:workers";
-import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, PARTITION_HEADER, type Partition } from "../../shared/cost";
+import { classify, ESTIMATE_HEADER, GrantExceeded, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
-import { untilAborted } from "../../shared/abort";
 import { DECODER, DECODER_FILE_PREFIX, isDecodePath, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
 import { shardFromName, shardShare } from "../../shared/regions";
 import { parseHeartbeat } from "../../shared/registration";
 import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { Flights } from "./coalesce";
-import { ANSWER_VOUCHES_MS, DecoderRegistry, type Decoder } from "./decoders";
-import { DecoderDraining, isDrainingAnswer } from "./draining";
+import { DecoderCalls } from "./decoder-calls";
+import { DecoderRegistry, type Decoder } from "./decoders";
+import { isDrainingAnswer } from "./draining";
 import { checkAnswer, failedWhileAnswering, failing, logDecoderFailure } from "./faults";
 import { Leases, type Lease } from "./leases";
 import { admissionMetrics, type DoStats } from "./metrics";
@@ -39,6 +39,7 @@ export class AdmissionDO extends DurableObject<Env> {
   /** Decodes in flight by decoder path, each answering every identical request that arrives meanwhile. */
   readonly flights = new Flights();
   private readonly leases: Leases;
+  private readonly calls: DecoderCalls;
   /** /file transfers streaming now: they hold no decode permit, only a place under their own cap. */
   fileTransfers = 0;
   /** This DO's shard of its region ("region/shard" names it; "default" is shard 0 of 1). */
@@ -62,7 +63,10 @@ export class AdmissionDO extends DurableObject<Env> {
     this.decoders = new DecoderRegistry(a.decoderTtlMs);
     const resize = () => this.resize();
     const setAlarm = (at: number) => this.ctx.storage.setAlarm(at);
+    const waitUntil = (promise: Promise<unknown>) => this.ctx.waitUntil(promise);
     this.leases = new Leases({ admission: a, model: this.model, stats: this.stats, resize, setAlarm });
+    const { decoderSecret } = this.config;
+    this.calls = new DecoderCalls({ decoderSecret, admission: a, decoders: this.decoders, stats: this.stats, resize, waitUntil });
     this.resize();
   }
 
@@ -127,12 +131,12 @@ export class AdmissionDO extends DurableObject<Env> {
    */
   private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal, arrivedAt: number, requestId?: string) {
     try {
-      return await this.forward(path, await this.lease(partition, estimate, client, arrivedAt), requestId);
+      return await this.calls.forward(path, await this.lease(partition, estimate, client, arrivedAt), requestId);
     } catch (err) {
       if (!(err instanceof GrantExceeded)) throw err;
       const precise = classify(err.neededBytes, this.config.admission.largeDecodeThresholdBytes);
       if (precise !== partition) this.stats.disagreements++;
-      return await this.forward(path, await this.lease(precise, err.neededBytes, client, arrivedAt), requestId);
+      return await this.calls.forward(path, await this.lease(precise, err.neededBytes, client, arrivedAt), requestId);
     }
   }
 
@@ -152,166 +156,6 @@ export class AdmissionDO extends DurableObject<Env> {
     const live = this.decoders.totals(Date.now());
     const share = (total: number) => shardShare(total, this.shard, this.config.placement.shards);
     this.model.resize(share(nthreads || live.capacity), share(memoryLimit || live.memoryBytes), live.largestMemoryBytes);
-  }
-
-  /**
-   * Forwards one admitted decode to the least loaded live decoder that accepts a connection.
-   * The lease is released when the decoder's part is over: at once on a failure before the
-   * call, else as `call` says. A decoder that answers it is draining did nothing: it is
-   * forgotten and the request goes to the next one, under the same lease.
-   */
-  private async forward(path: string, lease: Lease, requestId?: string): Promise<Response> {
-    for (;;) {
-      let decoder: Decoder;
-      try {
-        decoder = await this.reachableDecoder(lease.signal, requestId);
-      } catch (err) {
-        lease.release();
-        throw err;
-      }
-      try {
-        return await this.call(decoder, path, lease, requestId);
-      } catch (err) {
-        if (!(err instanceof DecoderDraining)) throw err;
-        this.resendFromDraining(decoder, requestId);
-      }
-    }
-  }
-
-  /** A decoder answered that it is draining: it leaves routing now, and its request goes on. */
-  private resendFromDraining(decoder: Decoder, requestId?: string): void {
-    console.log(JSON.stringify({ level: "info", msg: "decoder draining; sending the request to another", decoder: decoder.url, requestId }));
-    this.decoders.forget(decoder.url);
-    this.resize();
-    this.stats.drainingResends++;
-  }
-
-  /**
-   * The least loaded live decoder that opens a connection now. Only a decoder that cannot be
-   * connected to is forgotten and another tried: once a request has reached a decoder it is
-   * never sent again, so a request that kills its decoder cannot go on to kill the next one.
-   * A decoder that answered within ANSWER_VOUCHES_MS is taken without that trial connection
-   * (a TCP handshake per miss, on both sides); if it fails meanwhile, the request it was sent
-   * is a 502 like any that reached it, and the next one tries a connection first.
-   */
-  private async reachableDecoder(signal: AbortSignal, requestId?: string): Promise<Decoder> {
-    let failed: Decoder | undefined;
-    for (;;) {
-      const decoder = this.decoders.pick(Date.now(), failed?.url);
-      if (!decoder) {
-        if (failed) throw new HttpError("bad_gateway", "no decoder could be reached");
-        throw new HttpError("overloaded", "no decoder is registered; retry shortly", 1);
-      }
-      if (failed) this.stats.decoderRetries++;
-      if (Date.now() - decoder.answeredAt < ANSWER_VOUCHES_MS || (await connectable(decoder.url, signal))) return decoder;
-      if (signal.aborted) throw signal.reason;
-      logDecoderFailure(decoder.url, "connection refused or timed out", requestId);
-      this.decoders.forget(decoder.url);
-      failed = decoder;
-    }
-  }
-
-  /**
-   * Sends an admitted request to `decoder`, which runs it under the grant, and owns the lease
-   * from then on. Admission ends when the decoder's work does: a client that leaves (for a
-   * coalesced decode, the last one waiting for it) or a deadline that passes before the answer
-   * gets its answer at once, a client that left has the decoder told to stop its I/O, and the permit and memory stay held until the decoder's own answer says
-   * the work has stopped (a render inside libvips finishes first), or the lease's alarm
-   * ends a decoder that never answers. The answer is read whole (a decode's is bounded by its
-   * grant, and coalescing hands it out whole anyway), so no stream is pumped through the DO;
-   * the lease is released with its last byte, and a client or deadline that ends the wait for
-   * those bytes gets its answer at once. A decoder dying mid-answer is a 502.
-   */
-  private async call(decoder: Decoder, path: string, lease: Lease, requestId?: string): Promise<Response> {
-    const fulls = lease.grant.partition === "full" ? 1 : 0;
-    decoder.inFlight++;
-    decoder.fullsInFlight += fulls;
-    let finished = false;
-    /** The decoder's part is over; the lease ends with it unless the request goes elsewhere. */
-    const finish = (keepLease = false) => {
-      if (finished) return;
-      finished = true;
-      decoder.inFlight--;
-      decoder.fullsInFlight -= fulls;
-      if (!keepLease) lease.release();
-    };
-    const cancelId = crypto.randomUUID();
-    let answer: Promise<Response>;
-    try {
-      // The decoder runs under what was granted here, not under its own defaults.
-      const limits: SignedLimits = {
-        timeoutMs: String(Math.max(1, lease.deadlineAt - Date.now())),
-        grantBytes: String(lease.grantedBytes),
-        partition: lease.grant.partition,
-        requestId: cancelId,
-      };
-      const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
-      // Not tied to the client: only the decoder's answer says when its work is over. A
-      // decoder that never answers is cut off when the alarm ends the lease.
-      answer = fetch(decoder.url + path, {
-        headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits), ...(requestId && { [X_REQUEST_ID]: requestId }) },
-        signal: lease.ended,
-      });
-    } catch (err) {
-      finish();
-      throw failing(err, requestId);
-    }
-    let upstream: Response;
-    try {
-      upstream = await untilAborted(answer, lease.signal);
-    } catch (err) {
-      if (lease.ended.aborted) throw lease.ended.reason; // the alarm ended it (finish has run)
-      if (lease.signal.aborted) {
-        if (lease.client.aborted) this.cancel(decoder, cancelId);
-        this.ctx.waitUntil(answer.then((late) => late.body?.cancel(), () => {}).finally(finish));
-        throw lease.signal.reason;
-      }
-      finish();
-      decoder.answeredAt = 0; // the next forward tries a connection first
-      throw failedWhileAnswering(decoder.url, String(err), requestId);
-    }
-    decoder.answeredAt = Date.now();
-    try {
-      if (isDrainingAnswer(upstream)) {
-        await upstream.body?.cancel();
-        finish(true);
-        throw new DecoderDraining(decoder.url);
-      }
-      const needed = upstream.headers.get(NEEDED_HEADER);
-      if (needed !== null) {
-        await upstream.body?.cancel();
-        throw new GrantExceeded(Number(needed));
-      }
-      await checkAnswer(decoder, upstream, requestId);
-    } catch (err) {
-      finish();
-      throw err;
-    }
-    this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));
-    const body = upstream.arrayBuffer();
-    this.ctx.waitUntil(body.catch(() => {}).finally(finish));
-    try {
-      return new Response(await untilAborted(body, lease.signal), { status: upstream.status, headers: upstream.headers });
-    } catch (err) {
-      if (lease.signal.aborted) throw lease.signal.reason;
-      throw failedWhileAnswering(decoder.url, `answer cut short: ${String(err)}`, requestId);
-    }
-  }
-
-  /**
-   * Asks the decoder to stop a request's I/O. Best effort: whether it arrives or not, the
-   * request's own answer (or its lease's end) is what frees the admission.
-   */
-  private cancel(decoder: Decoder, requestId: string): void {
-    const path = DECODER.cancel(requestId);
-    const sent = signRequest(this.config.decoderSecret, "POST", path).then((signature) =>
-      fetch(decoder.url + path, {
-        method: "POST",
-        headers: { [SIGNATURE_HEADER]: signature },
-        signal: AbortSignal.timeout(this.config.admission.leaseGraceMs),
-      }),
-    );
-    this.ctx.waitUntil(sent.then((res) => res.body?.cancel(), () => {}));
   }
 
   /**
@@ -344,7 +188,7 @@ export class AdmissionDO extends DurableObject<Env> {
       let decoder: Decoder;
       let upstream: Response;
       for (;;) {
-        decoder = await this.reachableDecoder(cut.signal, requestId);
+        decoder = await this.calls.reachableDecoder(cut.signal, requestId);
         const limits: SignedLimits = { timeoutMs: String(timeoutMs) };
         const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
         upstream = await fetch(decoder.url + path, {
@@ -356,7 +200,7 @@ export class AdmissionDO extends DurableObject<Env> {
         });
         if (!isDrainingAnswer(upstream)) break;
         await upstream.body?.cancel();
-        this.resendFromDraining(decoder, requestId);
+        this.calls.resendFromDraining(decoder, requestId);
       }
       await checkAnswer(decoder, upstream, requestId);
       if (!upstream.body) {
@@ -415,33 +259,6 @@ export class AdmissionDO extends DurableObject<Env> {
     } finally {
       lease.release();
     }
-  }
-
-  private countDisagreement(edgeVerdict: Partition, precise: string | null): void {
-    if (precise === null) return;
-    const verdict = classify(Number(precise), this.config.admission.largeDecodeThresholdBytes);
-    if (verdict !== edgeVerdict) this.stats.disagreements++;
-  }
-}
-
-/**
- * Whether a TCP connection to the decoder opens now; nothing is sent on it. fetch() reports a
- * refused connection and a reset mid-answer alike, so this is how the DO knows that a retry
- * cannot repeat a request a decoder has already received.
- */
-async function connectable(decoderUrl: string, signal: AbortSignal): Promise<boolean> {
-  const { hostname, port, protocol } = new URL(decoderUrl);
-  const socket = connect({ hostname, port: Number(port) || (protocol === "https:" ? 443 : 80) });
-  const giveUp = () => void socket.close().catch(() => {});
-  signal.addEventListener("abort", giveUp, { once: true });
-  try {
-    await socket.opened;
-    return true;
-  } catch {
-    return false;
-  } finally {
-    signal.removeEventListener("abort", giveUp);
-    giveUp();
   }
 }
 
