@@ -10,20 +10,20 @@
 import { DurableObject } from "cloudflare:workers";
 import { classify, ESTIMATE_HEADER, GrantExceeded, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
-import { DECODER, DECODER_FILE_PREFIX, isDecodePath, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
+import { DECODER, DECODER_FILE_PREFIX, isDecodePath, signRequest, SIGNATURE_HEADER } from "../../shared/protocol";
 import { shardFromName, shardShare } from "../../shared/regions";
 import { parseHeartbeat } from "../../shared/registration";
 import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { Flights } from "./coalesce";
 import { DecoderCalls } from "./decoder-calls";
-import { DecoderRegistry, type Decoder } from "./decoders";
-import { isDrainingAnswer } from "./draining";
-import { checkAnswer, failedWhileAnswering, failing, logDecoderFailure } from "./faults";
+import { DecoderRegistry } from "./decoders";
+import { failing, logDecoderFailure } from "./faults";
 import { Leases, type Lease } from "./leases";
 import { admissionMetrics, type DoStats } from "./metrics";
 import { NO_DECODERS_HEADER } from "./placement";
 import { AdmissionModel } from "./model";
+import { FileTransfers } from "./transfer";
 
 /** DO-internal paths the edge uses for the metrics page and decoder heartbeats. */
 export const METRICS_PATH = "/__admission/metrics";
@@ -40,8 +40,7 @@ export class AdmissionDO extends DurableObject<Env> {
   readonly flights = new Flights();
   private readonly leases: Leases;
   private readonly calls: DecoderCalls;
-  /** /file transfers streaming now: they hold no decode permit, only a place under their own cap. */
-  fileTransfers = 0;
+  private readonly transfers: FileTransfers;
   /** This DO's shard of its region ("region/shard" names it; "default" is shard 0 of 1). */
   private readonly shard: number;
 
@@ -67,7 +66,13 @@ export class AdmissionDO extends DurableObject<Env> {
     this.leases = new Leases({ admission: a, model: this.model, stats: this.stats, resize, setAlarm });
     const { decoderSecret } = this.config;
     this.calls = new DecoderCalls({ decoderSecret, admission: a, decoders: this.decoders, stats: this.stats, resize, waitUntil });
+    this.transfers = new FileTransfers(this.config, this.calls, waitUntil);
     this.resize();
+  }
+
+  /** /file transfers streaming now (the metrics page shows them). */
+  get fileTransfers(): number {
+    return this.transfers.inProgress;
   }
 
   async fetch(request: Request): Promise<Response> {
@@ -97,7 +102,7 @@ export class AdmissionDO extends DurableObject<Env> {
         const id = decodeURIComponent(url.pathname.slice(INVALIDATE_DO_PATH.length));
         return await this.invalidate(id, url.searchParams.get("member") ?? undefined, request.signal, requestId);
       }
-      if (url.pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfer(url.pathname + url.search, request.signal, requestId);
+      if (url.pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfers.transfer(url.pathname + url.search, request.signal, requestId);
       const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
       const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
       return await this.decode(url.pathname + url.search, partition, estimate, request.signal, requestId);
@@ -159,70 +164,6 @@ export class AdmissionDO extends DurableObject<Env> {
   }
 
   /**
-   * A source's stored bytes (/file): nothing is decoded, so no decode permit is taken; transfers
-   * have a cap of their own (MAX_FILE_TRANSFERS, then 503). REQUEST_TIMEOUT bounds the wait for
-   * the decoder's headers; once the bytes flow, only a stall that long cuts them (or the client
-   * leaving), so a large file is never cut short by the deadline.
-   */
-  private async transfer(path: string, client: AbortSignal, requestId?: string): Promise<Response> {
-    const { maxFileTransfers } = this.config;
-    if (this.fileTransfers >= maxFileTransfers) {
-      throw new HttpError("overloaded", `${maxFileTransfers} file transfers in progress; retry shortly`, 1);
-    }
-    this.fileTransfers++;
-    const timeoutMs = this.config.admission.requestTimeoutMs;
-    const cut = new AbortController();
-    const stall = new Watchdog(timeoutMs, () => cut.abort(new HttpError("deadline", "the transfer stalled past REQUEST_TIMEOUT")));
-    const onClient = () => cut.abort(client.reason);
-    client.addEventListener("abort", onClient, { once: true });
-    let finished = false;
-    const finish = () => {
-      if (finished) return;
-      finished = true;
-      stall.stop();
-      client.removeEventListener("abort", onClient);
-      this.fileTransfers--;
-    };
-    try {
-      if (client.aborted) throw client.reason;
-      let decoder: Decoder;
-      let upstream: Response;
-      for (;;) {
-        decoder = await this.calls.reachableDecoder(cut.signal, requestId);
-        const limits: SignedLimits = { timeoutMs: String(timeoutMs) };
-        const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
-        upstream = await fetch(decoder.url + path, {
-          headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits), ...(requestId && { [X_REQUEST_ID]: requestId }) },
-          signal: cut.signal,
-        }).catch((err) => {
-          if (cut.signal.aborted) throw cut.signal.reason;
-          throw failedWhileAnswering(decoder.url, String(err), requestId);
-        });
-        if (!isDrainingAnswer(upstream)) break;
-        await upstream.body?.cancel();
-        this.calls.resendFromDraining(decoder, requestId);
-      }
-      await checkAnswer(decoder, upstream, requestId);
-      if (!upstream.body) {
-        finish();
-        return upstream;
-      }
-      stall.reset();
-      const { readable, writable } = new TransformStream({
-        transform(chunk, stream) {
-          stall.reset();
-          stream.enqueue(chunk);
-        },
-      });
-      this.ctx.waitUntil(upstream.body.pipeTo(writable, { signal: cut.signal }).catch(() => {}).finally(finish));
-      return new Response(readable, { status: upstream.status, headers: upstream.headers });
-    } catch (err) {
-      finish();
-      throw err;
-    }
-  }
-
-  /**
    * Tells every live decoder to forget its opened snapshots of `id` (with `member`, of that
    * asset of the mosaic `id`: invalidate_source(mosaic, member)). Admitted like any costly
    * dynamic route, in the full partition (no memory: it decodes nothing). Answers how many
@@ -259,23 +200,5 @@ export class AdmissionDO extends DurableObject<Env> {
     } finally {
       lease.release();
     }
-  }
-}
-
-/** Calls `onIdle` once `ms` pass without a reset. */
-class Watchdog {
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  constructor(
-    private readonly ms: number,
-    private readonly onIdle: () => void,
-  ) {
-    this.reset();
-  }
-  reset(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(this.onIdle, this.ms);
-  }
-  stop(): void {
-    clearTimeout(this.timer);
   }
 }
