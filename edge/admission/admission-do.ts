@@ -2,15 +2,16 @@
 // two-partition admission model (model.ts) under a lease its alarm enforces (leases.ts),
 // forwards it to the least loaded live decoder (decoder-calls.ts), and gives the answer back;
 // what it holds is released when the decoder's work ends, on every path: success, decoder
-// error, client abort, deadline.
-// Identical decodes at once are admitted and decoded once, their answer given to all (coalesce.ts).
+// error, client abort, deadline. Identical decodes at once are admitted and decoded once, their
+// answer given to all (coalesce.ts). It also takes the edge's own calls: the metrics page,
+// decoder heartbeats, invalidations (invalidate.ts) and /file transfers (transfer.ts).
 // A region with ADMISSION_SHARDS shards has that many of these DOs, each admitting within its
 // fixed share of the region's permits and memory (shared/regions.ts, shardShare).
 
 import { DurableObject } from "cloudflare:workers";
 import { classify, ESTIMATE_HEADER, GrantExceeded, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
-import { DECODER, DECODER_FILE_PREFIX, isDecodePath, signRequest, SIGNATURE_HEADER } from "../../shared/protocol";
+import { DECODER_FILE_PREFIX, isDecodePath } from "../../shared/protocol";
 import { shardFromName, shardShare } from "../../shared/regions";
 import { parseHeartbeat } from "../../shared/registration";
 import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
@@ -18,7 +19,8 @@ import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { Flights } from "./coalesce";
 import { DecoderCalls } from "./decoder-calls";
 import { DecoderRegistry } from "./decoders";
-import { failing, logDecoderFailure } from "./faults";
+import { failing } from "./faults";
+import { invalidate } from "./invalidate";
 import { Leases, type Lease } from "./leases";
 import { admissionMetrics, type DoStats } from "./metrics";
 import { NO_DECODERS_HEADER } from "./placement";
@@ -61,8 +63,8 @@ export class AdmissionDO extends DurableObject<Env> {
     this.model = new AdmissionModel(a);
     this.decoders = new DecoderRegistry(a.decoderTtlMs);
     const resize = () => this.resize();
-    const setAlarm = (at: number) => this.ctx.storage.setAlarm(at);
     const waitUntil = (promise: Promise<unknown>) => this.ctx.waitUntil(promise);
+    const setAlarm = (at: number) => this.ctx.storage.setAlarm(at);
     this.leases = new Leases({ admission: a, model: this.model, stats: this.stats, resize, setAlarm });
     const { decoderSecret } = this.config;
     this.calls = new DecoderCalls({ decoderSecret, admission: a, decoders: this.decoders, stats: this.stats, resize, waitUntil });
@@ -85,27 +87,7 @@ export class AdmissionDO extends DurableObject<Env> {
     const sent = request.headers.get(X_REQUEST_ID);
     const requestId = isValidRequestId(sent) ? sent : undefined;
     try {
-      if (url.pathname === METRICS_PATH) {
-        this.resize();
-        return new Response(admissionMetrics(this, Date.now()), {
-          headers: { "content-type": "text/plain; version=0.0.4" },
-        });
-      }
-      if (url.pathname === HEARTBEAT_DO_PATH) {
-        const report = parseHeartbeat(await request.text());
-        if (report.leaving) console.log(JSON.stringify({ level: "info", msg: "decoder leaving", decoder: report.url }));
-        this.decoders.heartbeat(report, Date.now());
-        this.resize();
-        return new Response(null, { status: 204 });
-      }
-      if (url.pathname.startsWith(INVALIDATE_DO_PATH)) {
-        const id = decodeURIComponent(url.pathname.slice(INVALIDATE_DO_PATH.length));
-        return await this.invalidate(id, url.searchParams.get("member") ?? undefined, request.signal, requestId);
-      }
-      if (url.pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfers.transfer(url.pathname + url.search, request.signal, requestId);
-      const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
-      const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
-      return await this.decode(url.pathname + url.search, partition, estimate, request.signal, requestId);
+      return await this.route(url, request, requestId);
     } catch (err) {
       // A client that went away is not a DO failure (and reads no answer).
       const res = errorResponse(err instanceof HttpError || request.signal.aborted ? err : failing(err, requestId));
@@ -113,6 +95,37 @@ export class AdmissionDO extends DurableObject<Env> {
       if (res.status === 503 && this.decoders.live(Date.now()).length === 0) res.headers.set(NO_DECODERS_HEADER, "1");
       return res;
     }
+  }
+
+  /** The edge's own calls by their paths; any other path is a decode. */
+  private async route(url: URL, request: Request, requestId?: string): Promise<Response> {
+    const { pathname } = url;
+    if (pathname === METRICS_PATH) return this.metrics();
+    if (pathname === HEARTBEAT_DO_PATH) return this.heartbeat(await request.text());
+    if (pathname.startsWith(INVALIDATE_DO_PATH)) {
+      const id = decodeURIComponent(pathname.slice(INVALIDATE_DO_PATH.length));
+      const host = { decoderSecret: this.config.decoderSecret, decoders: this.decoders, leases: this.leases };
+      return await invalidate(host, id, url.searchParams.get("member") ?? undefined, request.signal, requestId);
+    }
+    if (pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfers.transfer(pathname + url.search, request.signal, requestId);
+    const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
+    const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
+    return await this.decode(pathname + url.search, partition, estimate, request.signal, requestId);
+  }
+
+  private metrics(): Response {
+    this.resize();
+    return new Response(admissionMetrics(this, Date.now()), {
+      headers: { "content-type": "text/plain; version=0.0.4" },
+    });
+  }
+
+  private heartbeat(body: string): Response {
+    const report = parseHeartbeat(body);
+    if (report.leaving) console.log(JSON.stringify({ level: "info", msg: "decoder leaving", decoder: report.url }));
+    this.decoders.heartbeat(report, Date.now());
+    this.resize();
+    return new Response(null, { status: 204 });
   }
 
   /**
@@ -161,44 +174,5 @@ export class AdmissionDO extends DurableObject<Env> {
     const live = this.decoders.totals(Date.now());
     const share = (total: number) => shardShare(total, this.shard, this.config.placement.shards);
     this.model.resize(share(nthreads || live.capacity), share(memoryLimit || live.memoryBytes), live.largestMemoryBytes);
-  }
-
-  /**
-   * Tells every live decoder to forget its opened snapshots of `id` (with `member`, of that
-   * asset of the mosaic `id`: invalidate_source(mosaic, member)). Admitted like any costly
-   * dynamic route, in the full partition (no memory: it decodes nothing). Answers how many
-   * decoders confirmed and how many snapshots they dropped; 502 when none of several confirmed.
-   */
-  private async invalidate(id: string, member: string | undefined, client: AbortSignal, requestId?: string): Promise<Response> {
-    const lease = await this.lease("full", 0, client);
-    try {
-      const path = DECODER.invalidate(id, member);
-      const live = this.decoders.live(Date.now());
-      const dropped = await Promise.all(
-        live.map(async (decoder): Promise<number | undefined> => {
-          try {
-            const signature = await signRequest(this.config.decoderSecret, "POST", path);
-            const headers = { [SIGNATURE_HEADER]: signature, ...(requestId && { [X_REQUEST_ID]: requestId }) };
-            const res = await fetch(decoder.url + path, { method: "POST", headers, signal: lease.signal });
-            if (res.ok) return ((await res.json()) as { dropped: number }).dropped;
-            logDecoderFailure(decoder.url, `invalidate answered ${res.status}: ${await res.text()}`, requestId);
-          } catch (err) {
-            logDecoderFailure(decoder.url, `invalidate failed: ${String(err)}`, requestId);
-          }
-          return undefined;
-        }),
-      );
-      const confirmed = dropped.filter((n) => n !== undefined);
-      if (live.length > 0 && confirmed.length === 0) throw new HttpError("bad_gateway", "no decoder confirmed the invalidation");
-      return Response.json({
-        id,
-        ...(member !== undefined && { member }),
-        decoders: live.length,
-        invalidated: confirmed.length,
-        dropped: confirmed.reduce((sum, n) => sum + n, 0),
-      });
-    } finally {
-      lease.release();
-    }
   }
 }
