@@ -9,6 +9,7 @@ import path from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ROOT } from "../../infra/local/stack";
+import { FORMATS } from "../../shared/iiif/image-request";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../../shared/protocol";
 import { patternCog } from "../support/pattern-cog";
 import { listeningUrl } from "../support/decoder-process";
@@ -52,6 +53,24 @@ it("serves the samples beside it by default, renders fulls on its pool threads a
     expect(jp2.headers.get("content-type")).toBe("image/jp2");
     // The JP2 signature box.
     expect(Buffer.from(await jp2.arrayBuffer()).subarray(0, 12).toString("hex")).toBe("0000000c6a5020200d0a870a");
+  } finally {
+    decoder.kill("SIGTERM");
+  }
+});
+
+// A package that loads files of its own at run time (pdfkit's font metrics, OpenJPEG's .wasm)
+// works from source and fails only in the bundle: every format is asked for here.
+it("writes every IIIF format it declares", async () => {
+  const decoder = spawn(process.execPath, [main], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, TESSERA_DECODER_SECRET: SECRET, TESSERA_DECODER_PORT: "0" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  try {
+    const url = await listeningUrl(decoder);
+    const answered: Record<string, number> = {};
+    for (const format of FORMATS) answered[format] = (await signedGet(url, `/v1/image/test-pattern/full/64,/0/default.${format}`)).status;
+    expect(answered).toEqual(Object.fromEntries(FORMATS.map((f) => [f, 200])));
   } finally {
     decoder.kill("SIGTERM");
   }
