@@ -7,8 +7,8 @@ import { execFileSync } from "node:child_process";
 import { cp, mkdir, rm, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { ROOT } from "../root";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const DECODER_DIST = `${ROOT}dist/decoder/`;
 
 /**

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ROOT } from "../../infra/local/stack";
+import { ROOT } from "../../infra/root";
 import { FORMATS } from "../../shared/iiif/image-request";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../../shared/protocol";
 import { patternCog } from "../support/pattern-cog";

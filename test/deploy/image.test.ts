@@ -5,7 +5,8 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import sharp from "sharp";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ROOT, startStack, untilRegistered, type Stack } from "../../infra/local/stack";
+import { ROOT } from "../../infra/root";
+import { startStack, untilRegistered, type Stack } from "../../infra/local/stack";
 import { sumMetric } from "../support/metrics";
 
 const IMAGE = "localhost/tessera-decoder:e2e";

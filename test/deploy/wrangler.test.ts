@@ -10,7 +10,9 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { ROOT, startDecoder, stopDecoder, untilRegistered } from "../../infra/local/stack";
+import { ROOT } from "../../infra/root";
+import { startDecoder, stopDecoder } from "../../infra/local/decoders";
+import { untilRegistered } from "../../infra/local/stack";
 
 const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", NO_COLOR: "1" };
 const dirs: string[] = [];

@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LINGER_MS } from "../../regional/runtime/drain";
-import { startStack, stopDecoder, type DecoderProcess, type Stack } from "../../infra/local/stack";
+import { stopDecoder, type DecoderProcess } from "../../infra/local/decoders";
+import { startStack, type Stack } from "../../infra/local/stack";
 import { startAssetServer, type AssetServer } from "../support/asset-server";
 import { sumMetric, until } from "../support/metrics";
 

@@ -7,9 +7,9 @@ import { describe, expect, it } from "vitest";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
-/** Every folder that holds a tracked file, as "a/b/". */
+/** Every folder that holds a file git tracks or would (not an ignored one), as "a/b/". */
 function trackedFolders(): Set<string> {
-  const files = execFileSync("git", ["ls-files"], { cwd: ROOT, encoding: "utf8" }).trim().split("\n");
+  const files = execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard"], { cwd: ROOT, encoding: "utf8" }).trim().split("\n");
   return new Set(files.map((f) => path.posix.dirname(f)).filter((d) => d !== ".").map((d) => `${d}/`));
 }
 
