@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { cp, mkdir, rm, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { ROOT } from "../root";
+import { ROOT } from "../root.ts";
 
 export const DECODER_DIST = `${ROOT}dist/decoder/`;
 

@@ -3,7 +3,7 @@
 // that what only starts decoders (the Worker tests' set-ups) loads neither Miniflare nor wrangler.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface, type Interface } from "node:readline";
-import { ROOT } from "../root";
+import { ROOT } from "../root.ts";
 
 export interface DecoderProcess {
   url: string;

@@ -14,6 +14,7 @@ import { DRAINING_HEADER, REQUEST_ID_HEADER, type SignedLimits } from "../../sha
 import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
 import { createDecoderContext, type DecoderContext, type DecoderOptions } from "../decoder";
 import { withDeadline } from "../runtime/deadlines";
+import type { RequestLimiter } from "../runtime/request-limiter";
 import { requestSeconds, requestsTotal, routeOf } from "../runtime/metrics";
 import { errorAnswer, send, type Answer } from "./answer";
 import { findRoute, paramsOf, type Route, type RouteRequest } from "./router";
@@ -94,7 +95,8 @@ async function answer(decoder: DecoderContext, exchange: Exchange): Promise<Answ
     grant: undefined,
     requestId: exchange.requestId,
   };
-  return route.limiter ? limited(decoder, route, request, limits, exchange.controller) : route.handler(request, decoder);
+  if (!route.limiter) return route.handler(request, decoder);
+  return limited(decoder, route, decoder.limiters[route.limiter], request, limits, exchange.controller);
 }
 
 /**
@@ -105,13 +107,14 @@ async function answer(decoder: DecoderContext, exchange: Exchange): Promise<Answ
 async function limited(
   decoder: DecoderContext,
   route: Route,
+  limiter: RequestLimiter,
   request: RouteRequest<Record<string, string>>,
   limits: SignedLimits,
   controller: AbortController,
 ): Promise<Answer> {
   const grant = grantOf(limits);
   const timeout = deadlineOf(limits, decoder.requestTimeoutMs);
-  const release = decoder.limiters[route.limiter!].acquire();
+  const release = limiter.acquire();
   const forget = decoder.cancellations.track(limits.requestId, controller);
   const deadline = withDeadline(controller.signal, timeout);
   try {

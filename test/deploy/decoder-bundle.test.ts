@@ -32,14 +32,22 @@ async function signedGet(url: string, target: string): Promise<Response> {
   return fetch(url + target, { headers: { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", target) } });
 }
 
-it("serves the samples beside it by default, renders fulls on its pool threads and encodes JPEG 2000 on its worker", async () => {
+/** Runs `test` against the copied bundle, started with its defaults, and stops it after. */
+async function withBundle(test: (url: string) => Promise<void>): Promise<void> {
   const decoder = spawn(process.execPath, [main], {
     cwd: dir,
     env: { PATH: process.env.PATH, TESSERA_DECODER_SECRET: SECRET, TESSERA_DECODER_PORT: "0" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   try {
-    const url = await listeningUrl(decoder);
+    await test(await listeningUrl(decoder));
+  } finally {
+    decoder.kill("SIGTERM");
+  }
+}
+
+it("serves the samples beside it by default, renders fulls on its pool threads and encodes JPEG 2000 on its worker", () =>
+  withBundle(async (url) => {
     expect((await signedGet(url, DECODER.info("test-pattern"))).status).toBe(200);
 
     const full = await signedGet(url, "/v1/image/big/full/3000,/0/default.jpg");
@@ -53,28 +61,16 @@ it("serves the samples beside it by default, renders fulls on its pool threads a
     expect(jp2.headers.get("content-type")).toBe("image/jp2");
     // The JP2 signature box.
     expect(Buffer.from(await jp2.arrayBuffer()).subarray(0, 12).toString("hex")).toBe("0000000c6a5020200d0a870a");
-  } finally {
-    decoder.kill("SIGTERM");
-  }
-});
+  }));
 
 // A package that loads files of its own at run time (pdfkit's font metrics, OpenJPEG's .wasm)
 // works from source and fails only in the bundle: every format is asked for here.
-it("writes every IIIF format it declares", async () => {
-  const decoder = spawn(process.execPath, [main], {
-    cwd: dir,
-    env: { PATH: process.env.PATH, TESSERA_DECODER_SECRET: SECRET, TESSERA_DECODER_PORT: "0" },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  try {
-    const url = await listeningUrl(decoder);
+it("writes every IIIF format it declares", () =>
+  withBundle(async (url) => {
     const answered: Record<string, number> = {};
     for (const format of FORMATS) answered[format] = (await signedGet(url, `/v1/image/test-pattern/full/64,/0/default.${format}`)).status;
     expect(answered).toEqual(Object.fromEntries(FORMATS.map((f) => [f, 200])));
-  } finally {
-    decoder.kill("SIGTERM");
-  }
-});
+  }));
 
 it("stops with exit 1 and a message naming a bad variable", () => {
   const run = spawnSync(process.execPath, [main], {
