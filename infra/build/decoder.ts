@@ -13,11 +13,10 @@ export const DECODER_DIST = `${ROOT}dist/decoder/`;
 
 /**
  * Left out of the bundle, loaded from node_modules at run time: native bindings (sharp and
- * libvips, TurboJPEG), piscina (it starts threads on a script of its own), the OpenJPEG codec
- * (it loads its .wasm file from beside its JavaScript) and pdfkit (it requires its fonts' metrics
- * relative to its own file when a PDF is first written).
+ * libvips, TurboJPEG), piscina (it starts threads on a script of its own) and the OpenJPEG
+ * codec (it loads its .wasm file from beside its JavaScript).
  */
-const RUNTIME_PACKAGES = ["sharp", "@julusian/jpeg-turbo", "piscina", "@cornerstonejs/codec-openjpeg", "pdfkit"];
+const RUNTIME_PACKAGES = ["sharp", "@julusian/jpeg-turbo", "piscina", "@cornerstonejs/codec-openjpeg"];
 
 export async function buildDecoder(outdir = DECODER_DIST): Promise<void> {
   await rm(outdir, { recursive: true, force: true });
