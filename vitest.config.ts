@@ -6,7 +6,7 @@
 // must not hand the next. The e2e files share one: their decoders and workerd run in processes of
 // their own, each file stops what it started, and the modules they load in the test process
 // (Miniflare, the AWS SDK, Chromium's driver) are loaded once for all of them, not once a file.
-// `npm test` runs the projects as three streams at once (test/run.ts).
+// `npm test` runs the projects as two streams at once (test/run.ts).
 import { defineConfig } from "vitest/config";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { WORKERS_TEST_SECRET } from "./test/support/workers-global-setup.ts";
@@ -84,8 +84,8 @@ export default defineConfig({
         },
       },
       // What an operator deploys, built and run as deployed: the decoder's bundle, its image, a
-      // production install, wrangler's bundle and dev server. Apart from e2e, so these minute-long
-      // builds run beside it, not after it.
+      // production install, wrangler's bundle and dev server: minute-long builds that npm test
+      // runs beside the unit and Workers projects, after e2e.
       {
         test: {
           name: "deploy",
