@@ -1,7 +1,12 @@
-// Three projects: plain Node unit tests, Worker + DO tests inside workerd, and end-to-end
-// tests that start the real stack (RGW, decoders, Miniflare) and drive it over HTTP.
-// Every test file runs in a fresh worker (isolate, chosen, not defaulted): the decoder's
-// modules keep process-wide caches and libvips settings that one file must not hand the next.
+// The projects: plain Node unit tests, Worker + DO tests inside workerd (one region, and four
+// regions of two shards), end-to-end tests that start the real stack (RGW, decoders, Miniflare)
+// and drive it over HTTP, and the deployable artifacts built and run as deployed.
+// A test file of unit, workers and deploy runs in a fresh worker (isolate, chosen, not
+// defaulted): the decoder's modules keep process-wide caches and libvips settings that one file
+// must not hand the next. The e2e files share one: their decoders and workerd run in processes of
+// their own, each file stops what it started, and the modules they load in the test process
+// (Miniflare, the AWS SDK, Chromium's driver) are loaded once for all of them, not once a file.
+// `npm test` runs the projects as two streams at once (test/run.ts).
 import { defineConfig } from "vitest/config";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { WORKERS_TEST_SECRET } from "./test/support/workers-global-setup.ts";
@@ -78,10 +83,25 @@ export default defineConfig({
           testTimeout: 60_000,
         },
       },
+      // What an operator deploys, built and run as deployed: the decoder's bundle, its image, a
+      // production install, wrangler's bundle and dev server: minute-long builds that npm test
+      // runs beside the unit and Workers projects, after e2e.
+      {
+        test: {
+          name: "deploy",
+          isolate: true,
+          include: ["test/deploy/**/*.test.ts"],
+          environment: "node",
+          fileParallelism: false,
+          globalSetup: ["test/deploy/global-setup.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
       {
         test: {
           name: "e2e",
-          isolate: true,
+          isolate: false,
           include: ["test/e2e/**/*.test.ts"],
           environment: "node",
           fileParallelism: false,

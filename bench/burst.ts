@@ -13,7 +13,8 @@
 import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ROOT, startStack, type Stack } from "../infra/local/stack";
+import { ROOT } from "../infra/root";
+import { startStack, type Stack } from "../infra/local/stack";
 
 const ROUNDS = Number(process.env.TESSERA_BENCH_ROUNDS ?? 5);
 const CLIENTS = Number(process.env.TESSERA_BENCH_CLIENTS ?? 20);

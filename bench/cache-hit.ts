@@ -10,7 +10,8 @@
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 import { Pool } from "undici";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
-import { ROOT, startStack } from "../infra/local/stack";
+import { ROOT } from "../infra/root";
+import { startStack } from "../infra/local/stack";
 import { cpuSeconds, workerdPid } from "./decode";
 
 const SECONDS = Number(process.env.TESSERA_BENCH_SECONDS ?? 3);

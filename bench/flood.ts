@@ -18,7 +18,8 @@ import { execFileSync } from "node:child_process";
 import { copyFile, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ROOT, startStack, type Stack } from "../infra/local/stack";
+import { ROOT } from "../infra/root";
+import { startStack, type Stack } from "../infra/local/stack";
 import { ADMISSION_DEFAULTS } from "../shared/admission-config";
 
 const MEMORY_LIMIT = 1.5 * 2 ** 30;

@@ -13,7 +13,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
-import { startDecoder, stopDecoder, type DecoderProcess } from "../infra/local/stack";
+import { startDecoder, stopDecoder, type DecoderProcess } from "../infra/local/decoders";
 import { DECODER, signRequest, SIGNATURE_HEADER, type SourceInfo } from "../shared/protocol";
 import { patternCog } from "../test/support/pattern-cog";
 

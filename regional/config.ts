@@ -5,16 +5,16 @@ import { statSync } from "node:fs";
 import { isIP } from "node:net";
 import { availableParallelism } from "node:os";
 import { badConfig, intVar } from "../shared/config";
-import { DEFAULT_SHARED_WORK_TIMEOUT_MS, MAX_DEADLINE_MS } from "./abort";
+import { DEFAULT_SHARED_WORK_TIMEOUT_MS, MAX_DEADLINE_MS } from "./runtime/deadlines";
 import { SAMPLES_DIR } from "./decoder-files";
 import { readAssetConfig, type AssetConfig } from "./source/access-policy";
 import { DEFAULT_BLOCK_CACHE_BYTES } from "./cog/block-cache";
-import { DEFAULT_DRAIN_TIMEOUT_MS } from "./drain";
+import { DEFAULT_DRAIN_TIMEOUT_MS } from "./runtime/drain";
 import { DEFAULT_MOSAIC_MAX_ASSETS } from "./mosaic/mosaic-tile";
-import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT } from "./request-limiter";
-import { DEFAULT_REQUEST_TIMEOUT_MS } from "./server";
+import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT } from "./runtime/request-limiter";
+import { DEFAULT_REQUEST_TIMEOUT_MS } from "./decoder";
 import { LocalCatalog } from "./source/local";
-import { DEFAULT_WORK_BUDGET_BYTES } from "./work-budget";
+import { DEFAULT_WORK_BUDGET_BYTES } from "./runtime/work-budget";
 import { DEFAULT_FIRST_READ_BYTES, S3SourceCatalog } from "./source/s3";
 import { readS3Location, s3ClientFor } from "./source/s3-location";
 import type { SourceCatalog } from "./source/source";
@@ -35,9 +35,9 @@ export interface DecoderConfig {
   workBudgetBytes: number;
   blockCacheBytes: number;
   mosaicMaxAssets: number;
-  /** Large renders run at once on the render pool's threads (render-pool.ts). */
+  /** Large renders run at once on the render pool's threads (render/render-pool.ts). */
   renderThreads: number;
-  /** On SIGTERM, how long held requests may run on before they are cancelled (drain.ts). */
+  /** On SIGTERM, how long held requests may run on before they are cancelled (runtime/drain.ts). */
   drainTimeoutMs: number;
 }
 

@@ -31,45 +31,71 @@
 //   TESSERA_ASSET_ALLOW_ADDRESSES   mosaics: CIDRs reachable although not public, e.g. 10.0.0.0/8 (none)
 //   TESSERA_ASSET_CONNECTIONS       mosaics: HTTP connections at once, all hosts (16; 8 a host)
 //   TESSERA_ASSET_TIMEOUT_MS        mosaics: wait for an HTTP asset's headers, and within its body (10000)
-//   TESSERA_EDGE_URL and the other registration variables: see heartbeat.ts
+//   TESSERA_EDGE_URL and the other registration variables: see runtime/heartbeat.ts
 //
 // On listen it prints one JSON line with "listening":"http://host:port" (the start script
-// parses it). SIGTERM/SIGINT drain (drain.ts), then exit 0. A bad setting exits 1 naming it.
+// parses it). SIGTERM/SIGINT drain (runtime/drain.ts), then exit 0. A bad setting exits 1 naming it.
 
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ConfigError } from "../shared/config";
 import { readConfig, type DecoderConfig } from "./config";
 import { DecodedBlockCache } from "./cog/block-cache";
-import { Drain, LINGER_MS } from "./drain";
-import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig, type Heartbeats } from "./heartbeat";
-import { configureRenderPool } from "./render-pool";
-import { RequestLimiter } from "./request-limiter";
-import { createDecoderServer, jsonLog } from "./server";
+import { Drain, LINGER_MS } from "./runtime/drain";
+import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig, type Heartbeats } from "./runtime/heartbeat";
+import { configureRenderPool } from "./render/render-pool";
+import { RequestLimiter } from "./runtime/request-limiter";
+import type { DecoderOptions } from "./decoder";
+import { createDecoderServer } from "./http/server";
+import { jsonLog } from "./runtime/log";
 import { AssetSources } from "./source/assets";
-import { WorkBudget } from "./work-budget";
+import { WorkBudget } from "./runtime/work-budget";
 
 /** How long past its deadline and linger a drain may run before the process exits regardless. */
 const FORCED_EXIT_GRACE_MS = 5000;
 
 async function main(): Promise<void> {
-  let config: DecoderConfig;
-  let heartbeat: HeartbeatConfig;
+  const { config, heartbeat } = configOrExit();
+  configureRenderPool(config.renderThreads);
+  const drain = new Drain();
+  const server = createDecoderServer(decoderOptions(config, drain));
+  server.on("error", (err) => {
+    jsonLog({ level: "error", msg: "server error", error: err.message });
+    process.exit(1);
+  });
+  let beats: Heartbeats | undefined;
+  server.listen(config.port, config.host, async () => {
+    const listening = listeningUrl(server.address() as AddressInfo);
+    if (heartbeat.edgeUrl) beats = await startBeating(config, heartbeat, heartbeat.edgeUrl, listening);
+    jsonLog({ level: "info", msg: "decoder listening", listening, capacity: config.capacity, source: config.catalog.description });
+  });
+  const shutdown = (signal: string) => void drainAndExit(server, drain, config.drainTimeoutMs, signal, () => beats?.leave());
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.once("SIGINT", () => shutdown("SIGINT"));
+  // Started by the local stack: its stdin is a pipe from the parent, which closes when the
+  // parent dies by any means (even SIGKILL), so a decoder is never left behind.
+  if (process.env.TESSERA_DECODER_EXIT_WITH_PARENT === "1") {
+    process.stdin.on("close", () => shutdown("parent exited")).resume();
+  }
+}
+
+/** Every variable checked before anything starts: a bad one exits 1, naming it. */
+function configOrExit(): { config: DecoderConfig; heartbeat: HeartbeatConfig } {
   try {
-    config = readConfig();
-    heartbeat = readHeartbeatConfig();
+    return { config: readConfig(), heartbeat: readHeartbeatConfig() };
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`tessera decoder: ${e.message}\n`);
     process.exit(1);
   }
-  const { host, port, secret, capacity, catalog } = config;
-  configureRenderPool(config.renderThreads);
-  const drain = new Drain();
-  const server = createDecoderServer({
+}
+
+function decoderOptions(config: DecoderConfig, drain: Drain): DecoderOptions {
+  return {
     drain,
-    catalog,
-    secret,
-    capacity,
+    catalog: config.catalog,
+    secret: config.secret,
+    capacity: config.capacity,
     limiter: new RequestLimiter(config.maxInFlight),
     maxFileTransfers: config.maxFileTransfers,
     requestTimeoutMs: config.requestTimeoutMs,
@@ -79,59 +105,44 @@ async function main(): Promise<void> {
     blockCache: new DecodedBlockCache(config.blockCacheBytes),
     mosaicMaxAssets: config.mosaicMaxAssets,
     assets: new AssetSources(config.assets, (key, signal) => config.catalog.openKey(key, signal)),
-  });
-  server.on("error", (err) => {
-    jsonLog({ level: "error", msg: "server error", error: err.message });
-    process.exit(1);
-  });
-  let beats: Heartbeats | undefined;
-  server.listen(port, host, async () => {
-    const addr = server.address() as AddressInfo;
-    const shownHost = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
-    if (heartbeat.edgeUrl) {
-      beats = startHeartbeat({
-        edgeUrl: heartbeat.edgeUrl,
-        secret,
-        report: {
-          url: heartbeat.publicUrl ?? `http://${shownHost}:${addr.port}`,
-          capacity,
-          memoryBytes: heartbeat.memoryLimit || (await detectMemoryLimit()),
-          region: heartbeat.region,
-        },
-        intervalMs: heartbeat.intervalMs,
-        log: jsonLog,
-      });
-    }
-    jsonLog({
-      level: "info",
-      msg: "decoder listening",
-      listening: `http://${shownHost}:${addr.port}`,
-      capacity,
-      source: catalog.description,
-    });
-  });
-
-  const shutdown = async (signal: string) => {
-    if (drain.draining) return;
-    jsonLog({ level: "info", msg: "draining", signal, timeoutMs: config.drainTimeoutMs });
-    // Work that will not stop when cancelled (a render inside libvips) cannot keep the process.
-    setTimeout(() => {
-      jsonLog({ level: "error", msg: "drain overran; exiting", signal });
-      process.exit(0);
-    }, config.drainTimeoutMs + LINGER_MS + FORCED_EXIT_GRACE_MS).unref();
-    const drained = await drain.drain(config.drainTimeoutMs, beats?.leave() ?? Promise.resolve());
-    jsonLog({ level: "info", msg: "drained; exiting", ...drained });
-    // Nothing is held any more: a connection still open carries nothing or a refusal.
-    server.close(() => process.exit(0));
-    server.closeAllConnections();
   };
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
-  process.once("SIGINT", () => void shutdown("SIGINT"));
-  // Started by the local stack: its stdin is a pipe from the parent, which closes when the
-  // parent dies by any means (even SIGKILL), so a decoder is never left behind.
-  if (process.env.TESSERA_DECODER_EXIT_WITH_PARENT === "1") {
-    process.stdin.on("close", () => void shutdown("parent exited")).resume();
-  }
+}
+
+function listeningUrl(addr: AddressInfo): string {
+  const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+  return `http://${host}:${addr.port}`;
+}
+
+/** Registers with the edge: heartbeats from now on, naming this decoder's URL, capacity, memory and region. */
+async function startBeating(config: DecoderConfig, heartbeat: HeartbeatConfig, edgeUrl: string, listening: string): Promise<Heartbeats> {
+  return startHeartbeat({
+    edgeUrl,
+    secret: config.secret,
+    report: {
+      url: heartbeat.publicUrl ?? listening,
+      capacity: config.capacity,
+      memoryBytes: heartbeat.memoryLimit || (await detectMemoryLimit()),
+      region: heartbeat.region,
+    },
+    intervalMs: heartbeat.intervalMs,
+    log: jsonLog,
+  });
+}
+
+/** The drain (runtime/drain.ts), then exit 0; once only, whatever asks for it again. */
+async function drainAndExit(server: Server, drain: Drain, timeoutMs: number, signal: string, leave: () => Promise<void> | undefined): Promise<void> {
+  if (drain.draining) return;
+  jsonLog({ level: "info", msg: "draining", signal, timeoutMs });
+  // Work that will not stop when cancelled (a render inside libvips) cannot keep the process.
+  setTimeout(() => {
+    jsonLog({ level: "error", msg: "drain overran; exiting", signal });
+    process.exit(0);
+  }, timeoutMs + LINGER_MS + FORCED_EXIT_GRACE_MS).unref();
+  const drained = await drain.drain(timeoutMs, leave() ?? Promise.resolve());
+  jsonLog({ level: "info", msg: "drained; exiting", ...drained });
+  // Nothing is held any more: a connection still open carries nothing or a refusal.
+  server.close(() => process.exit(0));
+  server.closeAllConnections();
 }
 
 await main();

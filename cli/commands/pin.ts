@@ -11,6 +11,9 @@ export function addPinCommands(program: Command, output: Output): void {
     .description("serve this version of a source under its plain id")
     .argument("<id>", "the source id")
     .argument("<version>", "a version, as `tessera versions` lists it")
+    // An S3 version id may begin with "-": it is the version, not an option. What is not a
+    // version is refused by the store.
+    .allowUnknownOption()
     .action(async (id: string, version: string) => repinned(output, id, await refusing(openStore().pin(id, version))));
   program
     .command("rollback")

@@ -1,60 +1,37 @@
 // The admission Durable Object: one per decoder region. It admits each decode through the
-// two-partition admission model (model.ts), forwards it to the least loaded live decoder, streams the answer
-// back, and releases what it holds when the stream ends, on every path: success, decoder
-// error, client abort, deadline. Every grant is also a lease with a deadline that a DO alarm
-// enforces, so a path that never ends (a hung pipe, a bug) still cannot keep its permits.
-// Identical decodes at once are admitted and decoded once, their answer given to all (coalesce.ts).
+// two-partition admission model (model.ts) under a lease its alarm enforces (leases.ts),
+// forwards it to the least loaded live decoder (decoder-calls.ts), and gives the answer back;
+// what it holds is released when the decoder's work ends, on every path: success, decoder
+// error, client abort, deadline. Identical decodes at once are admitted and decoded once, their
+// answer given to all (coalesce.ts). It also takes the edge's own calls: the metrics page,
+// decoder heartbeats, invalidations (invalidate.ts) and /file transfers (transfer.ts).
 // A region with ADMISSION_SHARDS shards has that many of these DOs, each admitting within its
 // fixed share of the region's permits and memory (shared/regions.ts, shardShare).
 
-import { connect } from "cloudflare:sockets";
 import { DurableObject } from "cloudflare:workers";
-import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, PARTITION_HEADER, type Partition } from "../../shared/cost";
+import { classify, ESTIMATE_HEADER, GrantExceeded, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
-import { untilAborted } from "../../shared/abort";
-import { DECODER, DECODER_FILE_PREFIX, isDecodePath, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
+import { DECODER_FILE_PREFIX, isDecodePath } from "../../shared/protocol";
 import { shardFromName, shardShare } from "../../shared/regions";
 import { parseHeartbeat } from "../../shared/registration";
 import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
-import { Flights, type Deadline } from "./coalesce";
-import { ANSWER_VOUCHES_MS, DecoderRegistry, type Decoder } from "./decoders";
-import { DecoderDraining, isDrainingAnswer } from "./draining";
-import { admissionMetrics } from "./metrics";
+import { Flights } from "./coalesce";
+import { DecoderCalls } from "./decoder-calls";
+import { DecoderRegistry } from "./decoders";
+import { failing } from "./faults";
+import { invalidate } from "./invalidate";
+import { Leases, type Lease } from "./leases";
+import { admissionMetrics, type DoStats } from "./metrics";
 import { NO_DECODERS_HEADER } from "./placement";
-import { AdmissionModel, type Grant } from "./model";
+import { AdmissionModel } from "./model";
+import { FileTransfers } from "./transfer";
 
 /** DO-internal paths the edge uses for the metrics page and decoder heartbeats. */
 export const METRICS_PATH = "/__admission/metrics";
 export const HEARTBEAT_DO_PATH = "/__admission/heartbeat";
 /** The edge's admin route hands a source's invalidation here: `${INVALIDATE_DO_PATH}{id}`. */
 export const INVALIDATE_DO_PATH = "/__admission/invalidate/";
-
-
-export interface Lease {
-  grant: Grant;
-  /** Aborts at the request deadline or when the client goes away. */
-  signal: AbortSignal;
-  /** Aborts when the client goes away (for a coalesced decode, every client waiting for it). */
-  client: AbortSignal;
-  /** Aborts when the lease is released or expires: what cuts off a decoder that never answers. */
-  ended: AbortSignal;
-  /** When REQUEST_TIMEOUT ends, epoch ms. */
-  deadlineAt: number;
-  /** Peak decode bytes the decoder may use: signed into the forwarded request. */
-  grantedBytes: number;
-  /** Idempotent: frees the grant and clears the deadline. */
-  release(): void;
-}
-
-export interface DoStats {
-  released: number;
-  leasesExpired: number;
-  requestTimeouts: number;
-  disagreements: number;
-  decoderRetries: number;
-  drainingResends: number;
-}
 
 export class AdmissionDO extends DurableObject<Env> {
   readonly config: EdgeConfig;
@@ -63,11 +40,9 @@ export class AdmissionDO extends DurableObject<Env> {
   readonly stats: DoStats = { released: 0, leasesExpired: 0, requestTimeouts: 0, disagreements: 0, decoderRetries: 0, drainingResends: 0 };
   /** Decodes in flight by decoder path, each answering every identical request that arrives meanwhile. */
   readonly flights = new Flights();
-  private readonly leases = new Map<number, { deadline: number; expire: () => void }>();
-  private nextLeaseId = 0;
-  /** /file transfers streaming now: they hold no decode permit, only a place under their own cap. */
-  fileTransfers = 0;
-  private alarmAt: number | undefined;
+  private readonly leases: Leases;
+  private readonly calls: DecoderCalls;
+  private readonly transfers: FileTransfers;
   /** This DO's shard of its region ("region/shard" names it; "default" is shard 0 of 1). */
   private readonly shard: number;
 
@@ -87,7 +62,19 @@ export class AdmissionDO extends DurableObject<Env> {
     }
     this.model = new AdmissionModel(a);
     this.decoders = new DecoderRegistry(a.decoderTtlMs);
+    const resize = () => this.resize();
+    const waitUntil = (promise: Promise<unknown>) => this.ctx.waitUntil(promise);
+    const setAlarm = (at: number) => this.ctx.storage.setAlarm(at);
+    this.leases = new Leases({ admission: a, model: this.model, stats: this.stats, resize, setAlarm });
+    const { decoderSecret } = this.config;
+    this.calls = new DecoderCalls({ decoderSecret, admission: a, decoders: this.decoders, stats: this.stats, resize, waitUntil });
+    this.transfers = new FileTransfers(this.config, this.calls, waitUntil);
     this.resize();
+  }
+
+  /** /file transfers streaming now (the metrics page shows them). */
+  get fileTransfers(): number {
+    return this.transfers.inProgress;
   }
 
   async fetch(request: Request): Promise<Response> {
@@ -100,27 +87,7 @@ export class AdmissionDO extends DurableObject<Env> {
     const sent = request.headers.get(X_REQUEST_ID);
     const requestId = isValidRequestId(sent) ? sent : undefined;
     try {
-      if (url.pathname === METRICS_PATH) {
-        this.resize();
-        return new Response(admissionMetrics(this, Date.now()), {
-          headers: { "content-type": "text/plain; version=0.0.4" },
-        });
-      }
-      if (url.pathname === HEARTBEAT_DO_PATH) {
-        const report = parseHeartbeat(await request.text());
-        if (report.leaving) console.log(JSON.stringify({ level: "info", msg: "decoder leaving", decoder: report.url }));
-        this.decoders.heartbeat(report, Date.now());
-        this.resize();
-        return new Response(null, { status: 204 });
-      }
-      if (url.pathname.startsWith(INVALIDATE_DO_PATH)) {
-        const id = decodeURIComponent(url.pathname.slice(INVALIDATE_DO_PATH.length));
-        return await this.invalidate(id, url.searchParams.get("member") ?? undefined, request.signal, requestId);
-      }
-      if (url.pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfer(url.pathname + url.search, request.signal, requestId);
-      const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
-      const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
-      return await this.decode(url.pathname + url.search, partition, estimate, request.signal, requestId);
+      return await this.route(url, request, requestId);
     } catch (err) {
       // A client that went away is not a DO failure (and reads no answer).
       const res = errorResponse(err instanceof HttpError || request.signal.aborted ? err : failing(err, requestId));
@@ -128,6 +95,37 @@ export class AdmissionDO extends DurableObject<Env> {
       if (res.status === 503 && this.decoders.live(Date.now()).length === 0) res.headers.set(NO_DECODERS_HEADER, "1");
       return res;
     }
+  }
+
+  /** The edge's own calls by their paths; any other path is a decode. */
+  private async route(url: URL, request: Request, requestId?: string): Promise<Response> {
+    const { pathname } = url;
+    if (pathname === METRICS_PATH) return this.metrics();
+    if (pathname === HEARTBEAT_DO_PATH) return this.heartbeat(await request.text());
+    if (pathname.startsWith(INVALIDATE_DO_PATH)) {
+      const id = decodeURIComponent(pathname.slice(INVALIDATE_DO_PATH.length));
+      const host = { decoderSecret: this.config.decoderSecret, decoders: this.decoders, leases: this.leases };
+      return await invalidate(host, id, url.searchParams.get("member") ?? undefined, request.signal, requestId);
+    }
+    if (pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfers.transfer(pathname + url.search, request.signal, requestId);
+    const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
+    const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
+    return await this.decode(pathname + url.search, partition, estimate, request.signal, requestId);
+  }
+
+  private metrics(): Response {
+    this.resize();
+    return new Response(admissionMetrics(this, Date.now()), {
+      headers: { "content-type": "text/plain; version=0.0.4" },
+    });
+  }
+
+  private heartbeat(body: string): Response {
+    const report = parseHeartbeat(body);
+    if (report.leaving) console.log(JSON.stringify({ level: "info", msg: "decoder leaving", decoder: report.url }));
+    this.decoders.heartbeat(report, Date.now());
+    this.resize();
+    return new Response(null, { status: 204 });
   }
 
   /**
@@ -140,7 +138,7 @@ export class AdmissionDO extends DurableObject<Env> {
     // A coalesced decode carries the id of the request that started it.
     const admit = (signal: AbortSignal) => this.admitAndForward(path, partition, estimate, signal, arrivedAt, requestId);
     if (!this.config.coalesce || !isDecodePath(path)) return admit(client);
-    return this.flights.answer(path, client, admit, () => this.deadline(arrivedAt + this.config.admission.requestTimeoutMs));
+    return this.flights.answer(path, client, admit, () => this.leases.deadline(arrivedAt + this.config.admission.requestTimeoutMs));
   }
 
   /**
@@ -151,86 +149,23 @@ export class AdmissionDO extends DurableObject<Env> {
    */
   private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal, arrivedAt: number, requestId?: string) {
     try {
-      return await this.forward(path, await this.lease(partition, estimate, client, arrivedAt), requestId);
+      return await this.calls.forward(path, await this.lease(partition, estimate, client, arrivedAt), requestId);
     } catch (err) {
       if (!(err instanceof GrantExceeded)) throw err;
       const precise = classify(err.neededBytes, this.config.admission.largeDecodeThresholdBytes);
       if (precise !== partition) this.stats.disagreements++;
-      return await this.forward(path, await this.lease(precise, err.neededBytes, client, arrivedAt), requestId);
+      return await this.calls.forward(path, await this.lease(precise, err.neededBytes, client, arrivedAt), requestId);
     }
   }
 
   /** Admits a request and leases what it was granted until `release` or the deadline alarm. */
-  async lease(partition: Partition, estimate: number, clientSignal: AbortSignal, arrivedAt = Date.now()): Promise<Lease> {
-    const { requestTimeoutMs, queueTimeoutMs, largeDecodeThresholdBytes } = this.config.admission;
-    const deadlineAt = arrivedAt + requestTimeoutMs;
-    const deadline = this.deadline(deadlineAt);
-    const signal = AbortSignal.any([deadline.signal, clientSignal]);
-    this.resize();
-    let grant: Grant;
-    try {
-      grant = await this.model.admit(partition, estimate, queueTimeoutMs, signal);
-    } catch (err) {
-      deadline.clear();
-      throw err;
-    }
-    const id = this.nextLeaseId++;
-    const ended = new AbortController();
-    const release = (expired: boolean) => {
-      if (!this.leases.delete(id)) return;
-      deadline.clear();
-      // Every other release comes after the decoder's part is over: only an expiry has one to cut off.
-      if (expired) ended.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
-      grant.release();
-      this.stats.released++;
-      if (expired) this.stats.leasesExpired++;
-    };
-    this.leases.set(id, { deadline: deadlineAt, expire: () => release(true) });
-    try {
-      await this.scheduleAlarm(deadlineAt + this.config.admission.leaseGraceMs);
-    } catch (err) {
-      // Without its alarm a lost release would keep the grant for good: refuse it now.
-      release(false);
-      throw failing(err);
-    }
-    // A full is granted its reservation; a tile anything its partition admits (below the threshold).
-    const grantedBytes = partition === "full" ? estimate : largeDecodeThresholdBytes - 1;
-    return { grant, signal, client: clientSignal, ended: ended.signal, deadlineAt, grantedBytes, release: () => release(false) };
+  lease(partition: Partition, estimate: number, clientSignal: AbortSignal, arrivedAt = Date.now()): Promise<Lease> {
+    return this.leases.lease(partition, estimate, clientSignal, arrivedAt);
   }
 
-  /** REQUEST_TIMEOUT, wall-clock from arrival (the wait for a permit included): 408, counted. */
-  private deadline(at: number): Deadline {
-    const deadline = new AbortController();
-    const timer = setTimeout(() => {
-      this.stats.requestTimeouts++;
-      deadline.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
-    }, at - Date.now());
-    return { signal: deadline.signal, clear: () => clearTimeout(timer) };
-  }
-
-  /** Reclaims every lease past its deadline and grace; re-arms for the next one. */
+  /** Reclaims the leases past their deadline and grace. */
   async alarm(): Promise<void> {
-    this.alarmAt = undefined;
-    const now = Date.now();
-    const grace = this.config.admission.leaseGraceMs;
-    let next = Infinity;
-    for (const lease of [...this.leases.values()]) {
-      if (lease.deadline + grace <= now) lease.expire();
-      else next = Math.min(next, lease.deadline + grace);
-    }
-    if (next < Infinity) await this.scheduleAlarm(next);
-  }
-
-  private async scheduleAlarm(at: number): Promise<void> {
-    // Deadlines only grow, so an armed alarm is never later than the lease just added.
-    if (this.alarmAt !== undefined) return;
-    this.alarmAt = at;
-    try {
-      await this.ctx.storage.setAlarm(at);
-    } catch (err) {
-      this.alarmAt = undefined; // the next lease arms it again
-      throw err;
-    }
+    await this.leases.alarm();
   }
 
   /** This shard's share of NTHREADS / MEMORY_LIMIT, or with 0 of the sums the region's live decoders report. */
@@ -240,346 +175,4 @@ export class AdmissionDO extends DurableObject<Env> {
     const share = (total: number) => shardShare(total, this.shard, this.config.placement.shards);
     this.model.resize(share(nthreads || live.capacity), share(memoryLimit || live.memoryBytes), live.largestMemoryBytes);
   }
-
-  /**
-   * Forwards one admitted decode to the least loaded live decoder that accepts a connection.
-   * The lease is released when the decoder's part is over: at once on a failure before the
-   * call, else as `call` says. A decoder that answers it is draining did nothing: it is
-   * forgotten and the request goes to the next one, under the same lease.
-   */
-  private async forward(path: string, lease: Lease, requestId?: string): Promise<Response> {
-    for (;;) {
-      let decoder: Decoder;
-      try {
-        decoder = await this.reachableDecoder(lease.signal, requestId);
-      } catch (err) {
-        lease.release();
-        throw err;
-      }
-      try {
-        return await this.call(decoder, path, lease, requestId);
-      } catch (err) {
-        if (!(err instanceof DecoderDraining)) throw err;
-        this.resendFromDraining(decoder, requestId);
-      }
-    }
-  }
-
-  /** A decoder answered that it is draining: it leaves routing now, and its request goes on. */
-  private resendFromDraining(decoder: Decoder, requestId?: string): void {
-    console.log(JSON.stringify({ level: "info", msg: "decoder draining; sending the request to another", decoder: decoder.url, requestId }));
-    this.decoders.forget(decoder.url);
-    this.resize();
-    this.stats.drainingResends++;
-  }
-
-  /**
-   * The least loaded live decoder that opens a connection now. Only a decoder that cannot be
-   * connected to is forgotten and another tried: once a request has reached a decoder it is
-   * never sent again, so a request that kills its decoder cannot go on to kill the next one.
-   * A decoder that answered within ANSWER_VOUCHES_MS is taken without that trial connection
-   * (a TCP handshake per miss, on both sides); if it fails meanwhile, the request it was sent
-   * is a 502 like any that reached it, and the next one tries a connection first.
-   */
-  private async reachableDecoder(signal: AbortSignal, requestId?: string): Promise<Decoder> {
-    let failed: Decoder | undefined;
-    for (;;) {
-      const decoder = this.decoders.pick(Date.now(), failed?.url);
-      if (!decoder) {
-        if (failed) throw new HttpError("bad_gateway", "no decoder could be reached");
-        throw new HttpError("overloaded", "no decoder is registered; retry shortly", 1);
-      }
-      if (failed) this.stats.decoderRetries++;
-      if (Date.now() - decoder.answeredAt < ANSWER_VOUCHES_MS || (await connectable(decoder.url, signal))) return decoder;
-      if (signal.aborted) throw signal.reason;
-      logDecoderFailure(decoder.url, "connection refused or timed out", requestId);
-      this.decoders.forget(decoder.url);
-      failed = decoder;
-    }
-  }
-
-  /**
-   * Sends an admitted request to `decoder`, which runs it under the grant, and owns the lease
-   * from then on. Admission ends when the decoder's work does: a client that leaves (for a
-   * coalesced decode, the last one waiting for it) or a deadline that passes before the answer
-   * gets its answer at once, a client that left has the decoder told to stop its I/O, and the permit and memory stay held until the decoder's own answer says
-   * the work has stopped (a render inside libvips finishes first), or the lease's alarm
-   * ends a decoder that never answers. The answer is read whole (a decode's is bounded by its
-   * grant, and coalescing hands it out whole anyway), so no stream is pumped through the DO;
-   * the lease is released with its last byte, and a client or deadline that ends the wait for
-   * those bytes gets its answer at once. A decoder dying mid-answer is a 502.
-   */
-  private async call(decoder: Decoder, path: string, lease: Lease, requestId?: string): Promise<Response> {
-    const fulls = lease.grant.partition === "full" ? 1 : 0;
-    decoder.inFlight++;
-    decoder.fullsInFlight += fulls;
-    let finished = false;
-    /** The decoder's part is over; the lease ends with it unless the request goes elsewhere. */
-    const finish = (keepLease = false) => {
-      if (finished) return;
-      finished = true;
-      decoder.inFlight--;
-      decoder.fullsInFlight -= fulls;
-      if (!keepLease) lease.release();
-    };
-    const cancelId = crypto.randomUUID();
-    let answer: Promise<Response>;
-    try {
-      // The decoder runs under what was granted here, not under its own defaults.
-      const limits: SignedLimits = {
-        timeoutMs: String(Math.max(1, lease.deadlineAt - Date.now())),
-        grantBytes: String(lease.grantedBytes),
-        partition: lease.grant.partition,
-        requestId: cancelId,
-      };
-      const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
-      // Not tied to the client: only the decoder's answer says when its work is over. A
-      // decoder that never answers is cut off when the alarm ends the lease.
-      answer = fetch(decoder.url + path, {
-        headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits), ...(requestId && { [X_REQUEST_ID]: requestId }) },
-        signal: lease.ended,
-      });
-    } catch (err) {
-      finish();
-      throw failing(err, requestId);
-    }
-    let upstream: Response;
-    try {
-      upstream = await untilAborted(answer, lease.signal);
-    } catch (err) {
-      if (lease.ended.aborted) throw lease.ended.reason; // the alarm ended it (finish has run)
-      if (lease.signal.aborted) {
-        if (lease.client.aborted) this.cancel(decoder, cancelId);
-        this.ctx.waitUntil(answer.then((late) => late.body?.cancel(), () => {}).finally(finish));
-        throw lease.signal.reason;
-      }
-      finish();
-      decoder.answeredAt = 0; // the next forward tries a connection first
-      logDecoderFailure(decoder.url, String(err), requestId);
-      throw new HttpError("bad_gateway", "the decoder failed while answering");
-    }
-    decoder.answeredAt = Date.now();
-    try {
-      if (isDrainingAnswer(upstream)) {
-        await upstream.body?.cancel();
-        finish(true);
-        throw new DecoderDraining(decoder.url);
-      }
-      const needed = upstream.headers.get(NEEDED_HEADER);
-      if (needed !== null) {
-        await upstream.body?.cancel();
-        throw new GrantExceeded(Number(needed));
-      }
-      await checkAnswer(decoder, upstream, requestId);
-    } catch (err) {
-      finish();
-      throw err;
-    }
-    this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));
-    const body = upstream.arrayBuffer();
-    this.ctx.waitUntil(body.catch(() => {}).finally(finish));
-    try {
-      return new Response(await untilAborted(body, lease.signal), { status: upstream.status, headers: upstream.headers });
-    } catch (err) {
-      if (lease.signal.aborted) throw lease.signal.reason;
-      logDecoderFailure(decoder.url, `answer cut short: ${String(err)}`, requestId);
-      throw new HttpError("bad_gateway", "the decoder failed while answering");
-    }
-  }
-
-  /**
-   * Asks the decoder to stop a request's I/O. Best effort: whether it arrives or not, the
-   * request's own answer (or its lease's end) is what frees the admission.
-   */
-  private cancel(decoder: Decoder, requestId: string): void {
-    const path = DECODER.cancel(requestId);
-    const sent = signRequest(this.config.decoderSecret, "POST", path).then((signature) =>
-      fetch(decoder.url + path, {
-        method: "POST",
-        headers: { [SIGNATURE_HEADER]: signature },
-        signal: AbortSignal.timeout(this.config.admission.leaseGraceMs),
-      }),
-    );
-    this.ctx.waitUntil(sent.then((res) => res.body?.cancel(), () => {}));
-  }
-
-  /**
-   * A source's stored bytes (/file): nothing is decoded, so no decode permit is taken; transfers
-   * have a cap of their own (MAX_FILE_TRANSFERS, then 503). REQUEST_TIMEOUT bounds the wait for
-   * the decoder's headers; once the bytes flow, only a stall that long cuts them (or the client
-   * leaving), so a large file is never cut short by the deadline.
-   */
-  private async transfer(path: string, client: AbortSignal, requestId?: string): Promise<Response> {
-    const { maxFileTransfers } = this.config;
-    if (this.fileTransfers >= maxFileTransfers) {
-      throw new HttpError("overloaded", `${maxFileTransfers} file transfers in progress; retry shortly`, 1);
-    }
-    this.fileTransfers++;
-    const timeoutMs = this.config.admission.requestTimeoutMs;
-    const cut = new AbortController();
-    const stall = new Watchdog(timeoutMs, () => cut.abort(new HttpError("deadline", "the transfer stalled past REQUEST_TIMEOUT")));
-    const onClient = () => cut.abort(client.reason);
-    client.addEventListener("abort", onClient, { once: true });
-    let finished = false;
-    const finish = () => {
-      if (finished) return;
-      finished = true;
-      stall.stop();
-      client.removeEventListener("abort", onClient);
-      this.fileTransfers--;
-    };
-    try {
-      if (client.aborted) throw client.reason;
-      let decoder: Decoder;
-      let upstream: Response;
-      for (;;) {
-        decoder = await this.reachableDecoder(cut.signal, requestId);
-        const limits: SignedLimits = { timeoutMs: String(timeoutMs) };
-        const signature = await signRequest(this.config.decoderSecret, "GET", path, Date.now(), limits);
-        upstream = await fetch(decoder.url + path, {
-          headers: { [SIGNATURE_HEADER]: signature, ...limitHeaders(limits), ...(requestId && { [X_REQUEST_ID]: requestId }) },
-          signal: cut.signal,
-        }).catch((err) => {
-          if (cut.signal.aborted) throw cut.signal.reason;
-          logDecoderFailure(decoder.url, String(err), requestId);
-          throw new HttpError("bad_gateway", "the decoder failed while answering");
-        });
-        if (!isDrainingAnswer(upstream)) break;
-        await upstream.body?.cancel();
-        this.resendFromDraining(decoder, requestId);
-      }
-      await checkAnswer(decoder, upstream, requestId);
-      if (!upstream.body) {
-        finish();
-        return upstream;
-      }
-      stall.reset();
-      const { readable, writable } = new TransformStream({
-        transform(chunk, stream) {
-          stall.reset();
-          stream.enqueue(chunk);
-        },
-      });
-      this.ctx.waitUntil(upstream.body.pipeTo(writable, { signal: cut.signal }).catch(() => {}).finally(finish));
-      return new Response(readable, { status: upstream.status, headers: upstream.headers });
-    } catch (err) {
-      finish();
-      throw err;
-    }
-  }
-
-  /**
-   * Tells every live decoder to forget its opened snapshots of `id` (with `member`, of that
-   * asset of the mosaic `id`: invalidate_source(mosaic, member)). Admitted like any costly
-   * dynamic route, in the full partition (no memory: it decodes nothing). Answers how many
-   * decoders confirmed and how many snapshots they dropped; 502 when none of several confirmed.
-   */
-  private async invalidate(id: string, member: string | undefined, client: AbortSignal, requestId?: string): Promise<Response> {
-    const lease = await this.lease("full", 0, client);
-    try {
-      const path = DECODER.invalidate(id, member);
-      const live = this.decoders.live(Date.now());
-      const dropped = await Promise.all(
-        live.map(async (decoder): Promise<number | undefined> => {
-          try {
-            const signature = await signRequest(this.config.decoderSecret, "POST", path);
-            const headers = { [SIGNATURE_HEADER]: signature, ...(requestId && { [X_REQUEST_ID]: requestId }) };
-            const res = await fetch(decoder.url + path, { method: "POST", headers, signal: lease.signal });
-            if (res.ok) return ((await res.json()) as { dropped: number }).dropped;
-            logDecoderFailure(decoder.url, `invalidate answered ${res.status}: ${await res.text()}`, requestId);
-          } catch (err) {
-            logDecoderFailure(decoder.url, `invalidate failed: ${String(err)}`, requestId);
-          }
-          return undefined;
-        }),
-      );
-      const confirmed = dropped.filter((n) => n !== undefined);
-      if (live.length > 0 && confirmed.length === 0) throw new HttpError("bad_gateway", "no decoder confirmed the invalidation");
-      return Response.json({
-        id,
-        ...(member !== undefined && { member }),
-        decoders: live.length,
-        invalidated: confirmed.length,
-        dropped: confirmed.reduce((sum, n) => sum + n, 0),
-      });
-    } finally {
-      lease.release();
-    }
-  }
-
-  private countDisagreement(edgeVerdict: Partition, precise: string | null): void {
-    if (precise === null) return;
-    const verdict = classify(Number(precise), this.config.admission.largeDecodeThresholdBytes);
-    if (verdict !== edgeVerdict) this.stats.disagreements++;
-  }
-}
-
-/**
- * Whether a TCP connection to the decoder opens now; nothing is sent on it. fetch() reports a
- * refused connection and a reset mid-answer alike, so this is how the DO knows that a retry
- * cannot repeat a request a decoder has already received.
- */
-async function connectable(decoderUrl: string, signal: AbortSignal): Promise<boolean> {
-  const { hostname, port, protocol } = new URL(decoderUrl);
-  const socket = connect({ hostname, port: Number(port) || (protocol === "https:" ? 443 : 80) });
-  const giveUp = () => void socket.close().catch(() => {});
-  signal.addEventListener("abort", giveUp, { once: true });
-  try {
-    await socket.opened;
-    return true;
-  } catch {
-    return false;
-  } finally {
-    signal.removeEventListener("abort", giveUp);
-    giveUp();
-  }
-}
-
-/** Throws the decoder's fault, logged in full, as the kind alone (see isDecoderFault). */
-async function checkAnswer(decoder: Decoder, upstream: Response, requestId?: string): Promise<void> {
-  if (!isDecoderFault(upstream.status)) return;
-  logDecoderFailure(decoder.url, `${upstream.status}: ${await upstream.text()}`, requestId);
-  throw decoderFault(upstream.status);
-}
-
-/** Calls `onIdle` once `ms` pass without a reset. */
-class Watchdog {
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  constructor(
-    private readonly ms: number,
-    private readonly onIdle: () => void,
-  ) {
-    this.reset();
-  }
-  reset(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(this.onIdle, this.ms);
-  }
-  stop(): void {
-    clearTimeout(this.timer);
-  }
-}
-
-/**
- * Answers that are the service's fault, not the client's: a 401 (the decoders hold another
- * DECODER_SECRET, or a clock is skewed) and decoder or store failures. Their messages name
- * decoders, buckets and keys, so they go to the log and the client gets the kind alone.
- */
-const isDecoderFault = (status: number) => status === 401 || (status >= 500 && status !== 501 && status !== 503);
-
-function decoderFault(status: number): HttpError {
-  if (status === 401) return new HttpError("bad_gateway", "the decoder refused the edge's credentials");
-  if (status === 504) return new HttpError("gateway_timeout", "the image store did not answer in time");
-  return new HttpError("bad_gateway", "the decoder or the image store failed");
-}
-
-/** The decoder's address goes to the log only: public answers never name it. */
-function logDecoderFailure(url: string, why: string, requestId?: string): void {
-  console.error(JSON.stringify({ level: "error", msg: "decoder failed", decoder: url, why, requestId }));
-}
-
-/** An unexpected failure inside the DO is logged and answered as transient: 503, retry. */
-function failing(err: unknown, requestId?: string): HttpError {
-  console.error(JSON.stringify({ level: "error", msg: `admission failed: ${String(err)}`, requestId }));
-  return new HttpError("overloaded", "admission failed; retry shortly", 1);
 }

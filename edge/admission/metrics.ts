@@ -3,6 +3,16 @@
 // routing counters. Counters are cumulative for the DO's lifetime.
 import type { AdmissionDO } from "./admission-do";
 
+/** The DO's own counters, beside the model's: leases, timeouts and routing (the table below says what each counts). */
+export interface DoStats {
+  released: number;
+  leasesExpired: number;
+  requestTimeouts: number;
+  disagreements: number;
+  decoderRetries: number;
+  drainingResends: number;
+}
+
 type Sample = [labels: string, value: number];
 type Metric = [name: string, type: "gauge" | "counter", help: string, value: number | Sample[]];
 

@@ -153,19 +153,17 @@ export class AdmissionModel {
     // first reason advanced would refuse it (413, then the full cap, then the budget).
     let shadowed = false;
     if (partition === "full") shadowed = this.checkFitsAtAll(estimateBytes, advanced);
+    const permits = await this.takePermits(partition, advanced, shadowed, queueTimeoutMs, signal);
+    return this.reserve(partition, estimateBytes, advanced, permits);
+  }
 
-    // The queue timeout's timer and signal are made only when a permit is not free at once
-    // (a tile on an idle partition takes its permit without either).
-    let timer: ReturnType<typeof setTimeout> | null = null;
-    let bounded: AbortSignal | undefined;
-    const waitSignal = () => {
-      if (!bounded) {
-        const timeout = new AbortController();
-        timer = setTimeout(() => timeout.abort(shed(partition, "no decode permit became free in time")), queueTimeoutMs);
-        bounded = AbortSignal.any([signal, timeout.signal]);
-      }
-      return bounded;
-    };
+  /**
+   * Takes the permits `partition` needs, in order, waiting at most `queueTimeoutMs` for them
+   * all; those taken are given back if a later one is not. Returns how to give them back, and
+   * whether the full has been counted as a shadow rejection by now.
+   */
+  private async takePermits(partition: Partition, advanced: boolean, shadowed: boolean, queueTimeoutMs: number, signal: AbortSignal): Promise<Permits> {
+    const queue = queueTimeout(partition, queueTimeoutMs, signal);
     let fullPermit = false;
     let globalPermit = false;
     let countedInUse = false;
@@ -180,20 +178,20 @@ export class AdmissionModel {
     };
     try {
       if (partition === "tile") {
-        globalPermit = await this.wait("tileWaiting", this.global, waitSignal);
+        globalPermit = await this.wait("tileWaiting", this.global, queue.signal);
       } else {
         if (advanced) {
           if (this.fullMax === 0) throw shed("full", "full_max is 0: no full-image decode is admitted");
           if (this.fullWaiting >= this.settings.fullMaxWaiting && !this.fullPartitionFree()) {
             throw shed("full", "too many full-image requests are waiting");
           }
-          fullPermit = await this.wait("fullWaiting", this.full, waitSignal);
+          fullPermit = await this.wait("fullWaiting", this.full, queue.signal);
           countInUse();
         } else if (!shadowed && this.advancedWouldShed()) {
           this.counters.fullShadowRejected++;
           shadowed = true;
         }
-        globalPermit = await this.wait("fullWaiting", this.global, waitSignal);
+        globalPermit = await this.wait("fullWaiting", this.global, queue.signal);
         // Basic mode takes no full-partition permit: an admitted full counts as holding one.
         if (!advanced) countInUse();
       }
@@ -202,9 +200,16 @@ export class AdmissionModel {
       if (err instanceof HttpError && err.kind === "overloaded") this.countShed(partition);
       throw err;
     } finally {
-      clearTimeout(timer);
+      queue.clear();
     }
+    return { giveBack, shadowed };
+  }
 
+  /**
+   * Reserves a full's estimated bytes against full_mem once it holds its permits (in basic
+   * mode a budget advanced would find in use is counted, not enforced), and hands out the grant.
+   */
+  private reserve(partition: Partition, estimateBytes: number, advanced: boolean, { giveBack, shadowed }: Permits): Grant {
     let reserved = 0;
     if (partition === "full") {
       if (this.reservedBytes + estimateBytes > this.fullMem) {
@@ -276,6 +281,32 @@ export class AdmissionModel {
       this[gauge]--;
     }
   }
+}
+
+/** The permits an admitted request holds, and whether it was counted as a shadow rejection. */
+interface Permits {
+  giveBack(): void;
+  shadowed: boolean;
+}
+
+/**
+ * QUEUE_TIMEOUT for one admission. Its timer and signal are made only when a permit is not
+ * free at once (a tile on an idle partition takes its permit without either).
+ */
+function queueTimeout(partition: Partition, ms: number, signal: AbortSignal): { signal: () => AbortSignal; clear(): void } {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let bounded: AbortSignal | undefined;
+  return {
+    signal: () => {
+      if (!bounded) {
+        const timeout = new AbortController();
+        timer = setTimeout(() => timeout.abort(shed(partition, "no decode permit became free in time")), ms);
+        bounded = AbortSignal.any([signal, timeout.signal]);
+      }
+      return bounded;
+    },
+    clear: () => clearTimeout(timer),
+  };
 }
 
 const shed = (partition: Partition, why: string) =>

@@ -7,8 +7,8 @@ import { execFileSync } from "node:child_process";
 import { cp, mkdir, rm, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { ROOT } from "../root.ts";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const DECODER_DIST = `${ROOT}dist/decoder/`;
 
 /**
@@ -23,7 +23,7 @@ export async function buildDecoder(outdir = DECODER_DIST): Promise<void> {
   await build({
     entryPoints: {
       main: `${ROOT}regional/main.ts`,
-      "render-worker": `${ROOT}regional/render-worker.ts`,
+      "render-worker": `${ROOT}regional/render/render-worker.ts`,
       "openjpeg-worker": `${ROOT}regional/encode/openjpeg-worker.ts`,
     },
     outdir,

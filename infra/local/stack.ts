@@ -1,22 +1,12 @@
 // The whole stack on one machine, as `npm start`, the end-to-end tests and the benchmarks run
 // it: N regional decoder processes (Node), and the edge Worker + admission DO in workerd via
 // Miniflare (configured from wrangler.toml, so local and deployed bindings cannot drift).
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createInterface, type Interface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { convertV4MiniflareOptions, Miniflare, type V4WorkerOptions } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
-
-export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-
-export interface DecoderProcess {
-  url: string;
-  process: ChildProcess;
-  /** Its log, one JSON line at a time (stdout), for a test to listen to. */
-  lines: Interface;
-}
+import { ROOT } from "../root";
+import { startDecoder, stopDecoder, type DecoderProcess } from "./decoders";
 
 export interface StackOptions {
   /** Edge port; 0 picks a free one. */
@@ -42,51 +32,6 @@ export interface Stack {
   /** Starts one more decoder, as the others were (a rolling deploy's new one); it registers by heartbeat. */
   addDecoder(): Promise<DecoderProcess>;
   stop(): Promise<void>;
-}
-
-/** Starts one decoder process and resolves once it prints where it listens. */
-export function startDecoder(env: Record<string, string>, verbose = false): Promise<DecoderProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "regional/main.ts"], {
-    cwd: ROOT,
-    env: { ...process.env, TESSERA_DECODER_EXIT_WITH_PARENT: "1", ...env },
-    stdio: ["pipe", "pipe", verbose ? "inherit" : "ignore"],
-  });
-  return new Promise((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    child.once("exit", (code) => reject(new Error(`decoder exited with ${code} before listening`)));
-    lines.on("line", (line) => {
-      const listening = /"listening":"([^"]+)"/.exec(line)?.[1];
-      if (listening) resolve({ url: listening, process: child, lines });
-      else if (verbose) process.stderr.write(line + "\n");
-    });
-  });
-}
-
-/**
- * Stops a decoder as an operator's SIGTERM does: it drains (finishes what it holds, up to its
- * TESSERA_DRAIN_TIMEOUT_MS) and exits. Resolves with its exit code.
- */
-export function stopDecoder(d: DecoderProcess): Promise<number | null> {
-  return ended(d, "SIGTERM", DRAIN_WAIT_MS);
-}
-
-/** Kills a decoder at once (SIGKILL), as a crash or an OOM kill does: nothing is drained. */
-export function killDecoder(d: DecoderProcess): Promise<number | null> {
-  return ended(d, "SIGKILL", 0);
-}
-
-/** Past the default drain deadline and its linger, a decoder that has not exited is killed. */
-const DRAIN_WAIT_MS = 35_000;
-
-async function ended(d: DecoderProcess, signal: NodeJS.Signals, killAfterMs: number): Promise<number | null> {
-  if (d.process.exitCode !== null || d.process.signalCode !== null) return d.process.exitCode;
-  const exited = new Promise<number | null>((r) => d.process.once("exit", (code) => r(code)));
-  d.process.kill("SIGCONT"); // a test may have frozen it
-  d.process.kill(signal);
-  const timer = killAfterMs > 0 ? setTimeout(() => d.process.kill("SIGKILL"), killAfterMs) : undefined;
-  const code = await exited;
-  clearTimeout(timer);
-  return code;
 }
 
 /** Bundles the Worker exactly as wrangler would deploy it. */

@@ -2,7 +2,8 @@
 // or on a local versioned S3 (Ceph RGW) with TESSERA_SOURCE=s3. Ctrl-C stops everything.
 import { randomBytes } from "node:crypto";
 import { readdir } from "node:fs/promises";
-import { startStack, ROOT } from "./stack";
+import { ROOT } from "../root";
+import { startStack } from "./stack";
 import { startViewerServer } from "./viewer-server";
 
 const port = Number(process.env.TESSERA_PORT ?? 8787);

@@ -7,7 +7,7 @@
 // stops at the signal.
 import type { GeoTIFFImage } from "geotiff";
 import { untilAborted } from "../../shared/abort";
-import type { Reservation } from "../work-budget";
+import type { Reservation } from "../runtime/work-budget";
 import { asHttpError, type Cog, type LevelWindow } from "./cog";
 import type { PixelView } from "./pixels";
 

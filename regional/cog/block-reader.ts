@@ -13,7 +13,7 @@
 import type { BaseDecoder, ImageFileDirectory } from "geotiff";
 import { untilAborted } from "../../shared/abort";
 import type { Source } from "../source/source";
-import type { Reservation } from "../work-budget";
+import type { Reservation } from "../runtime/work-budget";
 import type { DecodedBlock, DecodedBlockCache } from "./block-cache";
 import { blockBytes, COMPRESSION, decodeJpegBlock, type BlockParameters } from "./codecs";
 import type { PixelView } from "./pixels";

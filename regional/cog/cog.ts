@@ -12,7 +12,7 @@ import { HttpError, unsupported } from "../../shared/errors";
 import type { SourceInfo } from "../../shared/protocol";
 import type { Source } from "../source/source";
 import { untilAborted } from "../../shared/abort";
-import { WorkBudget, type Reservation } from "../work-budget";
+import { WorkBudget, type Reservation } from "../runtime/work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
 import { BlockReader, checkStoredRange, type LevelLayout } from "./block-reader";
 import { readGeoreference, type SourceGeo } from "./georeference";

@@ -13,7 +13,7 @@
 // - Tile reads (readRasters) carry the caller's signal and go straight to the Source as exact
 //   ranges; Cog always passes a signal, so pixel data never crowds headers out of the cache.
 
-import { DEFAULT_SHARED_WORK_TIMEOUT_MS, withSharedDeadline } from "../abort";
+import { DEFAULT_SHARED_WORK_TIMEOUT_MS, withSharedDeadline } from "../runtime/deadlines";
 import type { Source } from "../source/source";
 
 export interface BlockCacheOptions {

@@ -57,7 +57,9 @@ export function encoderFor(format: Format): Encoder {
 
 async function pdfPage(jpegBytes: Buffer): Promise<Buffer> {
   const { width = 1, height = 1 } = await sharp(jpegBytes).metadata();
-  const doc = new PDFDocument({ size: [width, height], margin: 0, autoFirstPage: false, info: { Producer: "Tessera" } });
+  // No default font (pdfkit's is Helvetica): the page is one image, and a standard font's metrics
+  // are read from a file beside pdfkit's own, which the decoder's bundle does not carry.
+  const doc = new PDFDocument({ size: [width, height], margin: 0, autoFirstPage: false, font: "", info: { Producer: "Tessera" } });
   const chunks: Buffer[] = [];
   const done = new Promise<Buffer>((resolve, reject) => {
     doc.on("data", (c: Buffer) => chunks.push(c));

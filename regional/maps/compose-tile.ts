@@ -9,8 +9,8 @@ import { parseExpressions, evaluateExpressions, type BandPlane, type ExpressionP
 import type { TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import { bandLayout } from "../cog/bands";
-import type { PreparedDecode } from "../prepared-decode";
-import type { Reservation } from "../work-budget";
+import type { PreparedDecode } from "../render/prepared-decode";
+import type { Reservation } from "../runtime/work-budget";
 import { pixelSelection, type AssetTuple } from "./pixel-selection";
 import { encodeTile, valueRanges, type RenderedTile } from "./render-tile";
 import { plannedCost, planTile, warpPlanned, type TilePlan } from "./warp";

@@ -11,7 +11,7 @@ import { tileSide, type TileRequest } from "../../shared/maps/tile-request";
 import { tileCost, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
 import type { Cog, LevelWindow } from "../cog/cog";
 import { bandLayout, readBands, sampleType } from "../cog/bands";
-import type { Reservation } from "../work-budget";
+import type { Reservation } from "../runtime/work-budget";
 import { inSetCrs, setConversion } from "./crs";
 import { kernelReach, resample, type Sampling } from "./kernels";
 import { invertAffine, sourceCoordinates, type Affine } from "./transformer";

@@ -6,9 +6,9 @@ import { HttpError } from "../../shared/errors";
 import { EMPTY_TILES } from "../../shared/maps/empty-tile";
 import { canonicalTile, type TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
-import type { CogCache } from "../cog-cache";
+import type { CogCache } from "../cog/cog-cache";
 import { byBandNumber, cogAsset, composeTile, type TileAsset } from "../maps/compose-tile";
-import type { PreparedDecode } from "../prepared-decode";
+import type { PreparedDecode } from "../render/prepared-decode";
 import { assetLabel } from "../source/assets";
 import type { AssetRef, Mosaic } from "./mosaic";
 

@@ -9,7 +9,7 @@ import { open, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { HttpError, notFound, versionGone } from "../../shared/errors";
 import { SOURCE_FILES, type Source, type SourceCatalog, type SourceDocument } from "./source";
-import { isValidSourceId } from "./source-id";
+import { isValidSourceId, knownSourceId } from "./source-id";
 
 
 /** The snapshot identity of a local file: changes whenever its size or mtime does. */
@@ -27,7 +27,7 @@ export class LocalCatalog implements SourceCatalog {
   }
 
   async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
-    if (!isValidSourceId(id)) throw notFound(`unknown source "${id}"`);
+    knownSourceId(id);
     let source: Source | undefined;
     for (const { suffix, document } of SOURCE_FILES) {
       const key = `${id}${suffix}`;

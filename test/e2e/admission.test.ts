@@ -5,7 +5,8 @@ import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { killDecoder, startStack, type Stack } from "../../infra/local/stack";
+import { killDecoder } from "../../infra/local/decoders";
+import { startStack, type Stack } from "../../infra/local/stack";
 import { sumMetric, until } from "../support/metrics";
 
 let stack: Stack;

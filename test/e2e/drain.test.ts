@@ -7,8 +7,9 @@ import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LINGER_MS } from "../../regional/drain";
-import { startStack, stopDecoder, type DecoderProcess, type Stack } from "../../infra/local/stack";
+import { LINGER_MS } from "../../regional/runtime/drain";
+import { stopDecoder, type DecoderProcess } from "../../infra/local/decoders";
+import { startStack, type Stack } from "../../infra/local/stack";
 import { startAssetServer, type AssetServer } from "../support/asset-server";
 import { sumMetric, until } from "../support/metrics";
 

@@ -5,7 +5,8 @@ import { copyFile, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, startStack, type Stack } from "../../infra/local/stack";
+import { ROOT } from "../../infra/root";
+import { startStack, type Stack } from "../../infra/local/stack";
 import { gdalDecodeJp2, jp2Header } from "../support/jp2";
 import { meanAbsDiff, reference, TEST_PATTERN_PNG } from "../support/pixels";
 

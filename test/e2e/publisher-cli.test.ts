@@ -7,7 +7,7 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { s3DecoderEnv } from "../../infra/local/s3";
-import { ROOT } from "../../infra/local/stack";
+import { ROOT } from "../../infra/root";
 import { PATTERN, pictureOf, startPublishingStack, type PublishingStack } from "../support/publishing-stack";
 
 const REGION = { x: 300, y: 200, w: 256, h: 256 };

@@ -3,7 +3,8 @@
 // workerd (Miniflare). Two regions on one machine: "eu" has no decoder here, so a source both
 // serve fails over to "us"; a decoder naming a region the edge lacks gets no work.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startDecoder, startStack, stopDecoder, type Stack } from "../../infra/local/stack";
+import { startDecoder, stopDecoder } from "../../infra/local/decoders";
+import { startStack, type Stack } from "../../infra/local/stack";
 
 let stack: Stack;
 const SECRET = "regions-e2e-secret";

@@ -25,8 +25,6 @@ import {
   type MosaicFixture,
 } from "../support/mosaic-fixtures";
 
-// This suite's own RGW: its own ports and state directory, so it never meets another suite's.
-const S3_ENV = { ...process.env, TESSERA_S3_PORT: "7587", TESSERA_S3_MON_PORT: "3387", TESSERA_S3_DIR: "/tmp/tessera-s3-mosaic" };
 const BUCKET = `mosaic-${Date.now().toString(36)}`;
 const PREFIX = "maps/";
 /** Where the members live: the only keys the decoder's access policy allows. */
@@ -56,7 +54,7 @@ function monoDocument(order: (list: string[]) => string[]): string {
 beforeAll(async () => {
   fixtures = mosaicFixtures();
   scratch = mkdtempSync(path.join(tmpdir(), "tessera-s3-mosaic-"));
-  s3 = await startLocalS3(S3_ENV);
+  s3 = await startLocalS3(); // the run's RGW; this suite's bucket is its own
   client = makeS3Client(s3);
   await ensureVersionedBucket(client, BUCKET);
   for (const f of [monoA, monoB, monoC]) await put(MEMBERS + f.key, fixtureFile(f.key));

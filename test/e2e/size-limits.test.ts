@@ -2,7 +2,8 @@
 // decoder answers exactly the size the edge resolved (it does not know the limit itself).
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, startStack, type Stack } from "../../infra/local/stack";
+import { ROOT } from "../../infra/root";
+import { startStack, type Stack } from "../../infra/local/stack";
 
 let stack: Stack;
 

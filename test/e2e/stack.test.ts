@@ -5,7 +5,8 @@ import { readFile } from "node:fs/promises";
 import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureVersionedBucket, makeS3Client, s3DecoderEnv, startLocalS3 } from "../../infra/local/s3";
-import { killDecoder, startStack, type Stack } from "../../infra/local/stack";
+import { killDecoder } from "../../infra/local/decoders";
+import { startStack, type Stack } from "../../infra/local/stack";
 import { sumMetric } from "../support/metrics";
 import { meanAbsDiff, reference } from "../support/pixels";
 

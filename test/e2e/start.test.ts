@@ -3,7 +3,7 @@
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { expect, it } from "vitest";
-import { ROOT } from "../../infra/local/stack";
+import { ROOT } from "../../infra/root";
 
 it("prints the viewer's and the map's addresses, serving both pages, and an admin token that the admin route accepts", async () => {
   const child = spawn(process.execPath, ["--import", "tsx", "infra/local/start.ts"], {

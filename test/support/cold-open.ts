@@ -5,7 +5,7 @@
 import type { AddressInfo } from "node:net";
 import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { makeS3Client, type LocalS3Config } from "../../infra/local/s3";
-import { createDecoderServer } from "../../regional/server";
+import { createDecoderServer } from "../../regional/http/server";
 import { S3SourceCatalog } from "../../regional/source/s3";
 import { catalogKey, type CatalogEntry } from "../../shared/catalog";
 import { DECODER, SIGNATURE_HEADER, signRequest, VERSION_HEADER } from "../../shared/protocol";

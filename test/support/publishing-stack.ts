@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { ensureVersionedBucket, makeS3Client, s3DecoderEnv, startLocalS3, type LocalS3 } from "../../infra/local/s3";
-import { ROOT, startStack, type Stack } from "../../infra/local/stack";
+import { ROOT } from "../../infra/root";
+import { startStack, type Stack } from "../../infra/local/stack";
 import { meanAbsDiff, reference } from "./pixels";
 
 export const PATTERN = path.join(ROOT, "samples/test-pattern.tif");

@@ -17,8 +17,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import type { TestProject } from "vitest/node";
-import { killDecoder, ROOT, startDecoder, stopDecoder, type DecoderProcess } from "../../infra/local/stack.ts";
+import { ROOT } from "../../infra/root.ts";
+import { killDecoder, startDecoder, stopDecoder, type DecoderProcess } from "../../infra/local/decoders.ts";
 import { startAssetServer, type AssetServer } from "./asset-server.ts";
+import { useDecoderBuild } from "./decoder-build.ts";
 
 export const WORKERS_TEST_SECRET = "workers-test-secret";
 
@@ -37,11 +39,25 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject) {
-  const decoder = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0" });
+  await useDecoderBuild();
+  const dir = await mkdtemp(path.join(tmpdir(), "tessera-workers-"));
+  const serving = { TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir };
+  // The decoders start together, while the files they serve are written (a decoder reads its
+  // directory only when asked).
+  const [decoder, rotated, working, counted, connections] = await Promise.all([
+    startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0" }),
+    startDecoder({ TESSERA_DECODER_SECRET: "rotated-secret", TESSERA_DECODER_PORT: "0" }),
+    startDecoder(serving),
+    startDecoder(serving),
+    startDecoder(serving),
+    writeSources(dir),
+  ]);
   decoder.process.kill("SIGSTOP");
   project.provide("frozenDecoderUrl", decoder.url);
-  const rotated = await startDecoder({ TESSERA_DECODER_SECRET: "rotated-secret", TESSERA_DECODER_PORT: "0" });
   project.provide("rotatedDecoderUrl", rotated.url);
+  project.provide("workingDecoderUrl", working.url);
+  project.provide("countedDecoderUrl", counted.url);
+  project.provide("connectionsDecoderUrl", connections.url);
   const dropping = createServer((socket: Socket) => socket.once("data", () => socket.resetAndDestroy()));
   project.provide("droppingDecoderUrl", await listening(dropping));
   // Answers every request 200 and dies a tenth of the way through the body.
@@ -50,29 +66,6 @@ export default async function setup(project: TestProject) {
     res.write(Buffer.alloc(1000), () => res.destroy());
   });
   project.provide("cuttingDecoderUrl", await listening(cutting));
-  const dir = await mkdtemp(path.join(tmpdir(), "tessera-workers-"));
-  execFileSync("gdal_translate", [
-    "-q", "-outsize", "1000", "1000", "-r", "bilinear", "-of", "COG", "-co", "COMPRESS=JPEG", "-co", "BLOCKSIZE=512",
-    path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "slow.tif"),
-  ]);
-  // Noise does not compress: 27 MB that take longer than REQUEST_TIMEOUT to read slowly.
-  await sharp({ create: { width: 3000, height: 3000, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 60 } } })
-    .tiff({ tile: true, tileWidth: 256, tileHeight: 256, compression: "deflate" })
-    .toFile(path.join(dir, "noise.tif"));
-  await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "published.tif"));
-  await copyFile(path.join(ROOT, "samples/utm-quadrants.tif"), path.join(dir, "utm-quadrants.tif"));
-  // A mosaic of the one sample, indexed at zoom 0 (its one quadkey "").
-  const mosaic = { mosaicjson: "0.0.3", minzoom: 0, maxzoom: 16, quadkey_zoom: 0, bounds: [15, 47.66, 15.28, 47.86], tiles: { "": ["utm-quadrants.tif"] } };
-  await writeFile(path.join(dir, "quadrants.mosaic.json"), JSON.stringify(mosaic));
-  // Stored Raster Style documents beside the sources: one good, one with a bad field.
-  await writeFile(path.join(dir, "red-ramp.style.json"), JSON.stringify({ name: "red band, reds ramp", bidx: [1], colormap_name: "reds" }));
-  await writeFile(path.join(dir, "broken.style.json"), JSON.stringify({ bidx: [1], rescale: [[0, "max"]] }));
-  const working = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
-  project.provide("workingDecoderUrl", working.url);
-  const counted = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
-  project.provide("countedDecoderUrl", counted.url);
-  const connections = await startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
-  project.provide("connectionsDecoderUrl", connections.url);
   const assets = await startAssetServer(dir);
   // Started when a test asks, not here: a drain ends at its deadline, and this run may last longer.
   const draining: DecoderProcess[] = [];
@@ -92,6 +85,26 @@ export default async function setup(project: TestProject) {
     await Promise.all([stopDecoder(decoder), stopDecoder(rotated), stopDecoder(working), stopDecoder(counted), stopDecoder(connections)]);
     await rm(dir, { recursive: true, force: true });
   };
+}
+
+/** The working decoders' sources: a slow picture, a large file of noise, the map sample, a mosaic and two styles. */
+async function writeSources(dir: string): Promise<void> {
+  execFileSync("gdal_translate", [
+    "-q", "-outsize", "1000", "1000", "-r", "bilinear", "-of", "COG", "-co", "COMPRESS=JPEG", "-co", "BLOCKSIZE=512",
+    path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "slow.tif"),
+  ]);
+  // Noise does not compress: 27 MB that take longer than REQUEST_TIMEOUT to read slowly.
+  await sharp({ create: { width: 3000, height: 3000, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 60 } } })
+    .tiff({ tile: true, tileWidth: 256, tileHeight: 256, compression: "deflate" })
+    .toFile(path.join(dir, "noise.tif"));
+  await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "published.tif"));
+  await copyFile(path.join(ROOT, "samples/utm-quadrants.tif"), path.join(dir, "utm-quadrants.tif"));
+  // A mosaic of the one sample, indexed at zoom 0 (its one quadkey "").
+  const mosaic = { mosaicjson: "0.0.3", minzoom: 0, maxzoom: 16, quadkey_zoom: 0, bounds: [15, 47.66, 15.28, 47.86], tiles: { "": ["utm-quadrants.tif"] } };
+  await writeFile(path.join(dir, "quadrants.mosaic.json"), JSON.stringify(mosaic));
+  // Stored Raster Style documents beside the sources: one good, one with a bad field.
+  await writeFile(path.join(dir, "red-ramp.style.json"), JSON.stringify({ name: "red band, reds ramp", bidx: [1], colormap_name: "reds" }));
+  await writeFile(path.join(dir, "broken.style.json"), JSON.stringify({ bidx: [1], rescale: [[0, "max"]] }));
 }
 
 /** Listens on a free loopback port; resolves to the server's URL. */

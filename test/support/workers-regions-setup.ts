@@ -8,7 +8,9 @@ import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
-import { ROOT, startDecoder, stopDecoder } from "../../infra/local/stack.ts";
+import { ROOT } from "../../infra/root.ts";
+import { startDecoder, stopDecoder } from "../../infra/local/decoders.ts";
+import { useDecoderBuild } from "./decoder-build.ts";
 
 export const REGIONS_TEST_SECRET = "regions-test-secret";
 
@@ -25,6 +27,7 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject) {
+  await useDecoderBuild();
   const dir = await mkdtemp(path.join(tmpdir(), "tessera-regions-"));
   for (const id of PATTERN_IDS) await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, `${id}.tif`));
   const big = path.join(dir, "big.tif");

@@ -32,6 +32,14 @@ describe("tessera", { timeout: 20_000 }, () => {
     expect(runs[2].stderr).toContain("unknown option '--frob'");
   });
 
+  it("takes a version that begins with a dash (as S3 version ids may) as the version, not an option", async () => {
+    // No store is configured: a version taken as such gets as far as asking for one.
+    const run = await tessera(["pin", "city", "-GZKI1Bb5P0MNFCbZhE4gnk7sPkhzLg"]);
+    expect(run.stderr).not.toContain("unknown option");
+    expect(run.stderr).toContain("TESSERA_S3_BUCKET");
+    expect(run.code).toBe(2);
+  });
+
   it("says which Node it needs when an older one runs the launcher, and exits 2", async () => {
     // Node 20 itself is never run: the pinned Node pretends to be it.
     const pretend = 'Object.defineProperty(process,"versions",{value:{...process.versions,node:"20.19.0"}})';

@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { classify, estimatePeakBytes, exactBands, maxRenderArea, STRIP_MIN_PIXELS } from "../../shared/cost";
 import { resolveSize } from "../../shared/iiif/resolve";
-import { detectMemoryLimit } from "../../regional/heartbeat";
+import { detectMemoryLimit } from "../../regional/runtime/heartbeat";
 
 const pyramid = {
   levels: [

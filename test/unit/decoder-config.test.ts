@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../../regional/config";
-import { readHeartbeatConfig } from "../../regional/heartbeat";
+import { readHeartbeatConfig } from "../../regional/runtime/heartbeat";
 import { ConfigError } from "../../shared/config";
 
 const LOCAL = { TESSERA_DECODER_SECRET: "s" };
@@ -127,7 +127,7 @@ describe("good values start it", () => {
 });
 
 it("the table covers every variable the decoder documents", () => {
-  const documented = ["regional/main.ts", "regional/heartbeat.ts"].flatMap((file) => {
+  const documented = ["regional/main.ts", "regional/runtime/heartbeat.ts"].flatMap((file) => {
     const header = readFileSync(new URL(`../../${file}`, import.meta.url), "utf8").split("\nimport ")[0];
     return header.match(/\b(TESSERA|AWS|UV)_[A-Z0-9_]+\b/g) ?? [];
   });

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../../regional/config";
-import { DEFAULT_DRAIN_TIMEOUT_MS } from "../../regional/drain";
+import { DEFAULT_DRAIN_TIMEOUT_MS } from "../../regional/runtime/drain";
 import { DECODER } from "../../shared/protocol";
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), "utf8");

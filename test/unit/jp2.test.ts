@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jp2File } from "../../regional/encode/jp2";
 import { encodeJ2k } from "../../regional/encode/openjpeg";
 import { LocalCatalog } from "../../regional/source/local";
-import { WorkBudget } from "../../regional/work-budget";
+import { WorkBudget } from "../../regional/runtime/work-budget";
 import { ESTIMATE_HEADER, JP2_ENCODE_MULTIPLE } from "../../shared/cost";
 import { infoJson } from "../../shared/iiif/info";
 import { DECODER, type SourceInfo } from "../../shared/protocol";

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { Cog } from "../../regional/cog/cog";
 import { readBands } from "../../regional/cog/bands";
 import { LocalCatalog } from "../../regional/source/local";
-import { WorkBudget } from "../../regional/work-budget";
+import { WorkBudget } from "../../regional/runtime/work-budget";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { gdalWindow } from "../support/gdal-reference";
 import { mapUnitFixtures } from "../support/map-fixtures";

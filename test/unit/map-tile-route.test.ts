@@ -3,7 +3,7 @@
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalCatalog } from "../../regional/source/local";
-import { WorkBudget } from "../../regional/work-budget";
+import { WorkBudget } from "../../regional/runtime/work-budget";
 import { ADMISSION_DEFAULTS } from "../../shared/admission-config";
 import { ESTIMATE_HEADER, NEEDED_HEADER } from "../../shared/cost";
 import { DECODER, GRANT_HEADER, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";

@@ -5,7 +5,7 @@ import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { Drain, LINGER_MS } from "../../regional/drain";
+import { Drain, LINGER_MS } from "../../regional/runtime/drain";
 import { readAssetConfig } from "../../regional/source/access-policy";
 import { AssetSources } from "../../regional/source/assets";
 import { LocalCatalog } from "../../regional/source/local";

@@ -8,7 +8,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
 import { limitsFrom, signRequest } from "../../shared/protocol";
-import { createDecoderServer, type DecoderOptions, type LogRecord } from "../../regional/server";
+import type { DecoderOptions } from "../../regional/decoder";
+import { createDecoderServer } from "../../regional/http/server";
+import type { LogRecord } from "../../regional/runtime/log";
 import type { Source, SourceCatalog } from "../../regional/source/source";
 
 export const SAMPLES = fileURLToPath(new URL("../../samples/", import.meta.url));

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../shared/config";
 import { decoderRegion, fnv1a, placement, regionsFor, shardFromName, shardName, shardOf, shardShare } from "../../shared/regions";
 import { parseHeartbeat } from "../../shared/registration";
-import { readHeartbeatConfig } from "../../regional/heartbeat";
+import { readHeartbeatConfig } from "../../regional/runtime/heartbeat";
 
 const threeRegions = { REGIONS: "eu:weur, us:enam,ap:apac", ADMISSION_SHARDS: "4", SOURCE_REGIONS: "maps/=us|eu;maps/asia/=ap;scans/=us" };
 

@@ -1,0 +1,253 @@
+// Reaching a decoder and calling it: the least loaded live decoder that accepts a connection,
+// the admitted request sent under its grant, and the answer read so that the lease ends only
+// when the decoder's work does. A request that has reached a decoder is never sent again,
+// except from a decoder that answered it is draining, which did nothing.
+import { connect } from "cloudflare:sockets";
+import type { AdmissionConfig } from "../../shared/admission-config";
+import { untilAborted } from "../../shared/abort";
+import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, type Partition } from "../../shared/cost";
+import { HttpError } from "../../shared/errors";
+import { DECODER, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
+import { X_REQUEST_ID } from "../../shared/request-id";
+import { ANSWER_VOUCHES_MS, type Decoder, type DecoderRegistry } from "./decoders";
+import { DecoderDraining, isDrainingAnswer } from "./draining";
+import { checkAnswer, failedWhileAnswering, failing, logDecoderFailure } from "./faults";
+import type { Lease } from "./leases";
+import type { DoStats } from "./metrics";
+
+/** What calling decoders takes from the DO. */
+export interface CallHost {
+  decoderSecret: string;
+  admission: Pick<AdmissionConfig, "leaseGraceMs" | "largeDecodeThresholdBytes">;
+  decoders: DecoderRegistry;
+  stats: Pick<DoStats, "decoderRetries" | "drainingResends" | "disagreements">;
+  /** Sizes the model to the live decoders once one is forgotten. */
+  resize(): void;
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/** One admitted request on one decoder: what the steps of its call share. */
+interface OnDecoder {
+  decoder: Decoder;
+  lease: Lease;
+  /** The id the decoder knows the request by, to cancel it. */
+  cancelId: string;
+  requestId?: string;
+  /** The decoder's part is over; the lease ends with it unless the request goes elsewhere. */
+  finish(keepLease?: boolean): void;
+}
+
+export class DecoderCalls {
+  constructor(private readonly host: CallHost) {}
+
+  /**
+   * Forwards one admitted decode to the least loaded live decoder that accepts a connection.
+   * The lease is released when the decoder's part is over: at once on a failure before the
+   * call, else as `call` says. A decoder that answers it is draining did nothing: it is
+   * forgotten and the request goes to the next one, under the same lease.
+   */
+  async forward(path: string, lease: Lease, requestId?: string): Promise<Response> {
+    for (;;) {
+      let decoder: Decoder;
+      try {
+        decoder = await this.reachableDecoder(lease.signal, requestId);
+      } catch (err) {
+        lease.release();
+        throw err;
+      }
+      try {
+        return await this.call(decoder, path, lease, requestId);
+      } catch (err) {
+        if (!(err instanceof DecoderDraining)) throw err;
+        this.resendFromDraining(decoder, requestId);
+      }
+    }
+  }
+
+  /** A decoder answered that it is draining: it leaves routing now, and its request goes on. */
+  resendFromDraining(decoder: Decoder, requestId?: string): void {
+    console.log(JSON.stringify({ level: "info", msg: "decoder draining; sending the request to another", decoder: decoder.url, requestId }));
+    this.host.decoders.forget(decoder.url);
+    this.host.resize();
+    this.host.stats.drainingResends++;
+  }
+
+  /**
+   * The least loaded live decoder that opens a connection now. Only a decoder that cannot be
+   * connected to is forgotten and another tried: once a request has reached a decoder it is
+   * never sent again, so a request that kills its decoder cannot go on to kill the next one.
+   * A decoder that answered within ANSWER_VOUCHES_MS is taken without that trial connection
+   * (a TCP handshake per miss, on both sides); if it fails meanwhile, the request it was sent
+   * is a 502 like any that reached it, and the next one tries a connection first.
+   */
+  async reachableDecoder(signal: AbortSignal, requestId?: string): Promise<Decoder> {
+    let failed: Decoder | undefined;
+    for (;;) {
+      const decoder = this.host.decoders.pick(Date.now(), failed?.url);
+      if (!decoder) {
+        if (failed) throw new HttpError("bad_gateway", "no decoder could be reached");
+        throw new HttpError("overloaded", "no decoder is registered; retry shortly", 1);
+      }
+      if (failed) this.host.stats.decoderRetries++;
+      if (Date.now() - decoder.answeredAt < ANSWER_VOUCHES_MS || (await connectable(decoder.url, signal))) return decoder;
+      if (signal.aborted) throw signal.reason;
+      logDecoderFailure(decoder.url, "connection refused or timed out", requestId);
+      this.host.decoders.forget(decoder.url);
+      failed = decoder;
+    }
+  }
+
+  /**
+   * Sends an admitted request to `decoder`, which runs it under the grant, and owns the lease
+   * from then on. Admission ends when the decoder's work does: a client that leaves (for a
+   * coalesced decode, the last one waiting for it) or a deadline that passes before the answer
+   * gets its answer at once, a client that left has the decoder told to stop its I/O, and the
+   * permit and memory stay held until the decoder's own answer says the work has stopped (a
+   * render inside libvips finishes first), or the lease's alarm ends a decoder that never
+   * answers. The answer is read whole (a decode's is bounded by its grant, and coalescing hands
+   * it out whole anyway), so no stream is pumped through the DO; the lease is released with its
+   * last byte, and a client or deadline that ends the wait for those bytes gets its answer at
+   * once. A decoder dying mid-answer is a 502.
+   */
+  private async call(decoder: Decoder, path: string, lease: Lease, requestId?: string): Promise<Response> {
+    const on: OnDecoder = { decoder, lease, cancelId: crypto.randomUUID(), requestId, finish: occupy(decoder, lease) };
+    let answer: Promise<Response>;
+    try {
+      // The decoder runs under what was granted here, not under its own defaults.
+      const limits: SignedLimits = {
+        timeoutMs: String(Math.max(1, lease.deadlineAt - Date.now())),
+        grantBytes: String(lease.grantedBytes),
+        partition: lease.grant.partition,
+        requestId: on.cancelId,
+      };
+      const headers = await signedHeaders(this.host.decoderSecret, "GET", path, limits, requestId);
+      // Not tied to the client: only the decoder's answer says when its work is over. A
+      // decoder that never answers is cut off when the alarm ends the lease.
+      answer = fetch(decoder.url + path, { headers, signal: lease.ended });
+    } catch (err) {
+      on.finish();
+      throw failing(err, requestId);
+    }
+    const upstream = await this.headersOf(on, answer);
+    await this.throwIfRefused(on, upstream);
+    this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));
+    return await this.wholeAnswer(on, upstream);
+  }
+
+  /**
+   * The decoder's answer, its body yet unread, unless the lease's signal ends the wait first (the
+   * permit then stays held until the answer arrives, or the alarm ends the lease) or the decoder
+   * fails (502).
+   */
+  private async headersOf(on: OnDecoder, answer: Promise<Response>): Promise<Response> {
+    const { decoder, lease } = on;
+    let upstream: Response;
+    try {
+      upstream = await untilAborted(answer, lease.signal);
+    } catch (err) {
+      if (lease.ended.aborted) throw lease.ended.reason; // the alarm ended it (finish has run)
+      if (lease.signal.aborted) {
+        if (lease.client.aborted) this.cancel(decoder, on.cancelId);
+        this.host.waitUntil(answer.then((late) => late.body?.cancel(), () => {}).finally(on.finish));
+        throw lease.signal.reason;
+      }
+      on.finish();
+      decoder.answeredAt = 0; // the next forward tries a connection first
+      throw failedWhileAnswering(decoder.url, String(err), on.requestId);
+    }
+    decoder.answeredAt = Date.now();
+    return upstream;
+  }
+
+  /** Throws when the answer is no decode: the decoder is draining, needs a larger grant, or failed. */
+  private async throwIfRefused(on: OnDecoder, upstream: Response): Promise<void> {
+    try {
+      if (isDrainingAnswer(upstream)) {
+        await upstream.body?.cancel();
+        on.finish(true);
+        throw new DecoderDraining(on.decoder.url);
+      }
+      const needed = upstream.headers.get(NEEDED_HEADER);
+      if (needed !== null) {
+        await upstream.body?.cancel();
+        throw new GrantExceeded(Number(needed));
+      }
+      await checkAnswer(on.decoder, upstream, on.requestId);
+    } catch (err) {
+      on.finish();
+      throw err;
+    }
+  }
+
+  /** The answer read whole; the decoder's part ends with its last byte, whoever still waits. */
+  private async wholeAnswer({ decoder, lease, finish, requestId }: OnDecoder, upstream: Response): Promise<Response> {
+    const body = upstream.arrayBuffer();
+    this.host.waitUntil(body.catch(() => {}).finally(finish));
+    try {
+      return new Response(await untilAborted(body, lease.signal), { status: upstream.status, headers: upstream.headers });
+    } catch (err) {
+      if (lease.signal.aborted) throw lease.signal.reason;
+      throw failedWhileAnswering(decoder.url, `answer cut short: ${String(err)}`, requestId);
+    }
+  }
+
+  /**
+   * Asks the decoder to stop a request's I/O. Best effort: whether it arrives or not, the
+   * request's own answer (or its lease's end) is what frees the admission.
+   */
+  private cancel(decoder: Decoder, cancelId: string): void {
+    const path = DECODER.cancel(cancelId);
+    const sent = signedHeaders(this.host.decoderSecret, "POST", path).then((headers) =>
+      fetch(decoder.url + path, { method: "POST", headers, signal: AbortSignal.timeout(this.host.admission.leaseGraceMs) }),
+    );
+    this.host.waitUntil(sent.then((res) => res.body?.cancel(), () => {}));
+  }
+
+  private countDisagreement(edgeVerdict: Partition, precise: string | null): void {
+    if (precise === null) return;
+    const verdict = classify(Number(precise), this.host.admission.largeDecodeThresholdBytes);
+    if (verdict !== edgeVerdict) this.host.stats.disagreements++;
+  }
+}
+
+/** The headers of a call to a decoder: its signature (over the limits, if any), the limits, the request id. */
+export async function signedHeaders(secret: string, method: string, path: string, limits?: SignedLimits, requestId?: string): Promise<Record<string, string>> {
+  const signature = await signRequest(secret, method, path, Date.now(), limits);
+  return { [SIGNATURE_HEADER]: signature, ...(limits && limitHeaders(limits)), ...(requestId && { [X_REQUEST_ID]: requestId }) };
+}
+
+/** Counts a call on `decoder` until the returned `finish`, which runs once. */
+function occupy(decoder: Decoder, lease: Lease): OnDecoder["finish"] {
+  const fulls = lease.grant.partition === "full" ? 1 : 0;
+  decoder.inFlight++;
+  decoder.fullsInFlight += fulls;
+  let finished = false;
+  return (keepLease = false) => {
+    if (finished) return;
+    finished = true;
+    decoder.inFlight--;
+    decoder.fullsInFlight -= fulls;
+    if (!keepLease) lease.release();
+  };
+}
+
+/**
+ * Whether a TCP connection to the decoder opens now; nothing is sent on it. fetch() reports a
+ * refused connection and a reset mid-answer alike, so this is how the DO knows that a retry
+ * cannot repeat a request a decoder has already received.
+ */
+async function connectable(decoderUrl: string, signal: AbortSignal): Promise<boolean> {
+  const { hostname, port, protocol } = new URL(decoderUrl);
+  const socket = connect({ hostname, port: Number(port) || (protocol === "https:" ? 443 : 80) });
+  const giveUp = () => void socket.close().catch(() => {});
+  signal.addEventListener("abort", giveUp, { once: true });
+  try {
+    await socket.opened;
+    return true;
+  } catch {
+    return false;
+  } finally {
+    signal.removeEventListener("abort", giveUp);
+    giveUp();
+  }
+}

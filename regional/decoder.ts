@@ -1,0 +1,142 @@
+// The decoder's state, built once when it starts: the caches of opened snapshots (sources and
+// mosaics, and mosaics' members), the work budget, the limiters, the drain, the cancellable
+// requests, the metrics and the log. Every handler gets it as its context; no request builds any
+// of it.
+
+import { Registry } from "prom-client";
+import { CogCache } from "./cog/cog-cache";
+import { DecodedBlockCache } from "./cog/block-cache";
+import { Cog, type CogOptions } from "./cog/cog";
+import { Mosaic, type MosaicAssets } from "./mosaic/mosaic";
+import { DEFAULT_MOSAIC_MAX_ASSETS, type MosaicTileOptions } from "./mosaic/mosaic-tile";
+import { configureSharp } from "./render/render";
+import { Cancellations } from "./runtime/cancellations";
+import { Drain } from "./runtime/drain";
+import { jsonLog, type Log } from "./runtime/log";
+import { registry } from "./runtime/metrics";
+import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./runtime/request-limiter";
+import { serverMetrics, type ServerMetrics } from "./runtime/server-metrics";
+import { WorkBudget } from "./runtime/work-budget";
+import { readAssetConfig } from "./source/access-policy";
+import { assetCatalog } from "./source/asset-catalog";
+import { AssetSources } from "./source/assets";
+import type { SourceCatalog } from "./source/source";
+
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+export interface DecoderOptions {
+  catalog: SourceCatalog;
+  /** Shared HMAC secret of the edge and its decoders. */
+  secret: string;
+  /** How many decodes this process runs well at once; reported to the admission DO. */
+  capacity: number;
+  /** How many opened snapshots to keep (default 64). */
+  cogCacheSize?: number;
+  /** Work allowance shared by this server's requests (default: WorkBudget.global(), 512 MiB). */
+  budget?: WorkBudget;
+  /** Public requests admitted at once (default 64); inject one to share it between servers. */
+  limiter?: RequestLimiter;
+  /** /file transfers streaming at once, beside the limiter's requests (default 16). */
+  maxFileTransfers?: number;
+  /** Default request deadline in ms (30 s), overridable per request with TIMEOUT_HEADER. */
+  requestTimeoutMs?: number;
+  /** Decoded-block cache (default: 256 MiB of its own). */
+  blockCache?: DecodedBlockCache;
+  /** Header blocks kept per snapshot and tile-table prefetch (0 = none; default 8). */
+  prefetchRing?: number;
+  /** Bound on work shared by many requests: a source open, header and tile-table reads (default 10 s). */
+  sharedWorkTimeoutMs?: number;
+  /** Where mosaics' assets come from, under the access policy (default: any store key of `catalog`, no web hosts). */
+  assets?: AssetSources;
+  /** Most assets a mosaic tile may paint (default 32); more is 413. */
+  mosaicMaxAssets?: number;
+  /** The graceful drain, started on SIGTERM (default: one that never starts). */
+  drain?: Drain;
+  /** Receives one structured record per line (default: JSON on stdout, errors on stderr). */
+  log?: Log;
+}
+
+/** The limiters a route may run under: public requests, and /file transfers beside them. */
+export type Limiter = "requests" | "transfers";
+
+export interface DecoderContext {
+  readonly secret: string;
+  readonly capacity: number;
+  readonly catalog: SourceCatalog;
+  /** Opened snapshots of sources and mosaics, by id and version: each header is parsed once. */
+  readonly snapshots: CogCache<Cog | Mosaic>;
+  /** What a mosaic tile reads its members through, and how many it may paint. */
+  readonly mosaicTiles: MosaicTileOptions;
+  readonly budget: WorkBudget;
+  readonly limiters: Readonly<Record<Limiter, RequestLimiter>>;
+  /** The deadline of a request that brings none from the admission DO. */
+  readonly requestTimeoutMs: number;
+  readonly cancellations: Cancellations;
+  readonly drain: Drain;
+  readonly metrics: ServerMetrics;
+  /** Everything GET /metrics reports: the process's metrics, this server's and the drain's. */
+  readonly metricsPage: Registry;
+  readonly log: Log;
+  /** Closes every opened snapshot and the mosaics' asset connections (the server's close). */
+  close(): void;
+}
+
+export function createDecoderContext(options: DecoderOptions): DecoderContext {
+  configureSharp();
+  const budget = options.budget ?? WorkBudget.global();
+  const limiters = {
+    requests: options.limiter ?? new RequestLimiter(DEFAULT_MAX_IN_FLIGHT),
+    transfers: new RequestLimiter(options.maxFileTransfers ?? DEFAULT_MAX_FILE_TRANSFERS, "file transfers"),
+  };
+  const blockCache = options.blockCache ?? new DecodedBlockCache();
+  const drain = options.drain ?? new Drain();
+  const opening: CogOptions = { cache: blockCache, budget, prefetchRing: options.prefetchRing, sharedWorkTimeoutMs: options.sharedWorkTimeoutMs };
+  const { assets, mosaicTiles, mosaicAssets } = mosaicMembers(options, opening);
+  const snapshots = new CogCache<Cog | Mosaic>(
+    options.catalog,
+    (source) => (source.document ? Mosaic.open(source, mosaicAssets) : Cog.open(source, opening)),
+    options.cogCacheSize,
+    opening,
+  );
+  const metrics = serverMetrics(budget, limiters.requests, limiters.transfers, blockCache, () => snapshots.size);
+  return {
+    secret: options.secret,
+    capacity: options.capacity,
+    catalog: options.catalog,
+    snapshots,
+    mosaicTiles,
+    budget,
+    limiters,
+    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    cancellations: new Cancellations(),
+    drain,
+    metrics,
+    metricsPage: Registry.merge([registry, metrics.registry, drain.registry]),
+    log: options.log ?? jsonLog,
+    close() {
+      snapshots.closeAll();
+      mosaicTiles.members.closeAll();
+      void assets.close();
+    },
+  };
+}
+
+/**
+ * A mosaic's members: opened through the access policy, with zero prefetch (a tile reads a small
+ * window of each of many files), each kept at one snapshot while cached.
+ */
+function mosaicMembers(options: DecoderOptions, opening: CogOptions) {
+  const assets = options.assets ?? new AssetSources(readAssetConfig({}), (key, signal) => options.catalog.openKey(key, signal));
+  const mosaicTiles: MosaicTileOptions = {
+    members: new CogCache<Cog>(assetCatalog(assets), (source) => Cog.open(source, { ...opening, prefetchRing: 0 }), options.cogCacheSize, {
+      ...opening,
+      rememberVersions: true,
+    }),
+    maxAssets: options.mosaicMaxAssets ?? DEFAULT_MOSAIC_MAX_ASSETS,
+  };
+  const mosaicAssets: MosaicAssets = {
+    open: (asset, signal) => assets.open(asset, signal),
+    georeference: (asset, signal) => mosaicTiles.members.use(asset, undefined, signal, async (cog) => cog.geo?.info),
+  };
+  return { assets, mosaicTiles, mosaicAssets };
+}

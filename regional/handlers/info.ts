@@ -1,0 +1,12 @@
+// GET /v1/info/{id}?version=V: what the decoder knows of the pinned snapshot (its size, levels,
+// tiles, limits, georeference or mosaic shape), from which the edge builds info.json and TileJSON.
+import { VERSION_HEADER } from "../../shared/protocol";
+import { json } from "../http/answer";
+import type { Handler } from "../http/router";
+import { withSnapshot } from "./snapshot";
+
+export const info: Handler<{ id: string }> = ({ params, version, signal }, decoder) =>
+  withSnapshot(decoder, params.id, version, signal, async (opened) => {
+    const body = opened.info(params.id);
+    return json(200, body, { [VERSION_HEADER]: body.version });
+  });

@@ -1,0 +1,28 @@
+// The decoder's API. Two open routes for the operator's probes; everything under /v1 is the
+// edge's (the admission DO's), signed, its signature checked before the route is looked up. A
+// route with a limiter holds a permit of it until its answer's last byte is written, runs under
+// a deadline (the DO's, else the decoder's own), and the DO may cancel it by its id; the others
+// answer at once. While the decoder drains, only the routes marked so are answered.
+import { cancel } from "../handlers/cancel";
+import { file } from "../handlers/file";
+import { health } from "../handlers/health";
+import { image } from "../handlers/image";
+import { info } from "../handlers/info";
+import { invalidate } from "../handlers/invalidate";
+import { metrics } from "../handlers/metrics";
+import { style } from "../handlers/style";
+import { tile } from "../handlers/tile";
+import { route } from "./router";
+
+export const ROUTES = [
+  route("GET", "/health", health),
+  route("GET", "/metrics", metrics, { whileDraining: true }),
+  route("POST", "/v1/cancel/:requestId", cancel, { whileDraining: true }),
+  route("POST", "/v1/invalidate/:id", invalidate),
+  route("GET", "/v1/info/:id", info, { limiter: "requests" }),
+  route("GET", "/v1/styles/:name", style, { limiter: "requests" }),
+  route("GET", "/v1/image/:id/:region/:size/:rotation/:qualityFormat", image, { limiter: "requests" }),
+  route("GET", "/v1/tiles/:id/:tileMatrixSet/:z/:x/:y", tile, { limiter: "requests" }),
+  // /file decodes nothing: a cap of its own, and its stream ends with its client, not its deadline.
+  route("GET", "/v1/file/:id", file, { limiter: "transfers" }),
+];

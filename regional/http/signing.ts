@@ -1,0 +1,68 @@
+// Every request under /v1 is the edge's: it carries the edge's HMAC signature over its method,
+// path, query and limits. The limits are what the admission DO granted (the peak memory, the
+// partition it counts in, what is left of its deadline, its id for a later cancel); they replace
+// this decoder's own defaults instead of stacking on them.
+
+import { createHmac } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import type { Partition } from "../../shared/cost";
+import { badRequest } from "../../shared/errors";
+import {
+  GRANT_HEADER,
+  GRANTED_PARTITION_HEADER,
+  limitsFrom,
+  SIGNATURE_HEADER,
+  TIMEOUT_HEADER,
+  verifyRequest,
+  type SignedLimits,
+} from "../../shared/protocol";
+import { MAX_DEADLINE_MS } from "../runtime/deadlines";
+
+/** Paths that must carry the signature, checked before the route is looked up. */
+export const SIGNED_PREFIX = "/v1/";
+
+/** What the admission DO granted a request: its peak memory, and the partition it counts in. */
+export interface Grant {
+  bytes: number;
+  partition?: Partition;
+}
+
+/** The request's signed limits, once its signature is verified (401 otherwise). */
+export async function verifiedLimits(req: IncomingMessage, secret: string): Promise<SignedLimits> {
+  const limits = limitsFrom((name) => headerValue(req.headers[name]));
+  const signature = headerValue(req.headers[SIGNATURE_HEADER]);
+  await verifyRequest(secret, req.method ?? "GET", req.url ?? "", signature, Date.now(), nodeHmac, limits);
+  return limits;
+}
+
+/** The DO's grant, when the request carries one. */
+export function grantOf(limits: SignedLimits): Grant | undefined {
+  const bytes = wholeNumber(limits.grantBytes, GRANT_HEADER, 0, Number.MAX_SAFE_INTEGER);
+  if (bytes === undefined) return undefined;
+  const partition = limits.partition ?? undefined;
+  if (partition !== undefined && partition !== "tile" && partition !== "full") {
+    throw badRequest(`${GRANTED_PARTITION_HEADER} must be tile or full`);
+  }
+  return { bytes, partition };
+}
+
+/** The request's deadline in ms: what is left of the DO's, else this decoder's default. */
+export function deadlineOf(limits: SignedLimits, defaultMs: number): number {
+  return wholeNumber(limits.timeoutMs, TIMEOUT_HEADER, 1, MAX_DEADLINE_MS) ?? defaultMs;
+}
+
+export function headerValue(h: string | string[] | undefined): string | null {
+  if (Array.isArray(h)) return h[0] ?? null;
+  return h ?? null;
+}
+
+/** The edge's signature, computed with node:crypto: synchronous, no WebCrypto job per request. */
+const nodeHmac = (secret: string, message: string) => createHmac("sha256", secret).update(message).digest("hex");
+
+/** A signed limit header's value, within bounds; undefined when absent. */
+function wholeNumber(raw: string | null | undefined, header: string, min: number, max: number): number | undefined {
+  if (raw === null || raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < min || n > max) throw badRequest(`${header} must be a whole number from ${min} to ${max}`);
+  return n;
+}

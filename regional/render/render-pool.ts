@@ -1,0 +1,131 @@
+// The render pool: worker threads (piscina) that render large IIIF requests (render-worker.ts),
+// so that a full decode of seconds never holds the decoder's event loop, and the loop keeps
+// answering tiles, heartbeats and deadlines while it runs. The main thread keeps what it owns:
+// the work reservation (held until the render returns), the request's signal (passed on as an
+// abort), and the source's I/O (the worker's reads are served here and their bytes
+// transferred). Fulls bypass the shared decoded-block cache: their blocks are read once, band
+// by band, and would only evict the blocks viewers come back to; sharing it would move every
+// decoded block between threads.
+
+import { availableParallelism } from "node:os";
+import { MessageChannel, type MessagePort } from "node:worker_threads";
+import { Piscina } from "piscina";
+import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
+import type { Cog } from "../cog/cog";
+import { workerScript } from "../decoder-files";
+import { chooseLevel, windowAtLevel } from "../../shared/levels";
+import type { RenderedImage } from "./render";
+import { fromWire, toWire, type MainMessage, type ReadRequest, type RenderOutcome, type RenderTask } from "./render-worker";
+import type { Reservation } from "../runtime/work-budget";
+
+/** Idle threads beyond the first end after this long; a busier moment starts them again. */
+const IDLE_TIMEOUT_MS = 60_000;
+
+/** Added to the pool threads' nice value (Linux: per thread): fulls yield the CPU to tiles. */
+const NICE_INCREMENT = 10;
+
+let threads = availableParallelism();
+let pool: Piscina<RenderTask, RenderOutcome> | undefined;
+
+/**
+ * Sets how many large renders run at once (the rest wait their turn) and starts the first
+ * thread now: loading a thread's modules takes about a second, which no render should wait.
+ */
+export function configureRenderPool(maxThreads: number): void {
+  threads = maxThreads;
+  renderPool();
+}
+
+function renderPool(): Piscina<RenderTask, RenderOutcome> {
+  if (!pool) {
+    pool = startPool();
+    // A thread lost with no render on it (a failed start) is logged: unheard, piscina's error
+    // event would end the decoder.
+    pool.on("error", (err: unknown) =>
+      process.stderr.write(`${JSON.stringify({ level: "error", msg: "render pool thread failed", error: String(err) })}\n`),
+    );
+  }
+  return pool;
+}
+
+function startPool(): Piscina<RenderTask, RenderOutcome> {
+  const script = workerScript("render/render-worker");
+  return new Piscina({
+    filename: script.url.href,
+    minThreads: 1,
+    maxThreads: threads,
+    idleTimeout: IDLE_TIMEOUT_MS,
+    // A full is throughput, a tile is latency: on a busy machine the scheduler runs the event
+    // loop and the libuv pool (tiles' decodes and encodes) first; idle CPU still goes to fulls.
+    niceIncrement: NICE_INCREMENT,
+    // From source the worker is TypeScript: tsx's loader, whether or not this process started with it.
+    execArgv: script.execArgv,
+    // geotiff.js loads web-worker, which on any thread but the main one reads workerData to
+    // find its own script: an object without one tells it this thread is not its worker.
+    workerData: {},
+  });
+}
+
+/** Renders handed to the pool and not yet returned (running or queued). */
+let inPool = 0;
+/** Renders ever handed to the pool. */
+let renders = 0;
+
+/** What the decoder's /metrics reports of the pool (metrics.ts). */
+export function renderPoolStats(): { threads: number; busy: number; queued: number; renders: number } {
+  const queued = pool?.queueSize ?? 0;
+  return { threads: pool?.threads.length ?? 0, busy: Math.max(0, inPool - queued), queued, renders };
+}
+
+/**
+ * Renders `req` on a pool thread. The reservation stays held on this thread for the whole
+ * render; the worker's reads are served from `cog`'s source under `signal`.
+ */
+export async function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: AbortSignal, work: Reservation): Promise<RenderedImage> {
+  signal.throwIfAborted();
+  const { port1, port2 } = new MessageChannel();
+  port1.on("message", (m: ReadRequest) => void serveRead(cog, m, signal, port1));
+  const abort = () => port1.postMessage({ abort: toWire(signal.reason) } satisfies MainMessage);
+  signal.addEventListener("abort", abort, { once: true });
+  const { version, size, label, firstBytes } = cog.source;
+  const task: RenderTask = {
+    source: { version, size, label, firstBytes },
+    req,
+    workBytes: work.bytes,
+    budgetBytes: cog.budget.limitBytes,
+    cacheBytes: blockRowsBytes(cog, req),
+    port: port2,
+  };
+  inPool++;
+  renders++;
+  try {
+    const out = await renderPool().run(task, { transferList: [port2] });
+    signal.throwIfAborted();
+    if ("error" in out) throw fromWire(out.error);
+    return { body: Buffer.from(out.body.buffer, out.body.byteOffset, out.body.byteLength), contentType: out.contentType };
+  } finally {
+    inPool--;
+    signal.removeEventListener("abort", abort);
+    port1.close();
+  }
+}
+
+/** Serves one of the worker's reads, its bytes transferred when they are a buffer of their own. */
+async function serveRead(cog: Cog, { id, offset, length }: ReadRequest, signal: AbortSignal, port: MessagePort): Promise<void> {
+  try {
+    const bytes = await cog.source.read(offset, length, signal);
+    const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+    port.postMessage({ id, bytes } satisfies MainMessage, own ? [bytes.buffer as ArrayBuffer] : []);
+  } catch (e) {
+    port.postMessage({ id, error: toWire(e) } satisfies MainMessage);
+  }
+}
+
+/** Two rows of the blocks the render reads: what a band's halo reads again of the band before. */
+function blockRowsBytes(cog: Cog, req: ResolvedImageRequest): number {
+  const index = chooseLevel(cog.levels, req.region, req.width, req.height);
+  const level = cog.levels[index];
+  const [x0, , x1] = windowAtLevel(cog.levels[0], level, req.region);
+  const across = Math.ceil(x1 / level.tileWidth) - Math.floor(x0 / level.tileWidth);
+  return 2 * across * (level.blocks?.blockBytes ?? 0);
+}

@@ -1,0 +1,44 @@
+// The decoder's own Prometheus metrics (GET /metrics, unauthenticated like /health).
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { renderPoolStats } from "../render/render-pool";
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: "tessera_decoder_" });
+
+export const requestsTotal = new Counter({
+  name: "tessera_decoder_requests_total",
+  help: "Decoder requests answered, by route and status (aborted: the client went away).",
+  labelNames: ["route", "status"] as const,
+  registers: [registry],
+});
+
+export const requestSeconds = new Histogram({
+  name: "tessera_decoder_request_seconds",
+  help: "Time from request to answer, by route.",
+  labelNames: ["route"] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
+
+// The render pool (render/render-pool.ts): large renders off the event loop, whose lag the default
+// metrics above report as tessera_decoder_nodejs_eventloop_lag_*.
+const poolGauge = (name: string, help: string, read: (s: ReturnType<typeof renderPoolStats>) => number) =>
+  new Gauge({ name, help, registers: [registry], collect() { this.set(read(renderPoolStats())); } });
+poolGauge("tessera_decoder_render_pool_threads", "Render-pool threads started now.", (s) => s.threads);
+poolGauge("tessera_decoder_render_pool_busy", "Large renders running on the render pool now.", (s) => s.busy);
+poolGauge("tessera_decoder_render_pool_queued", "Large renders admitted and waiting for a render-pool thread.", (s) => s.queued);
+new Counter({
+  name: "tessera_decoder_render_pool_renders_total",
+  help: "Large renders run on the render pool's threads, off the event loop.",
+  registers: [registry],
+  collect() {
+    this.reset();
+    this.inc(renderPoolStats().renders);
+  },
+});
+
+/** The metric label for a request path: a fixed, small set. */
+export function routeOf(pathname: string): string {
+  const first = pathname.split("/")[pathname.startsWith("/v1/") ? 2 : 1];
+  return ["info", "image", "tiles", "health", "metrics"].includes(first) ? first : "other";
+}
