@@ -5,7 +5,7 @@
 // made and costed before any pixel I/O, so a mosaic tile is admitted like any tile: one
 // reservation, permit and deadline for all of its child reads.
 import { badRequest } from "../../shared/errors";
-import { parseExpressions, evaluateExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
+import { expressionEvaluation, parseExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
 import type { TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import { bandLayout } from "../cog/bands";
@@ -137,7 +137,11 @@ const tupleOf = (planes: BandPlane[]): AssetTuple => ({ bands: planes.map((p) =>
 
 /** An asset's output channels: its expression's results, or its bands in the request's order. */
 function channels(program: ExpressionProgram | undefined, asset: TileAsset, planes: Map<string, BandPlane>, pixels: number): AssetTuple {
-  if (program) return evaluateExpressions(program, planes, pixels);
+  if (program) {
+    const evaluation = expressionEvaluation(program, planes, pixels);
+    evaluation.evaluate(0, pixels);
+    return evaluation;
+  }
   // Before channels, lastband* has dropped its deciding band: the others are the channels.
   return tupleOf(asset.channels.filter((name) => planes.has(name)).map((name) => planes.get(name)!));
 }
