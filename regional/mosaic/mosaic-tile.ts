@@ -55,7 +55,7 @@ export async function withMosaicTile<R>(
       if (!cog.geo) throw new HttpError("bad_gateway", `mosaic "${id}": asset ${assetLabel(asset)} is not georeferenced`);
       return cog;
     };
-    return await decode(composeTile(refs.map((r) => tileAsset(r, req, cogOf)), req, what));
+    return await decode(await composeTile(refs.map((r) => tileAsset(r, req, cogOf)), req, what, signal));
   } finally {
     for (const lease of leases.values()) lease.release();
   }

@@ -9,6 +9,7 @@ import sharp from "sharp";
 import { describe, expect, it } from "vitest";
 import { rampTable } from "../../regional/maps/colorize";
 import { encodeTile } from "../../regional/maps/render-tile";
+import { Slices } from "../../regional/runtime/slices";
 import { HttpError } from "../../shared/errors";
 import { expressionNodes, formatExpressions, MAX_EXPRESSION_LENGTH, MAX_EXPRESSION_NODES, parseExpressions, type ExpressionNode } from "../../shared/maps/expression";
 import { COLORMAP_NAMES, MAX_STYLE_DOCUMENT_LENGTH, parseStyleDocument, withStyleDocument } from "../../shared/maps/style";
@@ -284,7 +285,7 @@ async function render(planes: number[][], query: string, ranges: [number, number
   const width = planes[0].length;
   const req: TileRequest = parse(query, y);
   const tile = { width, height: 1, bands: planes.map(plane), valid: planes.map((c, i) => validity(valid?.[i] ?? c.map(() => 1))) };
-  const { body } = await encodeTile(tile, req, ranges);
+  const { body } = await encodeTile(tile, req, ranges, new Slices(new AbortController().signal));
   // Decoded as RGB(A): a grey tile's one value repeats in R, G and B.
   const { data, info } = await sharp(body).raw().toBuffer({ resolveWithObject: true });
   const { channels } = await sharp(body).metadata();
