@@ -9,6 +9,7 @@
 // fixed share of the region's permits and memory (shared/regions.ts, shardShare).
 
 import { DurableObject } from "cloudflare:workers";
+import { thresholdsOf } from "../../shared/admission-config";
 import { classify, ESTIMATE_HEADER, GrantExceeded, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { DECODER_FILE_PREFIX, isDecodePath } from "../../shared/protocol";
@@ -152,9 +153,9 @@ export class AdmissionDO extends DurableObject<Env> {
       return await this.calls.forward(path, await this.lease(partition, estimate, client, arrivedAt), requestId);
     } catch (err) {
       if (!(err instanceof GrantExceeded)) throw err;
-      const precise = classify(err.neededBytes, this.config.admission.largeDecodeThresholdBytes);
+      const precise = classify(err.needed, thresholdsOf(this.config.admission));
       if (precise !== partition) this.stats.disagreements++;
-      return await this.calls.forward(path, await this.lease(precise, err.neededBytes, client, arrivedAt), requestId);
+      return await this.calls.forward(path, await this.lease(precise, err.needed.bytes, client, arrivedAt), requestId);
     }
   }
 

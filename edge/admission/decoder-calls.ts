@@ -5,7 +5,8 @@
 import { connect } from "cloudflare:sockets";
 import type { AdmissionConfig } from "../../shared/admission-config";
 import { untilAborted } from "../../shared/abort";
-import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, type Partition } from "../../shared/cost";
+import { thresholdsOf } from "../../shared/admission-config";
+import { classify, ESTIMATE_HEADER, ESTIMATE_WORK_HEADER, GrantExceeded, NEEDED_HEADER, NEEDED_WORK_HEADER, type Partition } from "../../shared/cost";
 import { HttpError } from "../../shared/errors";
 import { DECODER, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
 import { X_REQUEST_ID } from "../../shared/request-id";
@@ -18,7 +19,7 @@ import type { DoStats } from "./metrics";
 /** What calling decoders takes from the DO. */
 export interface CallHost {
   decoderSecret: string;
-  admission: Pick<AdmissionConfig, "leaseGraceMs" | "largeDecodeThresholdBytes">;
+  admission: Pick<AdmissionConfig, "leaseGraceMs" | "largeDecodeThresholdBytes" | "largeDecodeThresholdWork">;
   decoders: DecoderRegistry;
   stats: Pick<DoStats, "decoderRetries" | "drainingResends" | "disagreements">;
   /** Sizes the model to the live decoders once one is forgotten. */
@@ -117,6 +118,7 @@ export class DecoderCalls {
       const limits: SignedLimits = {
         timeoutMs: String(Math.max(1, lease.deadlineAt - Date.now())),
         grantBytes: String(lease.grantedBytes),
+        grantWork: String(lease.grantedWork),
         partition: lease.grant.partition,
         requestId: on.cancelId,
       };
@@ -130,7 +132,7 @@ export class DecoderCalls {
     }
     const upstream = await this.headersOf(on, answer);
     await this.throwIfRefused(on, upstream);
-    this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));
+    this.countDisagreement(lease.grant.partition, upstream.headers);
     return await this.wholeAnswer(on, upstream);
   }
 
@@ -170,7 +172,7 @@ export class DecoderCalls {
       const needed = upstream.headers.get(NEEDED_HEADER);
       if (needed !== null) {
         await upstream.body?.cancel();
-        throw new GrantExceeded(Number(needed));
+        throw new GrantExceeded({ bytes: Number(needed), work: Number(upstream.headers.get(NEEDED_WORK_HEADER)) || 0 });
       }
       await checkAnswer(on.decoder, upstream, on.requestId);
     } catch (err) {
@@ -203,10 +205,12 @@ export class DecoderCalls {
     this.host.waitUntil(sent.then((res) => res.body?.cancel(), () => {}));
   }
 
-  private countDisagreement(edgeVerdict: Partition, precise: string | null): void {
-    if (precise === null) return;
-    const verdict = classify(Number(precise), this.host.admission.largeDecodeThresholdBytes);
-    if (verdict !== edgeVerdict) this.host.stats.disagreements++;
+  /** The decoder's precise estimate (bytes and work) against the partition the edge's coarse one chose. */
+  private countDisagreement(edgeVerdict: Partition, answer: Headers): void {
+    const bytes = answer.get(ESTIMATE_HEADER);
+    if (bytes === null) return;
+    const precise = { bytes: Number(bytes), work: Number(answer.get(ESTIMATE_WORK_HEADER)) || 0 };
+    if (classify(precise, thresholdsOf(this.host.admission)) !== edgeVerdict) this.host.stats.disagreements++;
   }
 }
 
