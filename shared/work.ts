@@ -22,13 +22,17 @@ export type Codec = "jpeg" | "webp" | "deflate" | "lzw" | "zstd" | "packbits" | 
 /** Units (≈ ms of one core) per million samples, measured by `npm run bench:work`. */
 export const WORK_PER_MEGASAMPLE = {
   /** Reading and decoding stored blocks, by codec (a predictor's undoing included). */
-  decode: { jpeg: 3, webp: 6, deflate: 4, lzw: 6, zstd: 2, packbits: 1.5, none: 0.7, other: 8 } satisfies Record<Codec, number>,
-  /** libvips's lanczos3 reduce or enlarge: per million samples of the window read plus the output. */
-  resample: 2,
+  decode: { jpeg: 3.5, webp: 25, deflate: 13, lzw: 21, zstd: 9, packbits: 6, none: 2, other: 25 } satisfies Record<Codec, number>,
+  /** libvips's lanczos3 reduce: per million samples of the window read plus the output. */
+  reduce: 1,
+  /** libvips's lanczos3 enlarge (a `^` size): per million samples of the output. */
+  enlarge: 15,
+  /** The render's own passes over its output (the window copied out of its blocks, libvips's input, flattening). */
+  pipeline: 2.5,
   /** A rotation or mirror, per million samples of the rotated canvas. */
-  rotate: 3,
-  /** Encoding the answer, by format (pdf is a JPEG inside a page; jp2 is OpenJPEG). */
-  encode: { jpg: 2.5, png: 12, webp: 25, tif: 3, gif: 30, pdf: 3, jp2: 60 } satisfies Record<Format, number>,
+  rotate: 7,
+  /** Encoding the answer, by format (pdf is a JPEG inside a page; tif is LZW; jp2 is OpenJPEG). */
+  encode: { jpg: 2, png: 22, webp: 55, tif: 15, gif: 770, pdf: 3.5, jp2: 130 } satisfies Record<Format, number>,
   /** A map tile's warp of one band, per million samples of the tile, by kernel (the transformer included). */
   warp: { nearest: 15, bilinear: 30, cubic: 60 } satisfies Record<Resampling, number>,
   /** A band expression, per million samples of the tile per node of the expression, per asset. */
@@ -39,8 +43,8 @@ export const WORK_PER_MEGASAMPLE = {
   colorize: 20,
 };
 
-/** Work every decode takes whatever its size: the request, the cached snapshot, the answer. */
-export const WORK_PER_REQUEST = 0.3;
+/** Work every decode takes whatever its size: the request's parse and signature, the cached snapshot, the answer. */
+export const WORK_PER_REQUEST = 2;
 
 /** Samples → work at `perMegasample` units per million. */
 export const megasamples = (samples: number, perMegasample: number) => (samples / 1e6) * perMegasample;
@@ -57,7 +61,8 @@ export function imageWork(s: DecodeShape & { codec?: Codec; mirror?: boolean }):
   const blocks = alignedSpan(x0, x1, s.tileWidth, level.width) * alignedSpan(y0, y1, s.tileHeight, level.height);
   const out = s.width * s.height;
   const windowPixels = (x1 - x0) * (y1 - y0);
-  const resampled = windowPixels === out && x1 - x0 === s.width ? 0 : windowPixels + out;
+  const same = windowPixels === out && x1 - x0 === s.width;
+  const resample = same ? 0 : out > windowPixels ? megasamples(out * s.channels, WORK_PER_MEGASAMPLE.enlarge) : megasamples((windowPixels + out) * s.channels, WORK_PER_MEGASAMPLE.reduce);
   const canvas = rotatedCanvas(s.width, s.height, s.degrees);
   const rotated = s.degrees === 0 && !s.mirror ? 0 : canvas.width * canvas.height;
   const encoded = rotated || out;
@@ -65,7 +70,8 @@ export function imageWork(s: DecodeShape & { codec?: Codec; mirror?: boolean }):
   return (
     WORK_PER_REQUEST +
     megasamples(blocks * c, WORK_PER_MEGASAMPLE.decode[s.codec ?? "other"]) +
-    megasamples(resampled * c, WORK_PER_MEGASAMPLE.resample) +
+    resample +
+    megasamples(out * c, WORK_PER_MEGASAMPLE.pipeline) +
     megasamples(rotated * c, WORK_PER_MEGASAMPLE.rotate) +
     megasamples(encoded * c, WORK_PER_MEGASAMPLE.encode[s.format ?? "jpg"])
   );
