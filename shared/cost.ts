@@ -193,7 +193,16 @@ export function maxRenderArea(source: SourceShape, channels: number, codec: Code
     const lo = Math.max(1, areas[i + 1]);
     if (fits(lo)) return largestFitting(lo, areas[i], fits);
   }
-  return 1;
+  // No render of the whole image fits at any size (a large source without overviews): what a
+  // request may still ask is a region at full resolution, whose cost follows its own area. A
+  // whole-image request is then refused for its work, saying why (tooMuchWork), not its size.
+  const native = (area: number) => {
+    const side = Math.min(width, Math.ceil(Math.sqrt(area)));
+    const part = { x: 0, y: 0, w: side, h: Math.min(height, Math.ceil(area / side)) };
+    const shape = { ...source, channels, region: part, width: part.w, height: part.h, degrees: 0 };
+    return estimatePeakBytes(shape) <= ceiling.bytes && imageWork({ ...shape, codec }) <= ceiling.work;
+  };
+  return native(1) ? largestFitting(1, full, native) : 1;
 }
 
 /** The largest area in [lo, hi] that `fits`, knowing `lo` does and that the cost grows with the area. */

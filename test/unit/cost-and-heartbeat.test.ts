@@ -85,6 +85,16 @@ describe("estimatePeakBytes", () => {
     expect(at(byWork + 10_000).work).toBeGreaterThan(limit);
   });
 
+  it("declares for a source that renders whole at no size (no overviews) the area a full-resolution region may have", () => {
+    const flat = { levels: [{ width: 65536, height: 65536 }], tileWidth: 512, tileHeight: 512 };
+    const area = maxRenderArea(flat, 3, "deflate", { bytes: 512 * 1024 * 1024, work: 30_000 });
+    expect(area).toBeGreaterThan(2048 * 2048); // a viewer's tiles, and more, pass the edge
+    expect(area).toBeLessThan(65536 * 65536);
+    // A thumbnail of the whole is then refused for its work, not its size: every block decoded.
+    const thumbnail = imageWork({ ...flat, channels: 3, codec: "deflate", region: { x: 0, y: 0, w: 65536, h: 65536 }, width: 256, height: 256, degrees: 0, format: "jpg" });
+    expect(thumbnail).toBeGreaterThan(30_000);
+  });
+
   it("classifies at the thresholds: at or above either is a full", () => {
     const thresholds = { bytes: 33554432, work: 250 };
     expect(classify({ bytes: 33554431, work: 249 }, thresholds)).toBe("tile");
