@@ -6,40 +6,19 @@
 import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { deflateSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../../infra/local/stack";
 import { ROOT } from "../../infra/root";
-import { buildTiff } from "../support/tiff-builder";
+import { flatTiff } from "../support/tiff-builder";
 import { sumMetric } from "../support/metrics";
 
 let stack: Stack;
 let dir: string;
 
-/** 65536² RGB without overviews, every one of its 16,384 deflate tiles present (the same bytes each time: a small file). */
-function flatGiant(): Uint8Array {
-  const side = 65536;
-  const tile = 512;
-  const tiles = (side / tile) ** 2;
-  const block = deflateSync(Buffer.alloc(tile * tile * 3, 90));
-  return buildTiff({
-    width: side,
-    height: side,
-    tileWidth: tile,
-    tileHeight: tile,
-    compression: 8,
-    tiles: [block],
-    edit: (tags, { tileOffsets }) => {
-      tags.set(324, { tag: 324, type: 4, values: Array(tiles).fill(tileOffsets[0]) });
-      tags.set(325, { tag: 325, type: 4, values: Array(tiles).fill(block.length) });
-    },
-  });
-}
-
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "tessera-hostile-"));
   await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "test-pattern.tif"));
-  await writeFile(path.join(dir, "flat.tif"), flatGiant());
+  await writeFile(path.join(dir, "flat.tif"), flatTiff(65536)); // no overviews, every tile present
   stack = await startStack({ decoderEnv: { TESSERA_DATA_DIR: dir } });
 });
 afterAll(async () => {
