@@ -7,7 +7,7 @@
 // never fit). All before any pixel is read. The answer carries the precise estimate, and its
 // encoded bytes stay reserved until the last one is written.
 import { DEFAULT_THRESHOLDS } from "../../shared/admission-config";
-import { classify, ESTIMATE_HEADER, ESTIMATE_WORK_HEADER, GrantExceeded, tooMuchWork } from "../../shared/cost";
+import { classify, ESTIMATE_HEADER, ESTIMATE_WORK_HEADER, GrantExceeded, tooMuchWork, type Partition } from "../../shared/cost";
 import { VERSION_HEADER } from "../../shared/protocol";
 import type { Opened } from "../cog/cog-cache";
 import type { DecoderContext } from "../decoder";
@@ -52,7 +52,7 @@ export async function runDecode(
 }
 
 /** The decode's memory, once its cost is known to be admissible here. */
-async function reserve(decoder: DecoderContext, prepared: PreparedDecode, partition: "tile" | "full", signal: AbortSignal, grant?: Grant): Promise<Reservation> {
+async function reserve(decoder: DecoderContext, prepared: PreparedDecode, partition: Partition, signal: AbortSignal, grant?: Grant): Promise<Reservation> {
   const { cost, what } = prepared;
   const { budget, metrics } = decoder;
   if (grant) {
