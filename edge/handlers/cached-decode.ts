@@ -1,9 +1,11 @@
 // What an image and a web-map tile share once their request names its pixels: a strong ETag,
 // the Cache API entry keyed by those pixels and the source's pinned version, and on a miss
-// admission → decoder, the answer stored for the next client.
+// admission → decoder, the answer stored for the next client: a small one held whole, a large
+// one (STREAM_ANSWER_BYTES) stored while it streams to the client, never held whole.
 import type { IRequest } from "itty-router";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { DECODER, VERSION_HEADER } from "../../shared/protocol";
+import { streamedBody } from "../admission/answers";
 import { viaAdmission, type Cost } from "../admission-client";
 import { allowAnyOrigin } from "../cors";
 import type { EdgeConfig, Env } from "../env";
@@ -58,14 +60,36 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
   const hit = await cache.match(key);
   if (hit) return answer(hit, d.headers, "hit");
 
-  // The admission DO hands over the whole answer at once; held whole here too, the bytes make
-  // the stored copy and the client's answer without a tee of a stream.
   const { body, init } = await decode(env, config, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), forClient(req), etag, d.cost());
-  ctx.waitUntil(cache.put(key, new Response(body, init)));
-  return answer(new Response(body, init), d.headers, "miss");
+  if (!(body instanceof ReadableStream)) {
+    ctx.waitUntil(cache.put(key, new Response(body, init))); // the same buffer makes both responses
+    return answer(new Response(body, init), d.headers, "miss");
+  }
+  // A stream is teed to the client and the cache. It moves at the slower one's pace (a write to
+  // a slow client holds it back), so the Worker holds little of it, and a client that reads
+  // slowly holds its permit as long, until REQUEST_TIMEOUT at most. A stream cut short errors
+  // both sides: the client's answer is never a short image.
+  const [stored, sent] = body.tee();
+  ctx.waitUntil(storeWhole(cache, key, stored, init));
+  return answer(new Response(sent, init), d.headers, "miss");
 }
 
-/** The decoder's answer as it is stored: bytes, type, ETag; or a client error, kept briefly. */
+/**
+ * Stores a streamed answer, and deletes what the cache kept if it did not arrive whole. It goes
+ * without its length: a cache told the length may keep a body that errors midway as if whole
+ * (Miniflare's keeps the bytes it had), while one that must count them keeps nothing unfinished.
+ */
+async function storeWhole(cache: Cache, key: string, body: ReadableStream, init: ResponseInit): Promise<void> {
+  const pipe = new IdentityTransformStream();
+  const arrived = body.pipeTo(pipe.writable).then(() => true, () => false);
+  await cache.put(key, new Response(pipe.readable, init)).catch(() => {});
+  if (!(await arrived)) await cache.delete(key);
+}
+
+/**
+ * The decoder's answer as it is stored: type, ETag, and its bytes whole below
+ * STREAM_ANSWER_BYTES, else their stream; or a client error, kept briefly.
+ */
 async function decode(env: Env, config: EdgeConfig, id: string, path: string, client: ForClient, etag: string, cost: Cost) {
   let decoded: Response;
   try {
@@ -86,7 +110,7 @@ async function decode(env: Env, config: EdgeConfig, id: string, path: string, cl
     [VERSION_HEADER]: decoded.headers.get(VERSION_HEADER) ?? "",
     etag,
   };
-  return { body: await decoded.arrayBuffer(), init: { headers } };
+  return { body: streamedBody(decoded, config.streamAnswerBytes) ?? (await decoded.arrayBuffer()), init: { headers } };
 }
 
 /** The stored answer with this request's headers: one new Response, already carrying CORS. */
