@@ -34,32 +34,42 @@ export const lengthPipe = (length?: number): TransformStream<Uint8Array, Uint8Ar
 const RELAY_CHUNK_BYTES = 64 * 1024;
 
 /**
- * Copies `source` into `writer` a chunk at a time: the next is read once the writer's reader has
- * taken the last (a write to a pipe completes when it is read), so one chunk is held whatever the
- * answer's size and the reader's pace. Resolves once the source has ended (the writer closed) or
- * the reader has gone (the source cancelled); rejects with the writer aborted, its reader's
- * stream erroring, when the source fails (the error is the source's) or `signal` aborts.
+ * Copies `source` into every writer in step, a chunk at a time: the next is read once each
+ * writer's reader has taken the last (a write to a pipe without a high-water mark completes when
+ * it is read), so one chunk is held whatever the answer's size and the readers' pace, and the
+ * slowest reader sets the pace. A writer whose reader has gone is dropped. Resolves true once
+ * the source has ended (the writers closed), false when every reader has gone (the source
+ * cancelled); rejects with the writers aborted, their readers' streams erroring, when the source
+ * fails (the error is the source's) or `signal` aborts.
  */
-export async function relay(source: ReadableStream<Uint8Array>, writer: WritableStreamDefaultWriter<Uint8Array>, signal: AbortSignal): Promise<void> {
+export async function relay(source: ReadableStream<Uint8Array>, writers: WritableStreamDefaultWriter<Uint8Array>[], signal?: AbortSignal): Promise<boolean> {
   const reader = source.getReader({ mode: "byob" });
   const stop = () => {
-    void reader.cancel(signal.reason).catch(() => {});
-    void writer.abort(signal.reason).catch(() => {});
+    void reader.cancel(signal?.reason).catch(() => {});
+    for (const writer of writers) void writer.abort(signal?.reason).catch(() => {});
   };
-  signal.addEventListener("abort", stop, { once: true });
+  signal?.addEventListener("abort", stop, { once: true });
   try {
+    let buffer = new ArrayBuffer(RELAY_CHUNK_BYTES);
     for (;;) {
-      const { done, value } = await reader.read(new Uint8Array(RELAY_CHUNK_BYTES));
-      signal.throwIfAborted();
-      if (done) return await writer.close();
-      const written = await writer.write(value).then(() => true, () => false);
-      signal.throwIfAborted();
-      if (!written) return await reader.cancel();
+      const { done, value } = await reader.read(new Uint8Array(buffer));
+      signal?.throwIfAborted();
+      if (done) break;
+      const written = await Promise.allSettled(writers.map((writer) => writer.write(value)));
+      signal?.throwIfAborted();
+      writers = writers.filter((_, i) => written[i].status === "fulfilled");
+      if (writers.length === 0) {
+        await reader.cancel();
+        return false;
+      }
+      buffer = value.buffer; // read out by every reader: the next read may fill it again
     }
+    await Promise.all(writers.map((writer) => writer.close()));
+    return true;
   } catch (err) {
-    await Promise.allSettled([reader.cancel(err), writer.abort(err)]);
+    await Promise.allSettled([reader.cancel(err), ...writers.map((writer) => writer.abort(err))]);
     throw err;
   } finally {
-    signal.removeEventListener("abort", stop);
+    signal?.removeEventListener("abort", stop);
   }
 }

@@ -207,7 +207,7 @@ export class DecoderCalls {
   private streamedAnswer(on: OnDecoder, upstream: Response, body: ReadableStream<Uint8Array>): DecodedAnswer {
     const { decoder, lease, finish, requestId } = on;
     const pipe = lengthPipe(declaredLength(upstream.headers));
-    const flowed = relay(body, pipe.writable.getWriter(), lease.signal).catch((err) => {
+    const flowed = relay(body, [pipe.writable.getWriter()], lease.signal).catch((err) => {
       if (!lease.signal.aborted) logDecoderFailure(decoder.url, `answer cut short: ${String(err)}`, requestId);
     });
     this.host.waitUntil(flowed.finally(finish));

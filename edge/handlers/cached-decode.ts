@@ -5,7 +5,7 @@
 import type { IRequest } from "itty-router";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { DECODER, VERSION_HEADER } from "../../shared/protocol";
-import { streamedBody } from "../admission/answers";
+import { declaredLength, lengthPipe, relay, streamedBody } from "../admission/answers";
 import { viaAdmission, type Cost } from "../admission-client";
 import { allowAnyOrigin } from "../cors";
 import type { EdgeConfig, Env } from "../env";
@@ -60,18 +60,20 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
   const hit = await cache.match(key);
   if (hit) return answer(hit, d.headers, "hit");
 
-  const { body, init } = await decode(env, config, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), forClient(req), etag, d.cost());
+  const { body, init, length } = await decode(env, config, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), forClient(req), etag, d.cost());
   if (!(body instanceof ReadableStream)) {
     ctx.waitUntil(cache.put(key, new Response(body, init))); // the same buffer makes both responses
     return answer(new Response(body, init), d.headers, "miss");
   }
-  // A stream is teed to the client and the cache. It moves at the slower one's pace (a write to
-  // a slow client holds it back), so the Worker holds little of it, and a client that reads
-  // slowly holds its permit as long, until REQUEST_TIMEOUT at most. A stream cut short errors
-  // both sides: the client's answer is never a short image.
-  const [stored, sent] = body.tee();
-  ctx.waitUntil(storeWhole(cache, key, stored, init));
-  return answer(new Response(sent, init), d.headers, "miss");
+  // A stream goes to the client and the cache in step (relay): the Worker holds one chunk of it,
+  // and a client that reads slowly holds its permit as long, until REQUEST_TIMEOUT at most. One
+  // cut short errors both: the client's answer is never a short image, and what the cache kept
+  // of it is deleted. A client that leaves leaves the rest to the cache, which keeps it.
+  const toClient = lengthPipe(length);
+  const toCache = new IdentityTransformStream();
+  const whole = relay(body, [toClient.writable.getWriter(), toCache.writable.getWriter()]).catch(() => false);
+  ctx.waitUntil(storeWhole(cache, key, new Response(toCache.readable, init), whole));
+  return answer(new Response(toClient.readable, init), d.headers, "miss");
 }
 
 /**
@@ -79,11 +81,10 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
  * without its length: a cache told the length may keep a body that errors midway as if whole
  * (Miniflare's keeps the bytes it had), while one that must count them keeps nothing unfinished.
  */
-async function storeWhole(cache: Cache, key: string, body: ReadableStream, init: ResponseInit): Promise<void> {
-  const pipe = new IdentityTransformStream();
-  const arrived = body.pipeTo(pipe.writable).then(() => true, () => false);
-  await cache.put(key, new Response(pipe.readable, init)).catch(() => {});
-  if (!(await arrived)) await cache.delete(key);
+async function storeWhole(cache: Cache, key: string, res: Response, whole: Promise<boolean>): Promise<void> {
+  // A put that fails without reading its body cancels it, so it no longer holds the client's back.
+  await cache.put(key, res).catch(() => res.body?.cancel().catch(() => {}));
+  if (!(await whole)) await cache.delete(key);
 }
 
 /**
@@ -110,7 +111,8 @@ async function decode(env: Env, config: EdgeConfig, id: string, path: string, cl
     [VERSION_HEADER]: decoded.headers.get(VERSION_HEADER) ?? "",
     etag,
   };
-  return { body: streamedBody(decoded, config.streamAnswerBytes) ?? (await decoded.arrayBuffer()), init: { headers } };
+  const stream = streamedBody(decoded, config.streamAnswerBytes);
+  return { body: stream ?? (await decoded.arrayBuffer()), init: { headers }, length: declaredLength(decoded.headers) };
 }
 
 /** The stored answer with this request's headers: one new Response, already carrying CORS. */
