@@ -65,10 +65,11 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
     ctx.waitUntil(cache.put(key, new Response(body, init))); // the same buffer makes both responses
     return answer(new Response(body, init), d.headers, "miss");
   }
-  // A stream goes to the client and the cache in step (relay): the Worker holds one chunk of it,
-  // and a client that reads slowly holds its permit as long, until REQUEST_TIMEOUT at most. One
-  // cut short errors both: the client's answer is never a short image, and what the cache kept
-  // of it is deleted. A client that leaves leaves the rest to the cache, which keeps it.
+  // A stream goes to the client, under its declared length, and to the cache in step (relay):
+  // the Worker holds one chunk of it, and a client that reads slowly holds its permit as long,
+  // until REQUEST_TIMEOUT at most. One cut short (the decoder dying, the deadline, the client
+  // leaving, whose signal ends the call to the DO) errors both: the client's answer is never a
+  // short image that looks whole, and what the cache kept of it is deleted.
   const toClient = lengthPipe(length);
   const toCache = new IdentityTransformStream();
   const whole = relay(body, [toClient.writable.getWriter(), toCache.writable.getWriter()]).catch(() => false);

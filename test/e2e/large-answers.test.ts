@@ -58,7 +58,7 @@ async function burst() {
     Array.from({ length: CLIENTS }, async () => {
       const res = await fetch(stack.url + image);
       const bytes = new Uint8Array(await res.arrayBuffer());
-      return { status: res.status, length: bytes.length, hash: sha256(bytes), bytes };
+      return { status: res.status, declared: Number(res.headers.get("content-length")), length: bytes.length, hash: sha256(bytes), bytes };
     }),
   );
   clearInterval(sampler);
@@ -80,6 +80,8 @@ describe("a 30 MB answer, above STREAM_ANSWER_BYTES, for eight clients at once",
     const { answers, growth } = await burst();
     expect(answers.map((a) => a.status)).toEqual(Array(CLIENTS).fill(200));
     expect(answers[0].length).toBeGreaterThan(25 * MB);
+    // Declared before the body, so a client can tell a body cut short from a whole one.
+    expect(answers.every((a) => a.declared === a.length)).toBe(true);
     expect(new Set(answers.map((a) => a.hash)).size).toBe(1);
     const decoded = await sharp(answers[0].bytes).raw().toBuffer({ resolveWithObject: true });
     expect(decoded.info).toMatchObject({ width: SIDE, height: SIDE, channels: 3 });
