@@ -28,7 +28,7 @@ const state = async () => (await (await fetch(`${decoder()}/state`)).json()) as 
 const release = () => fetch(`${decoder()}/release`, { method: "POST" }).then((r) => r.text());
 
 /** Sources whose answers are `held-…` until released, `cut-…` short, else sent at once. */
-const SOURCES = ["held-first", "held-leaving", "held-late", "held-shared", "held-joined", "cut-short", "whole-burst"];
+const SOURCES = ["held-first", "held-head", "held-leaving", "held-late", "held-shared", "held-joined", "cut-short", "whole-burst"];
 const image = (id: string) => `/iiif/3/${id}/full/max/0/default.png`;
 
 /** A request through the Worker, and what it does once it has answered (storing the answer), to wait for. */
@@ -96,6 +96,21 @@ describe("an answer above STREAM_ANSWER_BYTES", () => {
     expect(again.headers.get("x-tessera-cache")).toBe("hit");
     expect(difference(await again.arrayBuffer())).toBe(-1);
     expect((await state()).requests["held-first"]).toBe(1);
+  });
+
+  it("asked with HEAD, still goes to the cache to its last byte, and frees the permit then", async () => {
+    const { answer, stored } = request(image("held-head"), { method: "HEAD" });
+    const res = await answer;
+    expect(res.status).toBe(200);
+    expect(res.body).toBeNull();
+    await until(async () => (await state()).held === 1);
+    await release();
+    // With the last byte, not at the deadline (REQUEST_TIMEOUT is 2 s here).
+    await until(async () => (await metric("permits_in_use")) === 0, 500);
+    await stored();
+    const again = await get(image("held-head"));
+    expect(again.headers.get("x-tessera-cache")).toBe("hit");
+    expect(difference(await again.arrayBuffer())).toBe(-1);
   });
 
   it("errors the client's body when the decoder dies midway, stores nothing and frees the permit", async () => {
