@@ -1,7 +1,8 @@
 // Reaching a decoder and calling it: the least loaded live decoder that accepts a connection,
-// the admitted request sent under its grant, and the answer read so that the lease ends only
-// when the decoder's work does. A request that has reached a decoder is never sent again,
-// except from a decoder that answered it is draining, which did nothing.
+// the admitted request sent under its grant, and the answer read whole or passed on as a stream
+// (answers.ts) so that the lease ends only with its last byte, when the decoder's work is over.
+// A request that has reached a decoder is never sent again, except from a decoder that answered
+// it is draining, which did nothing.
 import { connect } from "cloudflare:sockets";
 import type { AdmissionConfig } from "../../shared/admission-config";
 import { untilAborted } from "../../shared/abort";
@@ -10,6 +11,7 @@ import { classify, ESTIMATE_HEADER, ESTIMATE_WORK_HEADER, GrantExceeded, NEEDED_
 import { HttpError } from "../../shared/errors";
 import { DECODER, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
 import { X_REQUEST_ID } from "../../shared/request-id";
+import { declaredLength, lengthPipe, relay, streamedBody, type DecodedAnswer } from "./answers";
 import { ANSWER_VOUCHES_MS, type Decoder, type DecoderRegistry } from "./decoders";
 import { DecoderDraining, isDrainingAnswer } from "./draining";
 import { checkAnswer, failedWhileAnswering, failing, logDecoderFailure } from "./faults";
@@ -21,6 +23,8 @@ export interface CallHost {
   decoderSecret: string;
   admission: Pick<AdmissionConfig, "leaseGraceMs" | "largeDecodeThresholdBytes" | "largeDecodeThresholdWork">;
   decoders: DecoderRegistry;
+  /** Answers of at least this many bytes (or of no declared length) are streamed, not read whole. */
+  streamAnswerBytes: number;
   stats: Pick<DoStats, "decoderRetries" | "drainingResends" | "disagreements">;
   /** Sizes the model to the live decoders once one is forgotten. */
   resize(): void;
@@ -47,7 +51,7 @@ export class DecoderCalls {
    * call, else as `call` says. A decoder that answers it is draining did nothing: it is
    * forgotten and the request goes to the next one, under the same lease.
    */
-  async forward(path: string, lease: Lease, requestId?: string): Promise<Response> {
+  async forward(path: string, lease: Lease, requestId?: string): Promise<DecodedAnswer> {
     for (;;) {
       let decoder: Decoder;
       try {
@@ -105,12 +109,10 @@ export class DecoderCalls {
    * gets its answer at once, a client that left has the decoder told to stop its I/O, and the
    * permit and memory stay held until the decoder's own answer says the work has stopped (a
    * render inside libvips finishes first), or the lease's alarm ends a decoder that never
-   * answers. The answer is read whole (a decode's is bounded by its grant, and coalescing hands
-   * it out whole anyway), so no stream is pumped through the DO; the lease is released with its
-   * last byte, and a client or deadline that ends the wait for those bytes gets its answer at
-   * once. A decoder dying mid-answer is a 502.
+   * answers. The lease is released with the answer's last byte, read whole (wholeAnswer) or
+   * streamed through (streamedAnswer).
    */
-  private async call(decoder: Decoder, path: string, lease: Lease, requestId?: string): Promise<Response> {
+  private async call(decoder: Decoder, path: string, lease: Lease, requestId?: string): Promise<DecodedAnswer> {
     const on: OnDecoder = { decoder, lease, cancelId: crypto.randomUUID(), requestId, finish: occupy(decoder, lease) };
     let answer: Promise<Response>;
     try {
@@ -133,7 +135,8 @@ export class DecoderCalls {
     const upstream = await this.headersOf(on, answer);
     await this.throwIfRefused(on, upstream);
     this.countDisagreement(lease.grant.partition, upstream.headers);
-    return await this.wholeAnswer(on, upstream);
+    const stream = streamedBody(upstream, this.host.streamAnswerBytes);
+    return stream ? this.streamedAnswer(on, upstream, stream) : await this.wholeAnswer(on, upstream);
   }
 
   /**
@@ -181,16 +184,36 @@ export class DecoderCalls {
     }
   }
 
-  /** The answer read whole; the decoder's part ends with its last byte, whoever still waits. */
-  private async wholeAnswer({ decoder, lease, finish, requestId }: OnDecoder, upstream: Response): Promise<Response> {
+  /**
+   * A small answer read whole; the decoder's part ends with its last byte, whoever still waits.
+   * A client or deadline that ends the wait for those bytes gets its answer at once; a decoder
+   * dying before the last is a 502.
+   */
+  private async wholeAnswer({ decoder, lease, finish, requestId }: OnDecoder, upstream: Response): Promise<DecodedAnswer> {
     const body = upstream.arrayBuffer();
     this.host.waitUntil(body.catch(() => {}).finally(finish));
     try {
-      return new Response(await untilAborted(body, lease.signal), { status: upstream.status, headers: upstream.headers });
+      return { status: upstream.status, headers: upstream.headers, body: await untilAborted(body, lease.signal) };
     } catch (err) {
       if (lease.signal.aborted) throw lease.signal.reason;
       throw failedWhileAnswering(decoder.url, `answer cut short: ${String(err)}`, requestId);
     }
+  }
+
+  /**
+   * A large answer passed on as it comes: its headers at once, its bytes as the decoder sends
+   * them and the reader takes them. The decoder's part ends with the last byte, or when the
+   * stream stops: its reader gone, the deadline or the client (the stream is cut, and errors),
+   * the decoder dying (logged; the stream errors short of its declared length).
+   */
+  private streamedAnswer(on: OnDecoder, upstream: Response, body: ReadableStream<Uint8Array>): DecodedAnswer {
+    const { decoder, lease, finish, requestId } = on;
+    const pipe = lengthPipe(declaredLength(upstream.headers));
+    const flowed = relay(body, [pipe.writable.getWriter()], lease.signal).catch((err) => {
+      if (!lease.signal.aborted) logDecoderFailure(decoder.url, `answer cut short: ${String(err)}`, requestId);
+    });
+    this.host.waitUntil(flowed.finally(finish));
+    return { status: upstream.status, headers: upstream.headers, body: pipe.readable };
   }
 
   /**
