@@ -6,6 +6,8 @@
 // reservation, permit and deadline for all of its child reads.
 import { badRequest } from "../../shared/errors";
 import { expressionEvaluation, expressionNodes, parseExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
+import { composeWork, TILE_WORK_HELP } from "../../shared/maps/tile-cost";
+import type { PixelSelection } from "../../shared/maps/style";
 import type { TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import { bandLayout } from "../cog/bands";
@@ -81,11 +83,17 @@ export async function composeTile(assets: TileAsset[], req: TileRequest, what: s
   // The reducer's planes: two a component (value, validity); the stack statistics keep every asset's.
   const stacked = req.pixelSelection === "median" || req.pixelSelection === "stdev" || req.pixelSelection === "mean";
   const reducing = pixels * components * 5 * (stacked ? assets.length + 1 : 2);
-  const cost = reads.flat().reduce((sum, r) => sum + plannedCost(r.cog, r.plan), 0) + reducing;
+  const readCosts = reads.flat().map((r) => plannedCost(r.cog, r.plan));
+  const nodes = program ? expressionNodes(program) : 0;
+  const mode = req.pixelSelection ?? "first";
+  const cost = {
+    bytes: readCosts.reduce((sum, c) => sum + c.bytes, 0) + reducing,
+    work: readCosts.reduce((sum, c) => sum + c.work, 0) + composeWork({ assets: assets.length, side, components, nodes, pixelSelection: mode, format: req.format }),
+  };
   const channelCount = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? first.channels.length) - (lastband ? 1 : 0);
   const ranges = valueRanges(first.bands[0].cog, req, channelCount);
-  const composition: Composition = { assets, reads, req, program, stage, components, side, ranges };
-  return { cost, what, render: (signal, work) => paint(composition, new Slices(signal), work) };
+  const composition: Composition = { assets, reads, req, program, stage, mode, components, side, ranges };
+  return { cost, what, workHelp: TILE_WORK_HELP, render: (signal, work) => paint(composition, new Slices(signal), work) };
 }
 
 /** A tile composed and planned, ready to paint. */
@@ -96,6 +104,7 @@ interface Composition {
   req: TileRequest;
   program: ExpressionProgram | undefined;
   stage: "before_channels" | "after_channels";
+  mode: PixelSelection;
   /** Components of each asset's tuple. */
   components: number;
   side: number;
@@ -104,13 +113,12 @@ interface Composition {
 
 /** Each asset warped and made a tuple, in paint order; the tuples reduced; the result coloured and encoded. */
 async function paint(tile: Composition, slices: Slices, work: Reservation): Promise<RenderedTile> {
-  const { assets, req, program, stage, side } = tile;
+  const { assets, req, program, stage, mode, side } = tile;
   const pixels = side * side;
   const tupleAt = async (i: number) => {
     const planes = await warpAsset(tile.reads[i], req, slices, work);
     return stage === "before_channels" ? tupleOf(assets[i].bands.map((b) => planes.get(b.name)!)) : channels(program, assets[i], planes, pixels, slices);
   };
-  const mode = req.pixelSelection ?? "first";
   // One asset painted `first` is its own result (its invalid pixels stay transparent): nothing to reduce.
   let reduced: AssetTuple;
   if (assets.length === 1 && mode === "first") {
@@ -127,9 +135,9 @@ async function paint(tile: Composition, slices: Slices, work: Reservation): Prom
 /** `req` on one COG, rendered outside a server: its work reserved from the COG's budget, fail-fast. */
 export async function renderTile(cog: Cog, req: TileRequest, signal = new AbortController().signal): Promise<RenderedTile> {
   const prepared = await composeTile([cogAsset(cog, req, cog.source.label)], req, cog.source.label, signal);
-  const work = cog.budget.tryReserve(prepared.cost, `a tile of ${cog.source.label}`, "tile");
+  const work = cog.budget.tryReserve(prepared.cost.bytes, `a tile of ${cog.source.label}`, "tile");
   try {
-    return (await prepared.render(signal, work)) as RenderedTile;
+    return (await prepared.render(signal, work, "tile")) as RenderedTile;
   } finally {
     work.release();
   }
