@@ -19,7 +19,7 @@ import { alignedSpan, type DecodeShape } from "./cost";
 /** Stored block codecs the decoder reads (SourceInfo.codec); anything else is costed as "other". */
 export type Codec = "jpeg" | "webp" | "deflate" | "lzw" | "zstd" | "packbits" | "none" | "other";
 
-/** Units (≈ ms of one core) per million samples, measured by `npm run bench:work`. */
+/** Units (≈ ms of one core) per million samples, measured by `npm run bench:work` (the map stages by `npm run bench:map-stages`). */
 export const WORK_PER_MEGASAMPLE = {
   /** Reading and decoding stored blocks, by codec (a predictor's undoing included). */
   decode: { jpeg: 3.5, webp: 25, deflate: 13, lzw: 21, zstd: 9, packbits: 6, none: 2, other: 25 } satisfies Record<Codec, number>,
@@ -33,14 +33,18 @@ export const WORK_PER_MEGASAMPLE = {
   rotate: 7,
   /** Encoding the answer, by format (pdf is a JPEG inside a page; tif is LZW; jp2 is OpenJPEG). */
   encode: { jpg: 2, png: 22, webp: 55, tif: 15, gif: 770, pdf: 3.5, jp2: 130 } satisfies Record<Format, number>,
-  /** A map tile's warp of one band, per million samples of the tile, by kernel (the transformer included). */
-  warp: { nearest: 15, bilinear: 30, cubic: 60 } satisfies Record<Resampling, number>,
-  /** A band expression, per million samples of the tile per node of the expression, per asset. */
-  expression: 40,
+  /**
+   * A map tile's warp of one band, per million samples of the tile, by kernel at scale 1 (the
+   * transformer's share included; `bench:map-stages`). A kernel widens with the source pixels an
+   * output pixel covers: readWork scales bilinear and cubic by that spread.
+   */
+  warp: { nearest: 22, bilinear: 52, cubic: 74 } satisfies Record<Resampling, number>,
+  /** A band expression per million samples of the tile, per asset: each node, and each evaluation's loads and stores. */
+  expression: { node: 1.5, evaluation: 47 },
   /** Pixel selection, per million samples of the tile per component, per asset, by mode. */
-  pixelSelection: { first: 5, highest: 8, lowest: 8, mean: 8, median: 40, stdev: 12, count: 5, lastbandhigh: 8, lastbandlow: 8 } satisfies Record<PixelSelection, number>,
-  /** Rescaling and colouring the reduced tile, per million pixels. */
-  colorize: 20,
+  pixelSelection: { first: 4.5, highest: 5, lowest: 5, mean: 6, median: 48, stdev: 23, count: 3.5, lastbandhigh: 5.5, lastbandlow: 6.5 } satisfies Record<PixelSelection, number>,
+  /** Rescaling and colouring the reduced tile, per million pixels (three channels rescaled, or a colour map). */
+  colorize: 25,
 };
 
 /** Work every decode takes whatever its size: the request's parse and signature, the cached snapshot, the answer. */

@@ -55,7 +55,17 @@ function blocksCovered(shape: Pick<TileCostShape, "tileWidth" | "tileHeight">, [
 export function readWork(shape: TileCostShape & { codec?: Codec }, read: TileRead | undefined, side: number, resampling: Resampling): number {
   if (!read) return 0;
   const decoded = blocksCovered(shape, read.window) * shape.tileWidth * shape.tileHeight * shape.bands;
-  return megasamples(decoded, WORK_PER_MEGASAMPLE.decode[shape.codec ?? "other"]) + megasamples(side * side * shape.bands, WORK_PER_MEGASAMPLE.warp[resampling]);
+  const warped = megasamples(side * side * shape.bands, WORK_PER_MEGASAMPLE.warp[resampling]) * kernelSpread(read.window, side, resampling);
+  return megasamples(decoded, WORK_PER_MEGASAMPLE.decode[shape.codec ?? "other"]) + warped;
+}
+
+/**
+ * How many times its taps at scale 1 a kernel takes when the window read is larger than the
+ * tile: a convolution widens to cover every source pixel under an output pixel (maps/kernels.ts),
+ * so a tile over 2× the source pixels each way takes 4× the taps; nearest takes one whatever.
+ */
+function kernelSpread([x0, y0, x1, y1]: TileRead["window"], side: number, resampling: Resampling): number {
+  return resampling === "nearest" ? 1 : Math.max(1, (x1 - x0) / side) * Math.max(1, (y1 - y0) / side);
 }
 
 /** What helps a map tile that buys too much work. */
@@ -79,7 +89,7 @@ export function composeWork(c: ComposeShape): number {
   const reduces = c.assets > 1 || c.pixelSelection !== "first";
   return (
     WORK_PER_REQUEST +
-    megasamples(pixels * c.nodes * c.assets, WORK_PER_MEGASAMPLE.expression) +
+    (c.nodes > 0 ? megasamples(pixels * c.assets, WORK_PER_MEGASAMPLE.expression.evaluation + c.nodes * WORK_PER_MEGASAMPLE.expression.node) : 0) +
     (reduces ? megasamples(pixels * c.components * c.assets, WORK_PER_MEGASAMPLE.pixelSelection[c.pixelSelection]) : 0) +
     megasamples(pixels, WORK_PER_MEGASAMPLE.colorize) +
     megasamples(pixels * 4, WORK_PER_MEGASAMPLE.encode[c.format])
