@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ROOT } from "../infra/root";
 import { startStack, type Stack } from "../infra/local/stack";
-import { MAX_EXPRESSION_LENGTH } from "../shared/maps/expression";
+import { expressionBomb } from "../test/support/expression-bomb";
 import { patternCog } from "../test/support/pattern-cog";
 import { flatTiff } from "../test/support/tiff-builder";
 import { crawl, decodersRss, edgeMetric, healthSampler, loopLagSampler, p99, progress, rssSampler, sleep, viewers, viewerTiles } from "./load";
@@ -37,16 +37,9 @@ const MIB = 2 ** 20;
 /** Columns of the bundled UTM sample's zoom-12 tiles (row 1427). */
 const MAP_COLUMNS = [2218, 2219, 2220, 2221];
 
-/** The longest sum of products of the three bands the expression grammar takes: hundreds of nodes. */
-function bomb(i: number): string {
-  const terms: string[] = [];
-  for (let k = 0; terms.join("+").length < MAX_EXPRESSION_LENGTH - 20; k++) terms.push(`b${(k % 3) + 1}*${((i + k) % 9) + 1}`);
-  terms.pop();
-  return terms.join("+");
-}
-
 const KINDS: Record<string, (i: number) => string> = {
-  expression: (i) => `/tiles/utm-quadrants/WebMercatorQuad/12/${MAP_COLUMNS[i % 4]}/1427@2x.png?expression=${encodeURIComponent(bomb(i))}&rescale=0,3000`,
+  // The worst legal expression (at the node cap); the rescale makes each of 200 URLs its own.
+  expression: (i) => `/tiles/utm-quadrants/WebMercatorQuad/12/${MAP_COLUMNS[i % 4]}/1427@2x.png?expression=${encodeURIComponent(expressionBomb())}&rescale=-4,${4 + (i % 50)}`,
   mosaic: (i) => `/tiles/mosaic32/WebMercatorQuad/12/${MAP_COLUMNS[i % 4]}/1427.png?pixel_selection=mean&bidx=1&rescale=0,${200 + (i % 50)}`,
   upscale: (i) => `/iiif/3/test-pattern/full/%5E${15000 + i},/0/default.png`,
   "no overviews": (i) => `/iiif/3/flat/full/${256 + i},/0/default.jpg`,

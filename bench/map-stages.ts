@@ -1,11 +1,12 @@
-// Map-tile stages per pixel: what each stage of a tile costs on this machine, for the cost model's
-// coefficients. Run: `npx node --import tsx bench/map-stages.ts` (best under `taskset -c 1`, on
-// a quiet machine). Each stage runs as the decoder runs it (in slices, runtime/slices.ts) over a
-// @2x tile's 512² pixels of synthetic planes (5 % of pixels invalid), ROUNDS times; the figure
-// is the median of the CPU time a run takes (process.cpuUsage: every thread, the collector's
-// too), per megapixel of output and per unit of what the stage grows with:
-//   expression       per node, from the slope between 16 and 256 nodes (bands and operators)
-//   pixel selection  per asset of a 3-component tuple, from the slope between 4 and 32 assets
+// `npm run bench:map-stages`: what each stage of a map tile costs on this machine, beside the
+// coefficient shared/work.ts uses for it (on core 1, under `taskset -c 1`; best on a quiet
+// machine). Each stage runs as the decoder runs it (in slices, runtime/slices.ts) over a @2x
+// tile's 512² pixels of synthetic planes (5 % of pixels invalid), ROUNDS times; the figure is
+// the median of the CPU time a run takes (process.cpuUsage: every thread, the collector's too),
+// per megapixel of output and per unit of what the stage grows with:
+//   expression       per node, from the slope between 16 and 256 nodes (bands and operators),
+//                    and the fixed part of an evaluation
+//   pixel selection  per component per asset (a 3-component tuple), from the slope between 4 and 32 assets
 //   warp             per band, nearest / bilinear / cubic at scale 1 and 0.5 (the kernel widens)
 //   plan             per asset: the approximate transformer and the footprint (UTM to Web Mercator)
 //   colour           per tile: rescale of 1 and 3 channels, gamma, a named ramp, an explicit map,
@@ -19,6 +20,8 @@ import { resample } from "../regional/maps/kernels";
 import { pixelSelection, type AssetTuple } from "../regional/maps/pixel-selection";
 import { sourceCoordinates } from "../regional/maps/transformer";
 import { Slices } from "../regional/runtime/slices";
+import { expressionBomb } from "../test/support/expression-bomb";
+import { WORK_PER_MEGASAMPLE } from "../shared/work";
 
 const SIDE = 512;
 const PIXELS = SIDE * SIDE;
@@ -51,20 +54,13 @@ async function cpuMs(run: () => Promise<unknown> | unknown): Promise<number> {
 }
 
 const perMp = (ms: number) => ms / MEGAPIXELS;
-const row = (stage: string, unit: string, value: number) => log(`| ${stage} | ${unit} | ${value.toFixed(2)} |`);
-
-/** `b1*b2+b3…`: bands and the four operators, `nodes` nodes. */
-function expressionOf(nodes: number): string {
-  const ops = ["+", "*", "-", "/"];
-  let text = "b1";
-  for (let i = 1; 2 * i + 1 <= nodes; i++) text += `${ops[i % 4]}b${(i % 3) + 1}`;
-  return text;
-}
+/** A measured figure beside the code's coefficient for it. */
+const row = (stage: string, unit: string, measured: number, code: number) => log(`| ${stage} | ${unit} | ${measured.toFixed(2)} | ${code.toFixed(2)} |`);
 
 async function expressionCost(): Promise<void> {
   const bands = new Map([["b1", plane(1)], ["b2", plane(2)], ["b3", plane(3)]]);
   const time = async (nodes: number) => {
-    const program = parseExpressions(expressionOf(nodes), ["b1", "b2", "b3"]);
+    const program = parseExpressions(expressionBomb(nodes), ["b1", "b2", "b3"]);
     const ms = await cpuMs(() => {
       const evaluation = expressionEvaluation(program, bands, PIXELS);
       return slices().each(PIXELS, expressionNodes(program), evaluation.evaluate);
@@ -72,8 +68,9 @@ async function expressionCost(): Promise<void> {
     return { nodes: expressionNodes(program), ms };
   };
   const [small, large] = [await time(17), await time(255)];
-  row("expression", "ms / MP / node", perMp((large.ms - small.ms) / (large.nodes - small.nodes)));
-  row("expression", "ms / MP, fixed (loads, stores)", perMp(small.ms - (small.nodes * (large.ms - small.ms)) / (large.nodes - small.nodes)));
+  const perNode = (large.ms - small.ms) / (large.nodes - small.nodes);
+  row("expression", "ms / MP / node", perMp(perNode), WORK_PER_MEGASAMPLE.expression.node);
+  row("expression", "ms / MP, each evaluation (loads, stores)", perMp(small.ms - small.nodes * perNode), WORK_PER_MEGASAMPLE.expression.evaluation);
 }
 
 async function selectionCost(): Promise<void> {
@@ -81,8 +78,8 @@ async function selectionCost(): Promise<void> {
     const planes = [0, 1, 2].map((c) => plane(10 + 3 * a + c));
     return { bands: planes.map((p) => p.values), valid: planes.map((p) => p.valid) };
   });
+  const components = 3;
   for (const mode of PIXEL_SELECTIONS) {
-    const components = 3;
     const time = (assets: number) =>
       cpuMs(async () => {
         const reducer = pixelSelection({ mode, components, pixels: PIXELS, rankChannel: mode === "highest" || mode === "lowest" ? 2 : undefined }, slices());
@@ -91,7 +88,7 @@ async function selectionCost(): Promise<void> {
       });
     // `first` stops reading once every pixel is filled (after about six of these assets): its cost an asset read.
     const perAsset = mode === "first" ? (await time(4)) / 4 : ((await time(32)) - (await time(4))) / 28;
-    row(`pixel_selection=${mode}`, "ms / MP / asset (3 components)", perMp(perAsset));
+    row(`pixel_selection=${mode}`, "ms / MS / asset (a sample a component)", perMp(perAsset) / components, WORK_PER_MEGASAMPLE.pixelSelection[mode]);
   }
 }
 
@@ -122,7 +119,9 @@ async function warpCost(): Promise<void> {
         const valid = planes.map(() => new Uint8Array(PIXELS));
         return resample(planes, at, values, valid, slices());
       });
-      row(`warp ${resampling}, scale ${scale}`, "ms / MP / band", perMp(ms / planes.length));
+      // The code's figure includes the transformer's share (the plan row) and widens the kernel as readWork does.
+      const spread = resampling === "nearest" ? 1 : 1 / scale ** 2;
+      row(`warp ${resampling}, scale ${scale}`, "ms / MS (a sample a band)", perMp(ms / planes.length), WORK_PER_MEGASAMPLE.warp[resampling] * spread);
     }
   }
 }
@@ -135,7 +134,8 @@ async function planCost(): Promise<void> {
     const [e, n] = toUtm(left + x * cell, top - y * cell);
     return [(e - 500_000) / 20, (5_300_000 - n) / 20];
   };
-  row("plan (transformer)", "ms / MP / asset", perMp(await cpuMs(() => sourceCoordinates(exact, SIDE, SIDE, slices()))));
+  // Counted in each band's warp: no coefficient of its own.
+  row("plan (transformer)", "ms / MP / asset", perMp(await cpuMs(() => sourceCoordinates(exact, SIDE, SIDE, slices()))), 0);
 }
 
 async function colourCost(): Promise<void> {
@@ -158,13 +158,13 @@ async function colourCost(): Promise<void> {
     const req = parseTileRequest({ tileMatrixSet: "WebMercatorQuad", z: "12", x: "0", y: "0@2x.png" }, new URLSearchParams(query));
     const ranges = query.rescale ? Array.from({ length: n }, (): [number, number] => [0, 256]) : undefined;
     const tile = channels(n);
-    row(`colour: ${what}`, "ms / MP", perMp(await cpuMs(() => colorize(tile, req, ranges, true, slices()))));
+    row(`colour: ${what}`, "ms / MP", perMp(await cpuMs(() => colorize(tile, req, ranges, true, slices()))), WORK_PER_MEGASAMPLE.colorize);
   }
 }
 
 log(`map stages over ${SIDE}² pixels, median CPU time of ${ROUNDS} runs, Node ${process.version}`);
-log("| stage | unit | ms |");
-log("|---|---|---|");
+log("| stage | unit | measured | code |");
+log("|---|---|---|---|");
 await expressionCost();
 await selectionCost();
 await warpCost();

@@ -16,6 +16,7 @@ import { startDecoder as startDecoderProcess, stopDecoder, type DecoderProcess }
 import { MAX_EXPRESSION_NODES } from "../../shared/maps/expression";
 import { tileToQuadkey } from "../../shared/maps/mosaic-json";
 import { signRequest } from "../../shared/protocol";
+import { expressionBomb } from "../support/expression-bomb";
 import { gridPixel, MOSAIC_FIXTURES, MOSAIC_PARENT, MOSAIC_Z, mosaicFixtures } from "../support/mosaic-fixtures";
 import { SAMPLES } from "./regional-helpers";
 
@@ -33,16 +34,6 @@ const [MX, MY] = [2 * MOSAIC_PARENT.x + 1, 2 * MOSAIC_PARENT.y];
 const MOSAIC_TILE = `m32/WebMercatorQuad/${MOSAIC_Z}/${MX}/${MY}@2x.png`;
 const ASSETS = 32;
 
-/**
- * The costliest expression the parser takes: every node a band or an operator, as many nodes as
- * the cap allows (the length limit is no bound below it).
- */
-function expressionBomb(): string {
-  const ops = ["+", "*", "-", "/"];
-  let text = "b1";
-  for (let i = 1; 2 * i + 1 <= MAX_EXPRESSION_NODES; i++) text += `${ops[i % 4]}b${(i % 3) + 1}`;
-  return text;
-}
 const BOMB = `${UTM_TILE}?expression=${encodeURIComponent(expressionBomb())}&rescale=-4,4`;
 
 let dir: string;
@@ -154,7 +145,7 @@ function expectLoopFree(figures: Awaited<ReturnType<typeof underLoad>>): void {
 }
 
 describe("the decoder's event loop under costly map tiles", () => {
-  it(`answers /health and heartbeats within ${LOOP_BOUND_MS} ms with four expression bombs (${MAX_EXPRESSION_NODES} nodes, @2x) in flight, each tile as rendered alone`, async () => {
+  it(`answers /health and heartbeats within ${LOOP_BOUND_MS} ms with four expression bombs at the node cap (${MAX_EXPRESSION_NODES}, @2x) in flight, each tile as rendered alone`, async () => {
     const alone = await pixels(BOMB);
     let tiles = 0;
     const figures = await underLoad(async () => {
