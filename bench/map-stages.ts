@@ -22,11 +22,13 @@ import { sourceCoordinates } from "../regional/maps/transformer";
 import { Slices } from "../regional/runtime/slices";
 import { expressionBomb } from "../test/support/expression-bomb";
 import { WORK_PER_MEGASAMPLE } from "../shared/work";
+import { cpuMs } from "./cpu-time";
 
 const SIDE = 512;
 const PIXELS = SIDE * SIDE;
 const MEGAPIXELS = PIXELS / 1e6;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const cpuMsOf = (run: () => Promise<unknown> | unknown) => cpuMs(run, ROUNDS);
 
 const log = (msg: string) => process.stdout.write(`${msg}\n`);
 const slices = () => new Slices(new AbortController().signal);
@@ -40,19 +42,6 @@ function plane(seed: number, pixels = PIXELS): BandPlane {
   return { values, valid };
 }
 
-/** The median CPU milliseconds `run` takes, after one untimed run. */
-async function cpuMs(run: () => Promise<unknown> | unknown): Promise<number> {
-  await run();
-  const times: number[] = [];
-  for (let i = 0; i < ROUNDS; i++) {
-    const before = process.cpuUsage();
-    await run();
-    const used = process.cpuUsage(before);
-    times.push((used.user + used.system) / 1000);
-  }
-  return times.sort((a, b) => a - b)[times.length >> 1];
-}
-
 const perMp = (ms: number) => ms / MEGAPIXELS;
 /** A measured figure beside the code's coefficient for it. */
 const row = (stage: string, unit: string, measured: number, code: number) => log(`| ${stage} | ${unit} | ${measured.toFixed(2)} | ${code.toFixed(2)} |`);
@@ -61,7 +50,7 @@ async function expressionCost(): Promise<void> {
   const bands = new Map([["b1", plane(1)], ["b2", plane(2)], ["b3", plane(3)]]);
   const time = async (nodes: number) => {
     const program = parseExpressions(expressionBomb(nodes), ["b1", "b2", "b3"]);
-    const ms = await cpuMs(() => {
+    const ms = await cpuMsOf(() => {
       const evaluation = expressionEvaluation(program, bands, PIXELS);
       return slices().each(PIXELS, expressionNodes(program), evaluation.evaluate);
     });
@@ -81,7 +70,7 @@ async function selectionCost(): Promise<void> {
   const components = 3;
   for (const mode of PIXEL_SELECTIONS) {
     const time = (assets: number) =>
-      cpuMs(async () => {
+      cpuMsOf(async () => {
         const reducer = pixelSelection({ mode, components, pixels: PIXELS, rankChannel: mode === "highest" || mode === "lowest" ? 2 : undefined }, slices());
         for (const t of tuples.slice(0, assets)) await reducer.add(t);
         return reducer.result();
@@ -114,7 +103,7 @@ async function warpCost(): Promise<void> {
     for (const resampling of ["nearest", "bilinear", "cubic"] as const) {
       const { window, sampling: at } = sampling(resampling, scale);
       const planes = [0, 1, 2].map((b) => ({ width: window, height: window, ...plane(50 + b, window * window) }));
-      const ms = await cpuMs(() => {
+      const ms = await cpuMsOf(() => {
         const values = planes.map(() => new Float32Array(PIXELS));
         const valid = planes.map(() => new Uint8Array(PIXELS));
         return resample(planes, at, values, valid, slices());
@@ -135,7 +124,7 @@ async function planCost(): Promise<void> {
     return [(e - 500_000) / 20, (5_300_000 - n) / 20];
   };
   // Counted in each band's warp: no coefficient of its own.
-  row("plan (transformer)", "ms / MP / asset", perMp(await cpuMs(() => sourceCoordinates(exact, SIDE, SIDE, slices()))), 0);
+  row("plan (transformer)", "ms / MP / asset", perMp(await cpuMsOf(() => sourceCoordinates(exact, SIDE, SIDE, slices()))), 0);
 }
 
 async function colourCost(): Promise<void> {
@@ -158,7 +147,7 @@ async function colourCost(): Promise<void> {
     const req = parseTileRequest({ tileMatrixSet: "WebMercatorQuad", z: "12", x: "0", y: "0@2x.png" }, new URLSearchParams(query));
     const ranges = query.rescale ? Array.from({ length: n }, (): [number, number] => [0, 256]) : undefined;
     const tile = channels(n);
-    row(`colour: ${what}`, "ms / MP", perMp(await cpuMs(() => colorize(tile, req, ranges, true, slices()))), WORK_PER_MEGASAMPLE.colorize);
+    row(`colour: ${what}`, "ms / MP", perMp(await cpuMsOf(() => colorize(tile, req, ranges, true, slices()))), WORK_PER_MEGASAMPLE.colorize);
   }
 }
 

@@ -29,8 +29,10 @@ import { configureSharp } from "../regional/render/render";
 import { WorkBudget } from "../regional/runtime/work-budget";
 import { LocalCatalog, openLocalFile } from "../regional/source/local";
 import { DIR, FILE, makeFixture } from "./decode";
+import { cpuMs } from "./cpu-time";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const cpuMsOf = (run: () => Promise<unknown> | unknown) => cpuMs(run, ROUNDS);
 const SIDE = 2048;
 const SECRET = "bench-work";
 
@@ -57,19 +59,6 @@ function fixture(codec: keyof typeof CODECS): string {
   return file;
 }
 
-/** CPU milliseconds (every thread of the process) `run` takes, the median of ROUNDS after one warm-up. */
-async function cpuMs(run: () => Promise<unknown>): Promise<number> {
-  await run();
-  const times: number[] = [];
-  for (let i = 0; i < ROUNDS; i++) {
-    const before = process.cpuUsage();
-    await run();
-    const used = process.cpuUsage(before);
-    times.push((used.user + used.system) / 1000);
-  }
-  return times.sort((a, b) => a - b)[Math.floor(times.length / 2)];
-}
-
 /** One coefficient: measured ms per million samples beside the code's. */
 function row(stage: string, measured: number, used: number): void {
   log(`${stage.padEnd(22)} measured ${measured.toFixed(2).padStart(7)}  code ${used.toFixed(2).padStart(7)}  ratio ${(measured / used).toFixed(2)}`);
@@ -80,7 +69,7 @@ async function decodeCoefficients(): Promise<void> {
     const source = (await openLocalFile(fixture(codec), codec))!;
     // No block cache: every read decodes its blocks, as a cold tile does.
     const cog = await Cog.open(source, { cache: new DecodedBlockCache(0), budget: new WorkBudget(1 << 30), prefetchRing: 0 });
-    const ms = await cpuMs(() => cog.readLevelWindow(0, [0, 0, SIDE, SIDE]));
+    const ms = await cpuMsOf(() => cog.readLevelWindow(0, [0, 0, SIDE, SIDE]));
     row(`decode ${codec}`, ms / ((SIDE * SIDE * 3) / 1e6), WORK_PER_MEGASAMPLE.decode[codec]);
     await cog.close();
   }
@@ -88,19 +77,19 @@ async function decodeCoefficients(): Promise<void> {
 
 async function imageCoefficients(raw: Buffer): Promise<void> {
   const input = () => sharp(raw, { raw: { width: SIDE, height: SIDE, channels: 3 } });
-  const reduce = await cpuMs(() => input().resize(SIDE / 2, SIDE / 2, { kernel: "lanczos3" }).raw().toBuffer());
+  const reduce = await cpuMsOf(() => input().resize(SIDE / 2, SIDE / 2, { kernel: "lanczos3" }).raw().toBuffer());
   row("reduce", reduce / ((SIDE * SIDE + (SIDE / 2) ** 2) * 3e-6), WORK_PER_MEGASAMPLE.reduce);
   const half = await input().resize(SIDE / 2).raw().toBuffer();
-  const enlarge = await cpuMs(() => sharp(half, { raw: { width: SIDE / 2, height: SIDE / 2, channels: 3 } }).resize(SIDE, SIDE, { kernel: "lanczos3" }).raw().toBuffer());
+  const enlarge = await cpuMsOf(() => sharp(half, { raw: { width: SIDE / 2, height: SIDE / 2, channels: 3 } }).resize(SIDE, SIDE, { kernel: "lanczos3" }).raw().toBuffer());
   row("enlarge", enlarge / (SIDE * SIDE * 3e-6), WORK_PER_MEGASAMPLE.enlarge);
-  const rotate = await cpuMs(() => input().rotate(17, { background: "#fff" }).raw().toBuffer({ resolveWithObject: true }));
+  const rotate = await cpuMsOf(() => input().rotate(17, { background: "#fff" }).raw().toBuffer({ resolveWithObject: true }));
   const canvas = await input().rotate(17).raw().toBuffer({ resolveWithObject: true });
   row("rotate", rotate / (canvas.info.width * canvas.info.height * 3e-6), WORK_PER_MEGASAMPLE.rotate);
   for (const format of Object.keys(WORK_PER_MEGASAMPLE.encode) as Format[]) {
     // OpenJPEG takes seconds at 2048²: a quarter of it is enough to measure.
     const side = format === "jp2" ? SIDE / 2 : SIDE;
     const img = () => sharp(raw, { raw: { width: SIDE, height: SIDE, channels: 3 } }).extract({ left: 0, top: 0, width: side, height: side });
-    const ms = await cpuMs(() => encoderFor(format).encode(img()));
+    const ms = await cpuMsOf(() => encoderFor(format).encode(img()));
     row(`encode ${format}`, ms / (side * side * 3e-6), WORK_PER_MEGASAMPLE.encode[format]);
   }
 }
@@ -135,7 +124,7 @@ async function validate(): Promise<number[]> {
       const { version } = (await (await signed(DECODER.info(id))).json()) as { version: string };
       const target = DECODER.image(id, parts, version);
       let predicted = 0;
-      const ms = await cpuMs(async () => {
+      const ms = await cpuMsOf(async () => {
         const res = await signed(target);
         if (!res.ok) throw new Error(`${request}: ${res.status} ${await res.text()}`);
         predicted = Number(res.headers.get(ESTIMATE_WORK_HEADER));
