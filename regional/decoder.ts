@@ -90,7 +90,15 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
   };
   const blockCache = options.blockCache ?? new DecodedBlockCache();
   const drain = options.drain ?? new Drain();
-  const opening: CogOptions = { cache: blockCache, budget, prefetchRing: options.prefetchRing, sharedWorkTimeoutMs: options.sharedWorkTimeoutMs };
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const opening: CogOptions = {
+    cache: blockCache,
+    budget,
+    prefetchRing: options.prefetchRing,
+    sharedWorkTimeoutMs: options.sharedWorkTimeoutMs,
+    // A unit of work is about a millisecond of one core: what a request may take is its deadline.
+    workLimit: requestTimeoutMs,
+  };
   const { assets, mosaicTiles, mosaicAssets } = mosaicMembers(options, opening);
   const snapshots = new CogCache<Cog | Mosaic>(
     options.catalog,
@@ -107,7 +115,7 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
     mosaicTiles,
     budget,
     limiters,
-    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    requestTimeoutMs,
     cancellations: new Cancellations(),
     drain,
     metrics,

@@ -7,6 +7,7 @@ import { parseImageRequest, type ApiVersion } from "../../shared/iiif/image-requ
 import { PROFILE_URI, servedLimits } from "../../shared/iiif/info";
 import { canonicalParts, pixelParts, resolveImageRequest } from "../../shared/iiif/resolve";
 import { ASSUMED_CHANNELS, estimateRequest } from "../../shared/cost";
+import { imageWork } from "../../shared/work";
 import { coarseCost } from "../admission-client";
 import { edgeConfig, type Env } from "../env";
 import { bytesCacheControl } from "../http-cache";
@@ -43,8 +44,12 @@ export const imageHandler =
       "cache-control": bytesCacheControl(config, source),
       link: `<${serviceId(req, config, version, source)}/${canonicalParts(resolved, limits, version)}>;rel="canonical", <${PROFILE_URI[version]}>;rel="profile"`,
     };
-    // Coarse tile/full classification; the decoder tells the DO its precise estimate.
-    const cost = () => coarseCost(estimateRequest(info, resolved, ASSUMED_CHANNELS), config);
+    // Coarse tile/full classification from the cached metadata (its channels and codec once a
+    // decoder has said them); the decoder tells the DO its precise estimate.
+    const cost = () => {
+      const channels = info.channels ?? ASSUMED_CHANNELS;
+      return coarseCost({ bytes: estimateRequest(info, resolved, channels), work: imageWork({ ...info, ...resolved, channels }) }, config);
+    };
     return cachedDecode({ route: "image", id, canonical: pixels, version: info.version, headers, cost }, req, env, config, ctx);
   };
 

@@ -16,7 +16,8 @@ import { WorkBudget, type Reservation } from "../runtime/work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
 import { BlockReader, checkStoredRange, type LevelLayout } from "./block-reader";
 import { readGeoreference, type SourceGeo } from "./georeference";
-import { blockBytes, blockParameters, COMPRESSION, registerCodecs, type BlockParameters } from "./codecs";
+import { blockBytes, blockParameters, codecOf, COMPRESSION, registerCodecs, type BlockParameters } from "./codecs";
+import type { Codec } from "../../shared/work";
 import { GeoTiffSource } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "../../shared/levels";
 import { compactWindow, copyWindow, type PixelView, type Pixels } from "./pixels";
@@ -48,7 +49,12 @@ export interface CogOptions {
   prefetchRing?: number;
   /** Bound on each shared header or tile-table read (default 10 s); then 504. */
   sharedWorkTimeoutMs?: number;
+  /** The work a render may take, in units (≈ ms of one core): the request deadline's (default 30 s). */
+  workLimit?: number;
 }
+
+/** The work limit of a COG opened without one: the decoder's default request deadline. */
+const DEFAULT_WORK_LIMIT = 30_000;
 
 /** TIFF PhotometricInterpretation values we decode. */
 const PHOTOMETRIC = { whiteIsZero: 0, blackIsZero: 1, rgb: 2, palette: 3, cmyk: 5, ycbcr: 6, cieLab: 8 };
@@ -81,6 +87,7 @@ export class Cog {
     readonly budget: WorkBudget,
     /** Where the source lies, for map tiles; absent for a picture that is not georeferenced. */
     readonly geo: SourceGeo | undefined,
+    private readonly workLimit: number,
   ) {}
 
   /**
@@ -114,7 +121,7 @@ export class Cog {
     } catch (e) {
       throw asHttpError(e, source);
     }
-    const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global(), readGeoreference(full, levels));
+    const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global(), readGeoreference(full, levels), options.workLimit ?? DEFAULT_WORK_LIMIT);
     if ((options.prefetchRing ?? DEFAULT_PREFETCH_RING) > 0) cog.prefetchTables();
     return cog;
   }
@@ -135,9 +142,14 @@ export class Cog {
     return stored ? Math.min(full.getSamplesPerPixel(), 4) : 3;
   }
 
+  /** How the full level's blocks are stored, as the cost model counts their decode. */
+  get codec(): Codec {
+    return codecOf(this.levels[0].image.getFileDirectory().getValue("Compression") as number | undefined);
+  }
+
   /**
-   * What requests are resolved against: the size, and the largest output area this decoder's
-   * work budget can render (see maxRenderArea), declared in info.json as maxArea.
+   * What requests are resolved against: the size, and the largest output area this decoder
+   * renders within its work budget and work limit (see maxRenderArea), declared in info.json as maxArea.
    */
   get limits(): ImageLimits {
     return (this.resolvedLimits ??= this.renderLimits());
@@ -146,8 +158,8 @@ export class Cog {
   private renderLimits(): ImageLimits {
     const full = this.levels[0];
     const shape = { levels: this.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight };
-    const maxArea = maxRenderArea(shape, this.channels, this.budget.limitBytes);
-    return { width: full.width, height: full.height, ...(maxArea !== undefined && { maxArea }) };
+    const maxArea = maxRenderArea(shape, this.channels, this.codec, { bytes: this.budget.limitBytes, work: this.workLimit });
+    return { width: full.width, height: full.height, maxArea };
   }
 
   info(id: string): SourceInfo {
@@ -162,6 +174,8 @@ export class Cog {
       levels: this.levels.map(({ width, height }) => ({ width, height })),
       bytes: this.source.size,
       maxArea: this.limits.maxArea,
+      channels: this.channels,
+      codec: this.codec,
       georeference: this.geo?.info,
     };
   }

@@ -5,7 +5,8 @@
 // made and costed before any pixel I/O, so a mosaic tile is admitted like any tile: one
 // reservation, permit and deadline for all of its child reads.
 import { badRequest } from "../../shared/errors";
-import { parseExpressions, evaluateExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
+import { evaluateExpressions, expressionNodes, parseExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
+import { composeWork, TILE_WORK_HELP } from "../../shared/maps/tile-cost";
 import type { TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import { bandLayout } from "../cog/bands";
@@ -78,18 +79,24 @@ export function composeTile(assets: TileAsset[], req: TileRequest, what: string)
   // The reducer's planes: two a component (value, validity); the stack statistics keep every asset's.
   const stacked = req.pixelSelection === "median" || req.pixelSelection === "stdev" || req.pixelSelection === "mean";
   const reducing = pixels * components * 5 * (stacked ? assets.length + 1 : 2);
-  const cost = reads.flat().reduce((sum, r) => sum + plannedCost(r.cog, r.plan), 0) + reducing;
+  const readCosts = reads.flat().map((r) => plannedCost(r.cog, r.plan));
+  const nodes = program ? expressionNodes(program) : 0;
+  const mode = req.pixelSelection ?? "first";
+  const cost = {
+    bytes: readCosts.reduce((sum, c) => sum + c.bytes, 0) + reducing,
+    work: readCosts.reduce((sum, c) => sum + c.work, 0) + composeWork({ assets: assets.length, side, components, nodes, pixelSelection: mode, format: req.format }),
+  };
   const channelCount = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? first.channels.length) - (lastband ? 1 : 0);
   const ranges = valueRanges(first.bands[0].cog, req, channelCount);
   return {
     cost,
     what,
+    workHelp: TILE_WORK_HELP,
     render: async (signal, work) => {
       const tupleAt = async (i: number) => {
         const planes = await warpAsset(reads[i], req, signal, work);
         return stage === "before_channels" ? tupleOf(assets[i].bands.map((b) => planes.get(b.name)!)) : channels(program, assets[i], planes, pixels);
       };
-      const mode = req.pixelSelection ?? "first";
       // One asset painted `first` is its own result (its invalid pixels stay transparent): nothing to reduce.
       let reduced: AssetTuple;
       if (assets.length === 1 && mode === "first") {
@@ -108,9 +115,9 @@ export function composeTile(assets: TileAsset[], req: TileRequest, what: string)
 /** `req` on one COG, rendered outside a server: its work reserved from the COG's budget, fail-fast. */
 export async function renderTile(cog: Cog, req: TileRequest, signal = new AbortController().signal): Promise<RenderedTile> {
   const prepared = composeTile([cogAsset(cog, req, cog.source.label)], req, cog.source.label);
-  const work = cog.budget.tryReserve(prepared.cost, `a tile of ${cog.source.label}`, "tile");
+  const work = cog.budget.tryReserve(prepared.cost.bytes, `a tile of ${cog.source.label}`, "tile");
   try {
-    return (await prepared.render(signal, work)) as RenderedTile;
+    return (await prepared.render(signal, work, "tile")) as RenderedTile;
   } finally {
     work.release();
   }

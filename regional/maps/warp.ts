@@ -8,7 +8,8 @@
 import { badRequest, notFound } from "../../shared/errors";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { tileSide, type TileRequest } from "../../shared/maps/tile-request";
-import { tileCost, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
+import type { Cost } from "../../shared/cost";
+import { readWork, tileCost, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
 import type { Cog, LevelWindow } from "../cog/cog";
 import { bandLayout, readBands, sampleType } from "../cog/bands";
 import type { Reservation } from "../runtime/work-budget";
@@ -104,18 +105,23 @@ export function planTile(cog: Cog, req: TileRequest): TilePlan {
   return { side, bands, read: { level: index, window }, xs, ys, covered, resampling, scaleX, scaleY };
 }
 
-/** The peak memory a planned tile takes (tileCost with the real window, bands and sample size). */
-export function plannedCost(cog: Cog, plan: TilePlan): number {
+/** What a planned read costs: tileCost and readWork with the real window, bands, sample size and codec. */
+export function plannedCost(cog: Cog, plan: TilePlan): Cost {
+  const shape = plannedShape(cog, plan);
+  return { bytes: tileCost(shape, plan.read, plan.side), work: readWork({ ...shape, codec: cog.codec }, plan.read, plan.side, plan.resampling) };
+}
+
+/** What a planned read holds: its level's blocks, the bands read with the mask or alpha, their sample size. */
+function plannedShape(cog: Cog, plan: TilePlan): TileCostShape {
   const level = cog.levels[plan.read?.level ?? 0];
   const { bits } = sampleType(level.image);
   const layout = bandLayout(level.image);
-  const shape: TileCostShape = {
+  return {
     tileWidth: level.tileWidth,
     tileHeight: level.tileHeight,
     bands: plan.bands.length + (level.mask || layout.alpha !== undefined ? 1 : 0),
     bytesPerSample: Math.ceil(bits / 8),
   };
-  return tileCost(shape, plan.read, plan.side);
 }
 
 /** Reads and resamples a planned tile. `work`: the request's reservation (else one of its own, fail-fast). */
@@ -124,7 +130,7 @@ export async function warpPlanned(cog: Cog, plan: TilePlan, req: TileRequest, si
   const bands = plan.bands.map(() => new Float32Array(side * side));
   const valid = plan.bands.map(() => new Uint8Array(side * side));
   if (!read) return { width: side, height: side, bands, valid };
-  const own = work ? undefined : cog.budget.tryReserve(plannedCost(cog, plan), `a tile of ${cog.source.label}`, "tile");
+  const own = work ? undefined : cog.budget.tryReserve(plannedCost(cog, plan).bytes, `a tile of ${cog.source.label}`, "tile");
   try {
     const planes = await readBands(cog, read.level, read.window, plan.bands, req.nodata, signal, (work ?? own)!);
     signal.throwIfAborted();

@@ -231,6 +231,24 @@ function operand(node: ExpressionNode, needed: number): string {
   return precedence(node) < needed ? `(${format(node)})` : format(node);
 }
 
+/** Nodes of a program (numbers, bands, operators, calls): what its evaluation costs per pixel. */
+export function expressionNodes(program: Pick<ExpressionProgram, "channels">): number {
+  const count = (node: ExpressionNode): number => {
+    switch (node.kind) {
+      case "number":
+      case "band":
+        return 1;
+      case "negate":
+        return 1 + count(node.operand);
+      case "binary":
+        return 1 + count(node.left) + count(node.right);
+      case "call":
+        return 1 + node.args.reduce((sum, arg) => sum + count(arg), 0);
+    }
+  };
+  return program.channels.reduce((sum, node) => sum + count(node), 0);
+}
+
 /** A band's plane and its validity (1 valid, 0 nodata or masked), one entry a pixel. */
 export interface BandPlane {
   values: Float32Array;
