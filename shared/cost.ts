@@ -47,13 +47,12 @@ export interface DecodeShape {
 }
 
 /**
- * Multiples of the raw output a jp2 encode holds: the raw pixels and their copy sent to the
- * encoder's worker thread (2); OpenJPEG's WebAssembly memory, measured at 9.2 for 3-channel
- * images of 4 and 9 MP (the pixels copied in, every sample a 32-bit integer in the image and
- * again in the tile it transforms, a codestream buffer of 1.5), counted as 10; the codestream
- * copied out and the JP2 file around it, at most 1.5 each (3).
+ * Multiples of the raw output a jp2 encode holds: the raw pixels (1); OpenJPEG codes them a
+ * 1024² tile at a time (regional/encode/tiled-codestream.ts), so its WebAssembly memory is a
+ * tile's, about 50 MiB a thread whatever the output, not counted here; the codestream's pieces
+ * and the JP2 file written from them, at most 1.5 each (lossless noise; lossy is a fifteenth).
  */
-export const JP2_ENCODE_MULTIPLE = 15;
+export const JP2_ENCODE_MULTIPLE = 4;
 
 /** What the estimate needs of a source: its pyramid and its full level's tiling. */
 export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight">;

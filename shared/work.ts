@@ -32,7 +32,7 @@ export const WORK_PER_MEGASAMPLE = {
   /** A rotation or mirror, per million samples of the rotated canvas. */
   rotate: 7,
   /** Encoding the answer, by format (pdf is a JPEG inside a page; tif is LZW; jp2 is OpenJPEG). */
-  encode: { jpg: 2, png: 22, webp: 55, tif: 15, gif: 770, pdf: 3.5, jp2: 130 } satisfies Record<Format, number>,
+  encode: { jpg: 2, png: 22, webp: 55, tif: 15, gif: 770, pdf: 3.5, jp2: 90 } satisfies Record<Format, number>,
   /**
    * A map tile's warp of one band, per million samples of the tile, by kernel at scale 1 (the
    * transformer's share included; `bench:map-stages`). A kernel widens with the source pixels an

@@ -70,7 +70,7 @@ export async function renderHere(
   img = quality(img, req);
   // Formats without alpha are composited on white rather than showing premultiplied black.
   if (!encoder.alpha) img = img.flatten({ background: WHITE });
-  const body = await encoder.encode(img, req.quality);
+  const body = await encoder.encode(img, req.quality, signal);
   signal?.throwIfAborted();
   return { body, contentType: encoder.contentType };
 }
