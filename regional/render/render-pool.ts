@@ -21,6 +21,16 @@ import type { Reservation } from "../runtime/work-budget";
 /** Idle threads beyond the first end after this long; a busier moment starts them again. */
 const IDLE_TIMEOUT_MS = 60_000;
 
+/**
+ * A pool that ran a render reserving more than this is replaced once it has been idle for
+ * RECYCLE_IDLE_MS: a thread keeps what a large render grew (its heap, pixel buffers awaiting a
+ * collection that an idle thread never runs, its allocator's arenas), hundreds of MB that would
+ * stay resident for as long as the decoder runs. Smaller renders leave too little to be worth a
+ * thread's start (about a second of one core).
+ */
+const RECYCLE_ABOVE_BYTES = 64 * 2 ** 20;
+const RECYCLE_IDLE_MS = 2000;
+
 /** Added to the pool threads' nice value (Linux: per thread): fulls yield the CPU to tiles. */
 const NICE_INCREMENT = 10;
 
@@ -68,13 +78,17 @@ function startPool(): Piscina<RenderTask, RenderOutcome> {
 
 /** Renders handed to the pool and not yet returned (running or queued). */
 let inPool = 0;
-/** Renders ever handed to the pool. */
+/** The largest reservation a render of the current pool has held; a recycle starts it again. */
+let largestBytes = 0;
+let recycleTimer: NodeJS.Timeout | undefined;
+/** Renders ever handed to the pool, and the times the pool was replaced to return its memory. */
 let renders = 0;
+let recycles = 0;
 
 /** What the decoder's /metrics reports of the pool (metrics.ts). */
-export function renderPoolStats(): { threads: number; busy: number; queued: number; renders: number } {
+export function renderPoolStats(): { threads: number; busy: number; queued: number; renders: number; recycles: number } {
   const queued = pool?.queueSize ?? 0;
-  return { threads: pool?.threads.length ?? 0, busy: Math.max(0, inPool - queued), queued, renders };
+  return { threads: pool?.threads.length ?? 0, busy: Math.max(0, inPool - queued), queued, renders, recycles };
 }
 
 /**
@@ -98,6 +112,8 @@ export async function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: 
   };
   inPool++;
   renders++;
+  largestBytes = Math.max(largestBytes, work.bytes);
+  clearTimeout(recycleTimer);
   try {
     const out = await renderPool().run(task, { transferList: [port2] });
     signal.throwIfAborted();
@@ -107,7 +123,19 @@ export async function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: 
     inPool--;
     signal.removeEventListener("abort", abort);
     port1.close();
+    if (inPool === 0 && largestBytes > RECYCLE_ABOVE_BYTES) recycleTimer = setTimeout(recycle, RECYCLE_IDLE_MS).unref();
   }
+}
+
+/** Replaces an idle pool by a fresh one (its first thread started now), ending the old one's threads. */
+function recycle(): void {
+  if (inPool > 0 || !pool) return;
+  const old = pool;
+  pool = undefined;
+  largestBytes = 0;
+  recycles++;
+  renderPool();
+  void old.destroy();
 }
 
 /** Serves one of the worker's reads, its bytes transferred when they are a buffer of their own. */
