@@ -175,7 +175,7 @@ export class WorkBudget {
   private checkFits(bytes: number, what: string): void {
     if (!Number.isSafeInteger(bytes) || bytes < 0) throw new HttpError("too_large", `${what}: work size overflows`);
     if (bytes > this.limitBytes) {
-      throw new HttpError("too_large", `${what} needs ${mib(bytes)}, more than the whole ${mib(this.limitBytes)} work budget`);
+      throw new HttpError("too_large", `${what} needs ${mib(bytes)}, more than the whole ${mib(this.limitBytes)} work budget; a smaller size or region fits (jp2 and png hold the most per pixel)`);
     }
   }
 

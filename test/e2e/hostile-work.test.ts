@@ -1,8 +1,8 @@
 // Cheap URLs for expensive work, as a hostile client sends them to the whole stack with its
 // default configuration (no MAX_* set): each is refused within a second, before any pixel is
 // read, and leaves every permit free. Before the work was counted, the upscale took 46 s and
-// 2.4 GB (a 512 MiB budget) to answer 200, and the thumbnail of the flat source held a permit
-// and a core until REQUEST_TIMEOUT.
+// 2.4 GB (a 512 MiB budget) to answer 200, the thumbnail of the flat source held a permit and a
+// core until REQUEST_TIMEOUT, and the 8150² jp2 was a 502 after 3.5–7.7 s that left 2.3 GB resident.
 import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -54,6 +54,15 @@ describe("cheap URLs for expensive work, against the default configuration", () 
     expect(status, body.message).toBe(413);
     expect(body.error).toBe("too_large");
     expect(body.message).toMatch(/of one decoder core, more than the 60 s a request may take; .*overviews \(tessera validate says how/);
+    expect(ms).toBeLessThan(1000);
+    expect(decoded).toBe(0);
+    expect(await sumMetric(stack.url, "tessera_admission_permits_in_use ")).toBe(0);
+  });
+
+  it("an 8150² JPEG 2000 of the pattern (within maxArea) is refused with 413 before a block is decoded, saying what fits", async () => {
+    const { status, body, ms, decoded } = await ask("/iiif/3/test-pattern/full/%5Epct:815/!90/default.jp2");
+    expect(status, body.message).toBe(413);
+    expect(body.message).toMatch(/needs [\d.]+ MiB, more than the whole 512\.0 MiB work budget; a smaller size or region fits/);
     expect(ms).toBeLessThan(1000);
     expect(decoded).toBe(0);
     expect(await sumMetric(stack.url, "tessera_admission_permits_in_use ")).toBe(0);
