@@ -40,6 +40,7 @@ import jpegTurbo from "@julusian/jpeg-turbo";
 import { fromFile } from "geotiff";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
 import { mergeJpegTables } from "../regional/cog/jpeg-tables";
+import { ALLOCATOR_ENV } from "../regional/runtime/allocator";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
@@ -207,6 +208,8 @@ async function startTessera(
     cwd: root,
     env: {
       ...process.env,
+      // As deployed: this checkout's allocator settings (another checkout runs as it did).
+      ...(root === ROOT && ALLOCATOR_ENV),
       TESSERA_DECODER_SECRET: SECRET,
       TESSERA_DECODER_PORT: String(port),
       TESSERA_DATA_DIR: DIR,

@@ -181,9 +181,18 @@ async function hmac(secret: string, message: string): Promise<string> {
   return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-// The limits are signed as sent, absent ones as "-": a changed, added or removed value fails.
+// The limits are signed as sent, absent ones as "-": a changed, added or removed value fails. The
+// grant of work, newer than the others, is signed after them and only when sent, so a decoder
+// still verifies what the previous edge signed while a deploy rolls (decoders first).
+const FIRST_LIMITS: (keyof SignedLimits)[] = ["timeoutMs", "grantBytes", "partition", "requestId"];
 const signedText = (method: string, pathAndQuery: string, expires: number, limits: SignedLimits) =>
-  [method, pathAndQuery, expires, ...LIMIT_HEADERS.map(([field]) => limits[field] ?? "-")].join("\n");
+  [
+    method,
+    pathAndQuery,
+    expires,
+    ...FIRST_LIMITS.map((field) => limits[field] ?? "-"),
+    ...(limits.grantWork == null ? [] : [`work=${limits.grantWork}`]),
+  ].join("\n");
 
 /** The signature header value for a request from the edge (or DO) to a decoder. */
 export async function signRequest(

@@ -90,4 +90,7 @@ it("the largest png, then the largest jp2, each leave the decoder's resident mem
     console.log(`${side}² ${format}: idle ${mib(idle)}, after the answer ${mib(after)}, settled at ${mib(now)}`);
     expect((now - idle) / MIB, format).toBeLessThanOrEqual(ALLOWED_BYTES / MIB);
   }
+  // Each render reserved hundreds of MiB: the idle pool was replaced after each.
+  const recycles = async () => Number(/^tessera_decoder_render_pool_recycles_total (\S+)$/m.exec(await (await fetch(`${decoder.url}/metrics`)).text())?.[1]);
+  await expect.poll(recycles, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
 }, 240_000);
