@@ -53,9 +53,10 @@ export const ADMISSION_DEFAULTS = {
   TILES_MEMORY_RATIO: 0.25,
   ADMISSION_MODE: "advanced",
   LARGE_DECODE_THRESHOLD_BYTES: 32 * 1024 * 1024,
-  // A quarter second of one core: a viewer's tile takes a few units, a whole-image render or a
-  // costly map style hundreds (see `npm run bench:work`).
-  LARGE_DECODE_THRESHOLD_WORK: 250,
+  // An eighth of a second of one core, above every tile a viewer asks: a 256² IIIF tile takes
+  // 6–15 units, a @2x map tile 72 (bilinear) to 113 (cubic); an expression at the node cap on
+  // one takes 185, a whole-image render or a 32-asset mosaic hundreds (`npm run bench:work`).
+  LARGE_DECODE_THRESHOLD_WORK: 125,
   REQUEST_TIMEOUT: 60,
   BODY_READ_TIMEOUT: 10,
   QUEUE_TIMEOUT: 10,

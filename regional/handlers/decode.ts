@@ -27,6 +27,7 @@ export async function runDecode(
   const partition = grant?.partition ?? classify(cost, DEFAULT_THRESHOLDS);
   const work = await reserve(decoder, prepared, partition, signal, grant);
   const stopped = decoder.metrics.decodes.start(partition);
+  const settled = decoder.settle.start(cost.bytes);
   try {
     const out = await prepared.render(signal, work, partition);
     // The encoded answer (its estimate's encode stage) stays reserved until its last byte is
@@ -47,6 +48,7 @@ export async function runDecode(
     };
   } finally {
     stopped();
+    settled();
     work.release();
   }
 }

@@ -93,7 +93,7 @@ export async function composeTile(assets: TileAsset[], req: TileRequest, what: s
   const channelCount = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? first.channels.length) - (lastband ? 1 : 0);
   const ranges = valueRanges(first.bands[0].cog, req, channelCount);
   const composition: Composition = { assets, reads, req, program, stage, mode, components, side, ranges };
-  return { cost, what, workHelp: TILE_WORK_HELP, render: (signal, work) => paint(composition, new Slices(signal), work) };
+  return { cost, what, workHelp: TILE_WORK_HELP, render: (signal, work, partition) => paint(composition, new Slices(signal, partition), work) };
 }
 
 /** A tile composed and planned, ready to paint. */

@@ -21,16 +21,6 @@ import type { Reservation } from "../runtime/work-budget";
 /** Idle threads beyond the first end after this long; a busier moment starts them again. */
 const IDLE_TIMEOUT_MS = 60_000;
 
-/**
- * A pool that ran a render reserving more than this is replaced once it has been idle for
- * RECYCLE_IDLE_MS: a thread keeps what a large render grew (its heap, pixel buffers awaiting a
- * collection that an idle thread never runs, its allocator's arenas), hundreds of MB that would
- * stay resident for as long as the decoder runs. Smaller renders leave too little to be worth a
- * thread's start (about a second of one core).
- */
-const RECYCLE_ABOVE_BYTES = 64 * 2 ** 20;
-const RECYCLE_IDLE_MS = 2000;
-
 /** Added to the pool threads' nice value (Linux: per thread): fulls yield the CPU to tiles. */
 const NICE_INCREMENT = 10;
 
@@ -78,12 +68,12 @@ function startPool(): Piscina<RenderTask, RenderOutcome> {
 
 /** Renders handed to the pool and not yet returned (running or queued). */
 let inPool = 0;
-/** The largest reservation a render of the current pool has held; a recycle starts it again. */
-let largestBytes = 0;
-let recycleTimer: NodeJS.Timeout | undefined;
+
 /** Renders ever handed to the pool, and the times the pool was replaced to return its memory. */
 let renders = 0;
 let recycles = 0;
+/** `renders` when the current pool started. */
+let rendersAtStart = 0;
 
 /** What the decoder's /metrics reports of the pool (metrics.ts). */
 export function renderPoolStats(): { threads: number; busy: number; queued: number; renders: number; recycles: number } {
@@ -112,8 +102,6 @@ export async function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: 
   };
   inPool++;
   renders++;
-  largestBytes = Math.max(largestBytes, work.bytes);
-  clearTimeout(recycleTimer);
   try {
     const out = await renderPool().run(task, { transferList: [port2] });
     signal.throwIfAborted();
@@ -123,18 +111,21 @@ export async function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: 
     inPool--;
     signal.removeEventListener("abort", abort);
     port1.close();
-    if (inPool === 0 && largestBytes > RECYCLE_ABOVE_BYTES) recycleTimer = setTimeout(recycle, RECYCLE_IDLE_MS).unref();
   }
 }
 
-/** Replaces an idle pool by a fresh one (its first thread started now), ending the old one's threads. */
-function recycle(): void {
-  if (inPool > 0 || !pool) return;
+/**
+ * Replaces the pool, when idle and it has rendered since it started, by a fresh one (its first
+ * thread started now), ending the old one's threads: a thread keeps what a large render grew (its
+ * heap, pixel buffers awaiting a collection an idle thread never runs, its allocator's arenas).
+ */
+export function recycleRenderPool(): void {
+  if (inPool > 0 || !pool || renders === rendersAtStart) return;
   const old = pool;
   pool = undefined;
-  largestBytes = 0;
   recycles++;
   renderPool();
+  rendersAtStart = renders;
   void old.destroy();
 }
 
