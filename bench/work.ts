@@ -1,8 +1,9 @@
 // `npm run bench:work`: the work unit, measured. Prints, for this machine, the CPU time each
 // coefficient of shared/work.ts stands for (ms of one core per million samples at each stage),
 // beside the value the code uses, then checks the sums on real renders: a decoder in this process
-// answers a mix of IIIF and map requests one at a time, and each request's CPU time is compared
-// with the work its answer reports (x-tessera-estimate-work). The last line is the summary.
+// answers IIIF requests of every codec and format one at a time, and each request's CPU time is
+// compared with the work its answer reports (x-tessera-estimate-work). The last line is the
+// summary. The map stages' coefficients have their own bench, bench:map-stages.
 //
 // Fixtures (under BENCH_DIR, /tmp/tessera-bench, made once with GDAL from bench:decode's 8192²
 // textured image): a 2048² RGB COG in each codec the decoder reads. CPU time is the process's
