@@ -101,8 +101,6 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
     budget,
     prefetchRing: options.prefetchRing,
     sharedWorkTimeoutMs: options.sharedWorkTimeoutMs,
-    // A unit of work is about a millisecond of one core: what a request may take is its deadline.
-    workLimit: requestTimeoutMs,
   };
   const { assets, mosaicTiles, mosaicAssets } = mosaicMembers(options, opening);
   const snapshots = new CogCache<Cog | Mosaic>(

@@ -43,7 +43,7 @@ export interface SourceInfo {
   levels: { width: number; height: number }[];
   /** Size in bytes of the source object. */
   bytes: number;
-  /** The largest output area the decoder renders of it: within its work budget and its work limit. */
+  /** The largest output area the decoder renders of it within its work budget (the edge bounds it by work too). */
   maxArea?: number;
   /** Channels a render of it has (1 grey … 4 RGBA); absent for a mosaic. */
   channels?: number;

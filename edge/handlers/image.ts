@@ -34,7 +34,7 @@ export const imageHandler =
       version,
     );
     const info = await imageSourceInfo(source, env, config, ctx, forClient(req));
-    const limits = { width: info.width, height: info.height, ...servedLimits(config.limits, info) };
+    const limits = { width: info.width, height: info.height, ...servedLimits(config.limits, info, config.admission.requestTimeoutMs) };
     const resolved = resolveImageRequest(parsed, limits);
     // The 3.0 form with the size spelled out names the pixels whatever the API version and the
     // size limits: 2.1 and 3.0 requests for the same image share one cache entry, one ETag and

@@ -49,12 +49,7 @@ export interface CogOptions {
   prefetchRing?: number;
   /** Bound on each shared header or tile-table read (default 10 s); then 504. */
   sharedWorkTimeoutMs?: number;
-  /** The work a render may take, in units (≈ ms of one core): the request deadline's (default 30 s). */
-  workLimit?: number;
 }
-
-/** The work limit of a COG opened without one: the decoder's default request deadline. */
-const DEFAULT_WORK_LIMIT = 30_000;
 
 /** TIFF PhotometricInterpretation values we decode. */
 const PHOTOMETRIC = { whiteIsZero: 0, blackIsZero: 1, rgb: 2, palette: 3, cmyk: 5, ycbcr: 6, cieLab: 8 };
@@ -87,7 +82,6 @@ export class Cog {
     readonly budget: WorkBudget,
     /** Where the source lies, for map tiles; absent for a picture that is not georeferenced. */
     readonly geo: SourceGeo | undefined,
-    private readonly workLimit: number,
   ) {}
 
   /**
@@ -121,7 +115,7 @@ export class Cog {
     } catch (e) {
       throw asHttpError(e, source);
     }
-    const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global(), readGeoreference(full, levels), options.workLimit ?? DEFAULT_WORK_LIMIT);
+    const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global(), readGeoreference(full, levels));
     if ((options.prefetchRing ?? DEFAULT_PREFETCH_RING) > 0) cog.prefetchTables();
     return cog;
   }
@@ -149,7 +143,7 @@ export class Cog {
 
   /**
    * What requests are resolved against: the size, and the largest output area this decoder
-   * renders within its work budget and work limit (see maxRenderArea), declared in info.json as maxArea.
+   * renders within its work budget (see maxRenderArea); the edge bounds what it declares by work too.
    */
   get limits(): ImageLimits {
     return (this.resolvedLimits ??= this.renderLimits());
@@ -158,7 +152,9 @@ export class Cog {
   private renderLimits(): ImageLimits {
     const full = this.levels[0];
     const shape = { levels: this.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight };
-    const maxArea = maxRenderArea(shape, this.channels, this.codec, { bytes: this.budget.limitBytes, work: this.workLimit });
+    // Its memory only: the work a request may take is the deadline it is given, which the edge
+    // (the DO's REQUEST_TIMEOUT) applies to what it declares, and the decoder to what it runs.
+    const maxArea = maxRenderArea(shape, this.channels, this.codec, { bytes: this.budget.limitBytes, work: Infinity });
     return { width: full.width, height: full.height, maxArea };
   }
 

@@ -59,7 +59,7 @@ function difference(bytes: Uint8Array | ArrayBuffer): number {
 }
 
 /** Waits until `check` holds, at most `ms`. */
-async function until(check: () => Promise<boolean>, ms = 1000): Promise<void> {
+async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
   const by = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > by) throw new Error(`not within ${ms} ms`);
