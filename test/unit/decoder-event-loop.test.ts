@@ -72,7 +72,7 @@ afterAll(async () => {
   if (decoder) await stopDecoder(decoder);
   edge?.close();
   rmSync(dir, { recursive: true, force: true });
-});
+}, 60_000); // a drain on a machine running the whole suite
 
 const get = async (tile: string, signal?: AbortSignal) => {
   const pathAndQuery = `/v1/tiles/${tile}`;

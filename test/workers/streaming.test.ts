@@ -68,7 +68,9 @@ async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
 }
 
 beforeAll(async () => {
-  for (const id of SOURCES) await cacheSourceInfo(squareSource(id, [1000, 500]));
+  // JPEG-stored RGB, as a decoder reports them: a whole-image PNG of it is a tile by its work (86
+  // units), so identical requests are not held back by the full partition's few permits.
+  for (const id of SOURCES) await cacheSourceInfo({ ...squareSource(id, [1000, 500]), channels: 3, codec: "jpeg" });
 });
 beforeEach(async () => {
   await settled();
