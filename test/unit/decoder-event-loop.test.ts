@@ -124,6 +124,18 @@ async function underLoad(load: () => Promise<void>): Promise<{ loopLagMaxMs: num
   return { loopLagMaxMs: await loopLagMaxMs(), slowestHealthMs: Math.max(...latencies), samples: latencies.length, longestBeatGapMs: Math.max(0, ...gaps), gaps: gaps.length };
 }
 
+/**
+ * underLoad, run again once if the decoder's loop was held past the bound: a process on a machine
+ * running the rest of the suite can be descheduled that long now and then, while a loop that a
+ * computation blocks is held every time (1–2 s each time before slicing).
+ */
+async function underLoadTwice(load: () => Promise<void>): ReturnType<typeof underLoad> {
+  const first = await underLoad(load);
+  if (first.loopLagMaxMs < LOOP_BOUND_MS && first.slowestHealthMs < CLIENT_SLACK * LOOP_BOUND_MS) return first;
+  console.log(`event loop held past the bound once, measuring again: ${JSON.stringify(first)}`);
+  return underLoad(load);
+}
+
 /** The decoder's longest event-loop delay since its last scrape, as it measured it itself. */
 async function loopLagMaxMs(): Promise<number> {
   const text = await (await fetch(`${decoder.url}/metrics`)).text();
@@ -160,7 +172,7 @@ describe("the decoder's event loop under costly map tiles", () => {
   it(`answers /health and heartbeats within ${LOOP_BOUND_MS} ms with four expression bombs at the node cap (${MAX_EXPRESSION_NODES}, @2x) in flight, each tile as rendered alone`, async () => {
     const alone = await pixels(BOMB);
     let tiles = 0;
-    const figures = await underLoad(async () => {
+    const figures = await underLoadTwice(async () => {
       tiles = await keepInFlight(BOMB, 4, (rgba) => expect(rgba.equals(alone)).toBe(true));
     });
     console.log(`expression bombs rendered: ${tiles}`);
@@ -170,7 +182,7 @@ describe("the decoder's event loop under costly map tiles", () => {
   it(`answers /health and heartbeats within ${LOOP_BOUND_MS} ms with ${ASSETS}-asset mean tiles in flight, each the fixtures' mean`, async () => {
     const expected = meanOfFixtures();
     let tiles = 0;
-    const figures = await underLoad(async () => {
+    const figures = await underLoadTwice(async () => {
       tiles = await keepInFlight(`${MOSAIC_TILE}?pixel_selection=mean`, 2, (rgba) => expectWithin(rgba, expected, 1));
     });
     console.log(`mosaic tiles rendered: ${tiles}`);
