@@ -31,6 +31,7 @@ export default defineConfig({
                 TEST_COUNTED_DECODER_URL: inject("countedDecoderUrl"),
                 TEST_CONNECTIONS_DECODER_URL: inject("connectionsDecoderUrl"),
                 TEST_CUTTING_DECODER_URL: inject("cuttingDecoderUrl"),
+                TEST_STREAMING_DECODER_URL: inject("streamingDecoderUrl"),
                 TEST_DRAINING_DECODER_CONTROL_URL: inject("drainingDecoderControlUrl"),
                 REQUEST_TIMEOUT: "2",
                 QUEUE_TIMEOUT: "1",

@@ -12,7 +12,8 @@ import { Pool } from "undici";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { ROOT } from "../infra/root";
 import { startStack } from "../infra/local/stack";
-import { cpuSeconds, workerdPid } from "./decode";
+import { workerdPid } from "../test/support/workerd-process";
+import { cpuSeconds } from "./decode";
 
 const SECONDS = Number(process.env.TESSERA_BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.TESSERA_BENCH_ROUNDS ?? 6);

@@ -20,7 +20,8 @@ import { copyFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { startStack } from "../infra/local/stack";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
-import { DIR, drive, FILE, get, grid, makeFixture, shuffled, workerdPid, type Tile } from "./decode";
+import { workerdPid } from "../test/support/workerd-process";
+import { DIR, drive, FILE, get, grid, makeFixture, shuffled, type Tile } from "./decode";
 import { interleaved, PROBE_HOST, PROBE_WORKER } from "./do-probe";
 
 const EDGE_PORT = 9295;

@@ -32,7 +32,7 @@
 // lighttpd). The last line is the summary the issue asks for.
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { Agent, request } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -40,6 +40,7 @@ import jpegTurbo from "@julusian/jpeg-turbo";
 import { fromFile } from "geotiff";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
 import { mergeJpegTables } from "../regional/cog/jpeg-tables";
+import { ALLOCATOR_ENV } from "../regional/runtime/allocator";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
@@ -207,6 +208,8 @@ async function startTessera(
     cwd: root,
     env: {
       ...process.env,
+      // As deployed: this checkout's allocator settings (another checkout runs as it did).
+      ...(root === ROOT && ALLOCATOR_ENV),
       TESSERA_DECODER_SECRET: SECRET,
       TESSERA_DECODER_PORT: String(port),
       TESSERA_DATA_DIR: DIR,
@@ -237,27 +240,6 @@ async function startTessera(
 export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** The workerd process listening at `url` (Miniflare may pick the port after workerd starts). */
-export function workerdPid(url: string): number {
-  const port = Number(new URL(url).port).toString(16).toUpperCase().padStart(4, "0");
-  const listening = new Set(
-    readFileSync("/proc/net/tcp", "utf8")
-      .split("\n")
-      .map((line) => line.trim().split(/\s+/))
-      .filter((f) => f[1]?.endsWith(`:${port}`) && f[3] === "0A") // 0A: LISTEN
-      .map((f) => `socket:[${f[9]}]`),
-  );
-  for (const pid of readdirSync("/proc").filter((e) => /^\d+$/.test(e))) {
-    try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("workerd\0serve")) continue;
-      if (readdirSync(`/proc/${pid}/fd`).some((fd) => listening.has(readlinkSync(`/proc/${pid}/fd/${fd}`)))) return Number(pid);
-    } catch {
-      // exited meanwhile, or not ours to read
-    }
-  }
-  throw new Error(`no workerd listens at ${url}`);
 }
 
 async function fetchText(port: number, pathAndQuery: string, signed: boolean): Promise<string> {

@@ -34,7 +34,8 @@ import { copyFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
 import { startStack } from "../infra/local/stack";
-import { DIR, drive, FILE, get, grid, ID, makeFixture, shuffled, startIipsrv, WARM_ID, workerdPid, type Server, type Tile } from "./decode";
+import { workerdPid } from "../test/support/workerd-process";
+import { DIR, drive, FILE, get, grid, ID, makeFixture, shuffled, startIipsrv, WARM_ID, type Server, type Tile } from "./decode";
 import { interleaved, PROBE_HOST, PROBE_WORKER } from "./do-probe";
 
 const EDGE_PORT = 9290;

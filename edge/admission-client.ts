@@ -1,6 +1,7 @@
 // The edge's only way to a decoder: through an admission Durable Object, the shard of the
 // region that serves the source (admission/placement.ts).
-import { classify, PARTITION_HEADER, ESTIMATE_HEADER, type Partition } from "../shared/cost";
+import { thresholdsOf } from "../shared/admission-config";
+import { classify, ESTIMATE_HEADER, ESTIMATE_WORK_HEADER, PARTITION_HEADER, type Cost as Estimate, type Partition } from "../shared/cost";
 import { errorFromResponse, HttpError } from "../shared/errors";
 import { X_REQUEST_ID } from "../shared/request-id";
 import { NO_DECODERS_HEADER, shardStub, sourceShards, type Shard } from "./admission/placement";
@@ -25,16 +26,16 @@ export async function callShard(env: Env, shard: Shard, request: Request): Promi
 /** The edge's coarse verdict on a request; metadata and small decodes are tiles. */
 export interface Cost {
   partition: Partition;
-  estimateBytes: number;
+  estimate: Estimate;
 }
 
-/** The edge's verdict on a decode of this estimated peak: "full" from the operator's threshold. */
-export const coarseCost = (estimateBytes: number, config: EdgeConfig): Cost => ({
-  partition: classify(estimateBytes, config.admission.largeDecodeThresholdBytes),
-  estimateBytes,
+/** The edge's verdict on a decode of this estimated cost: "full" from the operator's thresholds. */
+export const coarseCost = (estimate: Estimate, config: EdgeConfig): Cost => ({
+  partition: classify(estimate, thresholdsOf(config.admission)),
+  estimate,
 });
 
-const METADATA: Cost = { partition: "tile", estimateBytes: 0 };
+const METADATA: Cost = { partition: "tile", estimate: { bytes: 0, work: 0 } };
 
 /**
  * Sends a decoder request about `sourceId` (a source, or a style document's name) through
@@ -54,7 +55,12 @@ export async function viaAdmission(
       shard,
       new Request(`https://admission${decoderPath}`, {
         signal: client.signal,
-        headers: { [PARTITION_HEADER]: cost.partition, [ESTIMATE_HEADER]: String(cost.estimateBytes), [X_REQUEST_ID]: client.requestId },
+        headers: {
+          [PARTITION_HEADER]: cost.partition,
+          [ESTIMATE_HEADER]: String(cost.estimate.bytes),
+          [ESTIMATE_WORK_HEADER]: String(Math.ceil(cost.estimate.work)),
+          [X_REQUEST_ID]: client.requestId,
+        },
       }),
     );
   const [nearest, ...others] = sourceShards(edgeConfig(env).placement, sourceId);

@@ -18,6 +18,7 @@ export interface Env extends AdmissionVars, PlacementVars {
   MAX_HEIGHT: string;
   MAX_AREA: string;
   MAX_FILE_TRANSFERS: string;
+  STREAM_ANSWER_BYTES: string;
   PUBLIC_BASE_URL?: string;
   TRUST_FORWARDED_HEADERS?: string;
   PLAIN_ID_MODE?: string;
@@ -46,6 +47,11 @@ export interface EdgeConfig {
   limits: SizeLimits;
   /** /file transfers streaming at once, beside the decode permits. */
   maxFileTransfers: number;
+  /**
+   * Decoded answers of at least this many bytes (or of no declared length) pass through the
+   * admission DO and the Worker as streams; smaller ones are read whole (docs/operators.md).
+   */
+  streamAnswerBytes: number;
   /** The address clients use, without a trailing slash; undefined: from the request. */
   publicBaseUrl?: string;
   /** Whether X-Forwarded-Host/-Proto name that address (only behind a proxy that sets them). */
@@ -90,6 +96,7 @@ function parseConfig(env: Env): EdgeConfig {
       maxArea: intVar(env, "MAX_AREA", { min: 0 }) || undefined,
     },
     maxFileTransfers: intVar(env, "MAX_FILE_TRANSFERS", { min: 1 }),
+    streamAnswerBytes: intVar(env, "STREAM_ANSWER_BYTES", { min: 1 }),
     publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
     trustForwardedHeaders: flag(env, "TRUST_FORWARDED_HEADERS", false),
     plainIdMode: plainIdMode(env.PLAIN_ID_MODE),

@@ -85,8 +85,10 @@ function failure(err: unknown, req: IRequest, env: Env): Response {
 export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     if (request.method !== "HEAD") return router.fetch(request, env, ctx);
-    // HEAD is GET without the body: same status, same headers.
+    // HEAD is GET without the body: same status, same headers. The body is cancelled, not left
+    // unread: a streamed answer would wait for its reader, holding its permit to the deadline.
     const res: Response = await router.fetch(new Request(request, { method: "GET" }), env, ctx);
+    ctx.waitUntil(res.body?.cancel() ?? Promise.resolve());
     return new Response(null, res);
   },
 } satisfies ExportedHandler<Env>;

@@ -16,6 +16,9 @@ import { jsonLog, type Log } from "./runtime/log";
 import { registry } from "./runtime/metrics";
 import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./runtime/request-limiter";
 import { serverMetrics, type ServerMetrics } from "./runtime/server-metrics";
+import { yieldFullsTo } from "./runtime/slices";
+import { collectGarbage, Settle } from "./runtime/settle";
+import { recycleRenderPool } from "./render/render-pool";
 import { WorkBudget } from "./runtime/work-budget";
 import { readAssetConfig } from "./source/access-policy";
 import { assetCatalog } from "./source/asset-catalog";
@@ -74,6 +77,8 @@ export interface DecoderContext {
   readonly cancellations: Cancellations;
   readonly drain: Drain;
   readonly metrics: ServerMetrics;
+  /** Returns what large work left once the decoder is idle (runtime/settle.ts). */
+  readonly settle: Settle;
   /** Everything GET /metrics reports: the process's metrics, this server's and the drain's. */
   readonly metricsPage: Registry;
   readonly log: Log;
@@ -90,7 +95,13 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
   };
   const blockCache = options.blockCache ?? new DecodedBlockCache();
   const drain = options.drain ?? new Drain();
-  const opening: CogOptions = { cache: blockCache, budget, prefetchRing: options.prefetchRing, sharedWorkTimeoutMs: options.sharedWorkTimeoutMs };
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const opening: CogOptions = {
+    cache: blockCache,
+    budget,
+    prefetchRing: options.prefetchRing,
+    sharedWorkTimeoutMs: options.sharedWorkTimeoutMs,
+  };
   const { assets, mosaicTiles, mosaicAssets } = mosaicMembers(options, opening);
   const snapshots = new CogCache<Cog | Mosaic>(
     options.catalog,
@@ -99,6 +110,7 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
     opening,
   );
   const metrics = serverMetrics(budget, limiters.requests, limiters.transfers, blockCache, () => snapshots.size);
+  yieldFullsTo(() => metrics.decodes.now.tile);
   return {
     secret: options.secret,
     capacity: options.capacity,
@@ -107,10 +119,11 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
     mosaicTiles,
     budget,
     limiters,
-    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    requestTimeoutMs,
     cancellations: new Cancellations(),
     drain,
     metrics,
+    settle: new Settle([recycleRenderPool, collectGarbage]),
     metricsPage: Registry.merge([registry, metrics.registry, drain.registry]),
     log: options.log ?? jsonLog,
     close() {

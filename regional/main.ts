@@ -44,6 +44,7 @@ import { DecodedBlockCache } from "./cog/block-cache";
 import { Drain, LINGER_MS } from "./runtime/drain";
 import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig, type Heartbeats } from "./runtime/heartbeat";
 import { configureRenderPool } from "./render/render-pool";
+import { missingAllocatorSettings } from "./runtime/allocator";
 import { RequestLimiter } from "./runtime/request-limiter";
 import type { DecoderOptions } from "./decoder";
 import { createDecoderServer } from "./http/server";
@@ -51,11 +52,19 @@ import { jsonLog } from "./runtime/log";
 import { AssetSources } from "./source/assets";
 import { WorkBudget } from "./runtime/work-budget";
 
+/** A decoder started without the allocator settings runs, but keeps what large renders grew. */
+function warnOfAllocator(): void {
+  const missing = missingAllocatorSettings(process.env);
+  if (missing.length === 0) return;
+  jsonLog({ level: "error", msg: "allocator settings missing: memory that large renders free stays resident; start the decoder with them", settings: missing.join(" ") });
+}
+
 /** How long past its deadline and linger a drain may run before the process exits regardless. */
 const FORCED_EXIT_GRACE_MS = 5000;
 
 async function main(): Promise<void> {
   const { config, heartbeat } = configOrExit();
+  warnOfAllocator();
   configureRenderPool(config.renderThreads);
   const drain = new Drain();
   const server = createDecoderServer(decoderOptions(config, drain));

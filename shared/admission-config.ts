@@ -14,6 +14,7 @@ export interface AdmissionVars {
   TILES_MEMORY_RATIO?: string;
   ADMISSION_MODE?: string;
   LARGE_DECODE_THRESHOLD_BYTES?: string;
+  LARGE_DECODE_THRESHOLD_WORK?: string;
   REQUEST_TIMEOUT?: string;
   BODY_READ_TIMEOUT?: string;
   QUEUE_TIMEOUT?: string;
@@ -33,6 +34,8 @@ export interface AdmissionConfig {
   /** The mode as configured, when it was not a recognized one (it then runs as basic). */
   unrecognizedMode?: string;
   largeDecodeThresholdBytes: number;
+  /** Work units (≈ ms of one decoder core) at which a decode is one of the full partition. */
+  largeDecodeThresholdWork: number;
   requestTimeoutMs: number;
   bodyReadTimeoutMs: number;
   queueTimeoutMs: number;
@@ -50,6 +53,10 @@ export const ADMISSION_DEFAULTS = {
   TILES_MEMORY_RATIO: 0.25,
   ADMISSION_MODE: "advanced",
   LARGE_DECODE_THRESHOLD_BYTES: 32 * 1024 * 1024,
+  // An eighth of a second of one core, above every tile a viewer asks: a 256² IIIF tile takes
+  // 6–15 units, a @2x map tile 72 (bilinear) to 113 (cubic); an expression at the node cap on
+  // one takes 185, a whole-image render or a 32-asset mosaic hundreds (`npm run bench:work`).
+  LARGE_DECODE_THRESHOLD_WORK: 125,
   REQUEST_TIMEOUT: 60,
   BODY_READ_TIMEOUT: 10,
   QUEUE_TIMEOUT: 10,
@@ -72,6 +79,7 @@ export function admissionConfig(vars: AdmissionVars): AdmissionConfig {
     mode: known ? configuredMode : "basic",
     unrecognizedMode: known ? undefined : configuredMode,
     largeDecodeThresholdBytes: int("LARGE_DECODE_THRESHOLD_BYTES", 1),
+    largeDecodeThresholdWork: int("LARGE_DECODE_THRESHOLD_WORK", 1),
     requestTimeoutMs: int("REQUEST_TIMEOUT", 1) * 1000,
     bodyReadTimeoutMs: int("BODY_READ_TIMEOUT", 1) * 1000,
     queueTimeoutMs: int("QUEUE_TIMEOUT", 0) * 1000,
@@ -95,6 +103,15 @@ export function partitions(n: number, tilesThreadRatio: number): { tileMin: numb
   const tileMin = Math.round(n * tilesThreadRatio);
   return { tileMin, fullMax: n - tileMin };
 }
+
+/** The operator's tile/full thresholds, as `classify` takes them. */
+export const thresholdsOf = (config: Pick<AdmissionConfig, "largeDecodeThresholdBytes" | "largeDecodeThresholdWork">) => ({
+  bytes: config.largeDecodeThresholdBytes,
+  work: config.largeDecodeThresholdWork,
+});
+
+/** The thresholds with the defaults, for a decoder with no edge in front. */
+export const DEFAULT_THRESHOLDS = { bytes: ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES, work: ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_WORK };
 
 /** full_mem: the full partition's decode-memory budget. */
 export const fullMemory = (memoryLimit: number, tilesMemoryRatio: number) =>

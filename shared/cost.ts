@@ -7,14 +7,25 @@ import { HttpError } from "./errors";
 import type { Format } from "./iiif/image-request";
 import { resolveSize, rotatedCanvas, type Rect, type ResolvedImageRequest } from "./iiif/resolve";
 import { chooseLevel, windowAtLevel, type LevelSize } from "./levels";
+import { imageWork, type Codec } from "./work";
 
 export type Partition = "tile" | "full";
 
-/** DO → decoder → DO: the decoder's precise estimate, in bytes, on every image answer. */
+/** What a decode costs: the memory it holds at its peak, and the work it buys (shared/work.ts). */
+export interface Cost {
+  /** Peak bytes of decode → scale → rotate → encode. */
+  bytes: number;
+  /** Work units, each about one millisecond of one decoder core. */
+  work: number;
+}
+
+/** Edge → DO, and the decoder → DO on every answer: the estimate, bytes and work (the edge's coarse one, the decoder's precise one). */
 export const ESTIMATE_HEADER = "x-tessera-estimate";
-/** Decoder → DO, on a 503: the precise estimate exceeded the DO's grant; re-admit with this many bytes. */
+export const ESTIMATE_WORK_HEADER = "x-tessera-estimate-work";
+/** Decoder → DO, on a 503: the precise estimate exceeded the DO's grant; re-admit with this cost. */
 export const NEEDED_HEADER = "x-tessera-needed-bytes";
-/** Edge → DO: the edge's coarse verdict and estimate. */
+export const NEEDED_WORK_HEADER = "x-tessera-needed-work";
+/** Edge → DO: the edge's coarse verdict. */
 export const PARTITION_HEADER = "x-tessera-partition";
 
 /** What the edge assumes before it has opened the pixels: RGB, the common COG. */
@@ -36,13 +47,12 @@ export interface DecodeShape {
 }
 
 /**
- * Multiples of the raw output a jp2 encode holds: the raw pixels and their copy sent to the
- * encoder's worker thread (2); OpenJPEG's WebAssembly memory, measured at 9.2 for 3-channel
- * images of 4 and 9 MP (the pixels copied in, every sample a 32-bit integer in the image and
- * again in the tile it transforms, a codestream buffer of 1.5), counted as 10; the codestream
- * copied out and the JP2 file around it, at most 1.5 each (3).
+ * Multiples of the raw output a jp2 encode holds: the raw pixels (1); OpenJPEG codes them a
+ * 1024² tile at a time (regional/encode/tiled-codestream.ts), so its WebAssembly memory is a
+ * tile's, about 50 MiB a thread whatever the output, not counted here; the codestream's pieces
+ * and the JP2 file written from them, at most 1.5 each (lossless noise; lossy is a fifteenth).
  */
-export const JP2_ENCODE_MULTIPLE = 15;
+export const JP2_ENCODE_MULTIPLE = 4;
 
 /** What the estimate needs of a source: its pyramid and its full level's tiling. */
 export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight">;
@@ -154,57 +164,97 @@ export function estimateRequest(
 }
 
 /**
- * The largest output area (a maxArea) at which the whole image, unrotated, is estimated to
- * render within `ceilingBytes`; undefined when it renders at full size. `max` resolves within it,
- * so the largest size a server delivers never needs more memory than one decoder grants.
+ * The largest output area (a maxArea) at which the whole image, unrotated and as a JPEG, is
+ * estimated to render within `ceiling`: the work budget's bytes and the work one core does within
+ * the request deadline. Upscaled (`^`) when the whole image fits at full size, so every size a
+ * decoder declares is one it can deliver: `max` resolves within it, and a larger request is
+ * refused (400 at the edge, 413 here) before any work.
  */
-export function maxRenderArea(source: SourceShape, channels: number, ceilingBytes: number): number | undefined {
+export function maxRenderArea(source: SourceShape, channels: number, codec: Codec | undefined, ceiling: Cost): number {
   const [{ width, height }] = source.levels;
   const region = { x: 0, y: 0, w: width, h: height };
   // Counted as rows reduced across first, whichever banded method a size allows: that cost
   // grows with the area, so the limit does not hang on the divisors of a size; the cheaper
   // method is counted too, since it may cost a little more with the window widened to blocks.
   const fits = (maxArea: number) => {
-    const size = resolveSize({ kind: "max", upscale: false }, region, { width, height, maxArea });
+    const size = resolveSize({ kind: "max", upscale: true }, region, { width, height, maxArea });
     const shape = { ...source, channels, region, ...size, degrees: 0 };
-    return Math.max(estimatePeakBytes(shape, "rows"), estimatePeakBytes(shape)) <= ceilingBytes;
+    const bytes = Math.max(estimatePeakBytes(shape, "rows"), estimatePeakBytes(shape));
+    return bytes <= ceiling.bytes && imageWork({ ...shape, codec }) <= ceiling.work;
   };
-  if (fits(width * height)) return undefined;
+  const full = width * height;
+  if (fits(full)) return largestFitting(full, Math.max(full, Math.floor(ceiling.bytes / channels)), fits);
   // Among the areas read from one level the estimate grows with the area, and a smaller area
   // may read a smaller level, which costs less: so each level's span of areas is searched on
   // its own, the largest level first.
   const areas = [...source.levels.map((l) => l.width * l.height), 0];
   for (let i = 0; i < source.levels.length; i++) {
-    let lo = Math.max(1, areas[i + 1]);
-    let hi = areas[i];
-    if (!fits(lo)) continue;
-    while (hi - lo > 1) {
-      const mid = Math.floor((lo + hi) / 2);
-      if (fits(mid)) lo = mid;
-      else hi = mid;
-    }
-    return lo;
+    const lo = Math.max(1, areas[i + 1]);
+    if (fits(lo)) return largestFitting(lo, areas[i], fits);
   }
-  return 1;
+  // No render of the whole image fits at any size (a large source without overviews): what a
+  // request may still ask is a region at full resolution, whose cost follows its own area. A
+  // whole-image request is then refused for its work, saying why (tooMuchWork), not its size.
+  const native = (area: number) => {
+    const side = Math.min(width, Math.ceil(Math.sqrt(area)));
+    const part = { x: 0, y: 0, w: side, h: Math.min(height, Math.ceil(area / side)) };
+    const shape = { ...source, channels, region: part, width: part.w, height: part.h, degrees: 0 };
+    return estimatePeakBytes(shape) <= ceiling.bytes && imageWork({ ...shape, codec }) <= ceiling.work;
+  };
+  return native(1) ? largestFitting(1, full, native) : 1;
+}
+
+/** The largest area in [lo, hi] that `fits`, knowing `lo` does and that the cost grows with the area. */
+function largestFitting(lo: number, hi: number, fits: (area: number) => boolean): number {
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Width of [lo, hi) once widened to whole tiles of `tile` px, clamped to the level. */
-function alignedSpan(lo: number, hi: number, tile: number, size: number): number {
+export function alignedSpan(lo: number, hi: number, tile: number, size: number): number {
   if (tile <= 0) return hi - lo;
   return Math.min(size, Math.ceil(hi / tile) * tile) - Math.floor(lo / tile) * tile;
 }
 
-export function classify(estimateBytes: number, largeDecodeThresholdBytes: number): Partition {
-  return estimateBytes >= largeDecodeThresholdBytes ? "full" : "tile";
+/** The operator's thresholds: a decode that reaches either is one of the full partition. */
+export interface Thresholds {
+  /** LARGE_DECODE_THRESHOLD_BYTES. */
+  bytes: number;
+  /** LARGE_DECODE_THRESHOLD_WORK. */
+  work: number;
+}
+
+export function classify(cost: Cost, thresholds: Thresholds): Partition {
+  return cost.bytes >= thresholds.bytes || cost.work >= thresholds.work ? "full" : "tile";
 }
 
 /**
  * The decoder's answer, before it reads any pixel, when its precise estimate exceeds what the
- * admission DO granted (503 + NEEDED_HEADER): the DO re-admits once with `neededBytes`.
+ * admission DO granted (503 + NEEDED_HEADER, NEEDED_WORK_HEADER): the DO re-admits once with it.
  */
 export class GrantExceeded extends HttpError {
-  constructor(readonly neededBytes: number) {
-    super("overloaded", `this decode needs ${neededBytes} bytes, more than admission granted`, 1);
+  constructor(readonly needed: Cost) {
+    super("overloaded", `this decode needs ${needed.bytes} bytes and ${Math.ceil(needed.work)} work units, more than admission granted`, 1);
     this.name = "GrantExceeded";
   }
 }
+
+/**
+ * 413 for a request one decoder core could not finish within `limitMs` (REQUEST_TIMEOUT): a unit
+ * of work is about a millisecond of one core. Said before any pixel is read, with what would help.
+ */
+export function tooMuchWork(work: number, limitMs: number, help: string): HttpError {
+  const seconds = (n: number) => `${Math.round(n / 100) / 10} s`;
+  return new HttpError(
+    "too_large",
+    `this request would take about ${seconds(work)} of one decoder core, more than the ${seconds(limitMs)} a request may take; ${help}`,
+  );
+}
+
+/** What helps an IIIF request that buys too much work. */
+export const IMAGE_WORK_HELP = "ask for a smaller size or region, or publish the source with overviews (tessera validate says how to add them)";

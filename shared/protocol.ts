@@ -2,6 +2,7 @@
 // Runs in workerd and Node alike (WebCrypto only, no Node built-ins).
 
 import { HttpError } from "./errors";
+import type { Codec } from "./work";
 
 /** Where a georeferenced source lies: its CRS and the full image's bounds in it. */
 export interface Georeference {
@@ -42,8 +43,12 @@ export interface SourceInfo {
   levels: { width: number; height: number }[];
   /** Size in bytes of the source object. */
   bytes: number;
-  /** The largest output area the decoder can render of it; absent when it renders whole. */
+  /** The largest output area the decoder renders of it within its work budget (the edge bounds it by work too). */
   maxArea?: number;
+  /** Channels a render of it has (1 grey … 4 RGBA); absent for a mosaic. */
+  channels?: number;
+  /** How its blocks are stored, for the cost of reading them; absent for a mosaic. */
+  codec?: Codec;
   /** Absent for a source that is not georeferenced (or whose CRS no EPSG code names). */
   georeference?: Georeference;
   /** Present for a mosaic (MosaicJSON or STAC): a map only, no IIIF image. */
@@ -103,6 +108,8 @@ export const SIGNATURE_HEADER = "x-tessera-signature";
  */
 export const TIMEOUT_HEADER = "x-tessera-timeout-ms";
 export const GRANT_HEADER = "x-tessera-grant-bytes";
+/** The work (units, ≈ ms of one core) the DO admitted the decode with: its partition's most. */
+export const GRANT_WORK_HEADER = "x-tessera-grant-work";
 /** The admission partition ("tile" or "full") the grant was taken from. */
 export const GRANTED_PARTITION_HEADER = "x-tessera-granted-partition";
 /**
@@ -117,6 +124,7 @@ export const REQUEST_ID_HEADER = "x-tessera-request-id";
 export interface SignedLimits {
   timeoutMs?: string | null;
   grantBytes?: string | null;
+  grantWork?: string | null;
   partition?: string | null;
   requestId?: string | null;
 }
@@ -126,6 +134,7 @@ const NO_LIMITS: SignedLimits = {};
 const LIMIT_HEADERS: [keyof SignedLimits, string][] = [
   ["timeoutMs", TIMEOUT_HEADER],
   ["grantBytes", GRANT_HEADER],
+  ["grantWork", GRANT_WORK_HEADER],
   ["partition", GRANTED_PARTITION_HEADER],
   ["requestId", REQUEST_ID_HEADER],
 ];
@@ -172,9 +181,18 @@ async function hmac(secret: string, message: string): Promise<string> {
   return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-// The limits are signed as sent, absent ones as "-": a changed, added or removed value fails.
+// The limits are signed as sent, absent ones as "-": a changed, added or removed value fails. The
+// grant of work, newer than the others, is signed after them and only when sent, so a decoder
+// still verifies what the previous edge signed while a deploy rolls (decoders first).
+const FIRST_LIMITS: (keyof SignedLimits)[] = ["timeoutMs", "grantBytes", "partition", "requestId"];
 const signedText = (method: string, pathAndQuery: string, expires: number, limits: SignedLimits) =>
-  [method, pathAndQuery, expires, ...LIMIT_HEADERS.map(([field]) => limits[field] ?? "-")].join("\n");
+  [
+    method,
+    pathAndQuery,
+    expires,
+    ...FIRST_LIMITS.map((field) => limits[field] ?? "-"),
+    ...(limits.grantWork == null ? [] : [`work=${limits.grantWork}`]),
+  ].join("\n");
 
 /** The signature header value for a request from the edge (or DO) to a decoder. */
 export async function signRequest(

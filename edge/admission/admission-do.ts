@@ -1,14 +1,16 @@
 // The admission Durable Object: one per decoder region. It admits each decode through the
 // two-partition admission model (model.ts) under a lease its alarm enforces (leases.ts),
-// forwards it to the least loaded live decoder (decoder-calls.ts), and gives the answer back;
-// what it holds is released when the decoder's work ends, on every path: success, decoder
-// error, client abort, deadline. Identical decodes at once are admitted and decoded once, their
-// answer given to all (coalesce.ts). It also takes the edge's own calls: the metrics page,
+// forwards it to the least loaded live decoder (decoder-calls.ts), and gives the answer back,
+// whole when small, else streamed as it comes (answers.ts); what it holds is released when the
+// decoder's work and the answer's last byte are done, on every path: success, decoder error,
+// client abort, deadline. Identical decodes at once are admitted and decoded once, their answer
+// given to all (coalesce.ts). It also takes the edge's own calls: the metrics page,
 // decoder heartbeats, invalidations (invalidate.ts) and /file transfers (transfer.ts).
 // A region with ADMISSION_SHARDS shards has that many of these DOs, each admitting within its
 // fixed share of the region's permits and memory (shared/regions.ts, shardShare).
 
 import { DurableObject } from "cloudflare:workers";
+import { thresholdsOf } from "../../shared/admission-config";
 import { classify, ESTIMATE_HEADER, GrantExceeded, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { DECODER_FILE_PREFIX, isDecodePath } from "../../shared/protocol";
@@ -16,6 +18,7 @@ import { shardFromName, shardShare } from "../../shared/regions";
 import { parseHeartbeat } from "../../shared/registration";
 import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
 import { edgeConfig, type EdgeConfig, type Env } from "../env";
+import { answerResponse, type DecodedAnswer } from "./answers";
 import { Flights } from "./coalesce";
 import { DecoderCalls } from "./decoder-calls";
 import { DecoderRegistry } from "./decoders";
@@ -66,8 +69,8 @@ export class AdmissionDO extends DurableObject<Env> {
     const waitUntil = (promise: Promise<unknown>) => this.ctx.waitUntil(promise);
     const setAlarm = (at: number) => this.ctx.storage.setAlarm(at);
     this.leases = new Leases({ admission: a, model: this.model, stats: this.stats, resize, setAlarm });
-    const { decoderSecret } = this.config;
-    this.calls = new DecoderCalls({ decoderSecret, admission: a, decoders: this.decoders, stats: this.stats, resize, waitUntil });
+    const { decoderSecret, streamAnswerBytes } = this.config;
+    this.calls = new DecoderCalls({ decoderSecret, admission: a, decoders: this.decoders, streamAnswerBytes, stats: this.stats, resize, waitUntil });
     this.transfers = new FileTransfers(this.config, this.calls, waitUntil);
     this.resize();
   }
@@ -133,12 +136,12 @@ export class AdmissionDO extends DurableObject<Env> {
    * and forwarded (coalesce.ts); anything else, and everything with COALESCE=false, is admitted
    * on its own. A follower's deadline runs from its own arrival.
    */
-  private decode(path: string, partition: Partition, estimate: number, client: AbortSignal, requestId?: string): Promise<Response> {
+  private async decode(path: string, partition: Partition, estimate: number, client: AbortSignal, requestId?: string): Promise<Response> {
     const arrivedAt = Date.now();
     // A coalesced decode carries the id of the request that started it.
     const admit = (signal: AbortSignal) => this.admitAndForward(path, partition, estimate, signal, arrivedAt, requestId);
-    if (!this.config.coalesce || !isDecodePath(path)) return admit(client);
-    return this.flights.answer(path, client, admit, () => this.leases.deadline(arrivedAt + this.config.admission.requestTimeoutMs));
+    if (!this.config.coalesce || !isDecodePath(path)) return answerResponse(await admit(client));
+    return await this.flights.answer(path, client, admit, () => this.leases.deadline(arrivedAt + this.config.admission.requestTimeoutMs));
   }
 
   /**
@@ -147,14 +150,14 @@ export class AdmissionDO extends DurableObject<Env> {
    * admitted once more, as the model says for the precise figure (it may then wait, be shed or
    * be refused with 413), under the same REQUEST_TIMEOUT from arrival.
    */
-  private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal, arrivedAt: number, requestId?: string) {
+  private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal, arrivedAt: number, requestId?: string): Promise<DecodedAnswer> {
     try {
       return await this.calls.forward(path, await this.lease(partition, estimate, client, arrivedAt), requestId);
     } catch (err) {
       if (!(err instanceof GrantExceeded)) throw err;
-      const precise = classify(err.neededBytes, this.config.admission.largeDecodeThresholdBytes);
+      const precise = classify(err.needed, thresholdsOf(this.config.admission));
       if (precise !== partition) this.stats.disagreements++;
-      return await this.calls.forward(path, await this.lease(precise, err.neededBytes, client, arrivedAt), requestId);
+      return await this.calls.forward(path, await this.lease(precise, err.needed.bytes, client, arrivedAt), requestId);
     }
   }
 

@@ -1,14 +1,17 @@
 // Reaching a decoder and calling it: the least loaded live decoder that accepts a connection,
-// the admitted request sent under its grant, and the answer read so that the lease ends only
-// when the decoder's work does. A request that has reached a decoder is never sent again,
-// except from a decoder that answered it is draining, which did nothing.
+// the admitted request sent under its grant, and the answer read whole or passed on as a stream
+// (answers.ts) so that the lease ends only with its last byte, when the decoder's work is over.
+// A request that has reached a decoder is never sent again, except from a decoder that answered
+// it is draining, which did nothing.
 import { connect } from "cloudflare:sockets";
 import type { AdmissionConfig } from "../../shared/admission-config";
 import { untilAborted } from "../../shared/abort";
-import { classify, ESTIMATE_HEADER, GrantExceeded, NEEDED_HEADER, type Partition } from "../../shared/cost";
+import { thresholdsOf } from "../../shared/admission-config";
+import { classify, ESTIMATE_HEADER, ESTIMATE_WORK_HEADER, GrantExceeded, NEEDED_HEADER, NEEDED_WORK_HEADER, type Partition } from "../../shared/cost";
 import { HttpError } from "../../shared/errors";
 import { DECODER, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
 import { X_REQUEST_ID } from "../../shared/request-id";
+import { declaredLength, lengthPipe, relay, streamedBody, type DecodedAnswer } from "./answers";
 import { ANSWER_VOUCHES_MS, type Decoder, type DecoderRegistry } from "./decoders";
 import { DecoderDraining, isDrainingAnswer } from "./draining";
 import { checkAnswer, failedWhileAnswering, failing, logDecoderFailure } from "./faults";
@@ -18,8 +21,10 @@ import type { DoStats } from "./metrics";
 /** What calling decoders takes from the DO. */
 export interface CallHost {
   decoderSecret: string;
-  admission: Pick<AdmissionConfig, "leaseGraceMs" | "largeDecodeThresholdBytes">;
+  admission: Pick<AdmissionConfig, "leaseGraceMs" | "largeDecodeThresholdBytes" | "largeDecodeThresholdWork">;
   decoders: DecoderRegistry;
+  /** Answers of at least this many bytes (or of no declared length) are streamed, not read whole. */
+  streamAnswerBytes: number;
   stats: Pick<DoStats, "decoderRetries" | "drainingResends" | "disagreements">;
   /** Sizes the model to the live decoders once one is forgotten. */
   resize(): void;
@@ -46,7 +51,7 @@ export class DecoderCalls {
    * call, else as `call` says. A decoder that answers it is draining did nothing: it is
    * forgotten and the request goes to the next one, under the same lease.
    */
-  async forward(path: string, lease: Lease, requestId?: string): Promise<Response> {
+  async forward(path: string, lease: Lease, requestId?: string): Promise<DecodedAnswer> {
     for (;;) {
       let decoder: Decoder;
       try {
@@ -104,12 +109,10 @@ export class DecoderCalls {
    * gets its answer at once, a client that left has the decoder told to stop its I/O, and the
    * permit and memory stay held until the decoder's own answer says the work has stopped (a
    * render inside libvips finishes first), or the lease's alarm ends a decoder that never
-   * answers. The answer is read whole (a decode's is bounded by its grant, and coalescing hands
-   * it out whole anyway), so no stream is pumped through the DO; the lease is released with its
-   * last byte, and a client or deadline that ends the wait for those bytes gets its answer at
-   * once. A decoder dying mid-answer is a 502.
+   * answers. The lease is released with the answer's last byte, read whole (wholeAnswer) or
+   * streamed through (streamedAnswer).
    */
-  private async call(decoder: Decoder, path: string, lease: Lease, requestId?: string): Promise<Response> {
+  private async call(decoder: Decoder, path: string, lease: Lease, requestId?: string): Promise<DecodedAnswer> {
     const on: OnDecoder = { decoder, lease, cancelId: crypto.randomUUID(), requestId, finish: occupy(decoder, lease) };
     let answer: Promise<Response>;
     try {
@@ -117,6 +120,7 @@ export class DecoderCalls {
       const limits: SignedLimits = {
         timeoutMs: String(Math.max(1, lease.deadlineAt - Date.now())),
         grantBytes: String(lease.grantedBytes),
+        grantWork: String(lease.grantedWork),
         partition: lease.grant.partition,
         requestId: on.cancelId,
       };
@@ -130,8 +134,9 @@ export class DecoderCalls {
     }
     const upstream = await this.headersOf(on, answer);
     await this.throwIfRefused(on, upstream);
-    this.countDisagreement(lease.grant.partition, upstream.headers.get(ESTIMATE_HEADER));
-    return await this.wholeAnswer(on, upstream);
+    this.countDisagreement(lease.grant.partition, upstream.headers);
+    const stream = streamedBody(upstream, this.host.streamAnswerBytes);
+    return stream ? this.streamedAnswer(on, upstream, stream) : await this.wholeAnswer(on, upstream);
   }
 
   /**
@@ -170,7 +175,7 @@ export class DecoderCalls {
       const needed = upstream.headers.get(NEEDED_HEADER);
       if (needed !== null) {
         await upstream.body?.cancel();
-        throw new GrantExceeded(Number(needed));
+        throw new GrantExceeded({ bytes: Number(needed), work: Number(upstream.headers.get(NEEDED_WORK_HEADER)) || 0 });
       }
       await checkAnswer(on.decoder, upstream, on.requestId);
     } catch (err) {
@@ -179,16 +184,36 @@ export class DecoderCalls {
     }
   }
 
-  /** The answer read whole; the decoder's part ends with its last byte, whoever still waits. */
-  private async wholeAnswer({ decoder, lease, finish, requestId }: OnDecoder, upstream: Response): Promise<Response> {
+  /**
+   * A small answer read whole; the decoder's part ends with its last byte, whoever still waits.
+   * A client or deadline that ends the wait for those bytes gets its answer at once; a decoder
+   * dying before the last is a 502.
+   */
+  private async wholeAnswer({ decoder, lease, finish, requestId }: OnDecoder, upstream: Response): Promise<DecodedAnswer> {
     const body = upstream.arrayBuffer();
     this.host.waitUntil(body.catch(() => {}).finally(finish));
     try {
-      return new Response(await untilAborted(body, lease.signal), { status: upstream.status, headers: upstream.headers });
+      return { status: upstream.status, headers: upstream.headers, body: await untilAborted(body, lease.signal) };
     } catch (err) {
       if (lease.signal.aborted) throw lease.signal.reason;
       throw failedWhileAnswering(decoder.url, `answer cut short: ${String(err)}`, requestId);
     }
+  }
+
+  /**
+   * A large answer passed on as it comes: its headers at once, its bytes as the decoder sends
+   * them and the reader takes them. The decoder's part ends with the last byte, or when the
+   * stream stops: its reader gone, the deadline or the client (the stream is cut, and errors),
+   * the decoder dying (logged; the stream errors short of its declared length).
+   */
+  private streamedAnswer(on: OnDecoder, upstream: Response, body: ReadableStream<Uint8Array>): DecodedAnswer {
+    const { decoder, lease, finish, requestId } = on;
+    const pipe = lengthPipe(declaredLength(upstream.headers));
+    const flowed = relay(body, [pipe.writable.getWriter()], lease.signal).catch((err) => {
+      if (!lease.signal.aborted) logDecoderFailure(decoder.url, `answer cut short: ${String(err)}`, requestId);
+    });
+    this.host.waitUntil(flowed.finally(finish));
+    return { status: upstream.status, headers: upstream.headers, body: pipe.readable };
   }
 
   /**
@@ -203,10 +228,12 @@ export class DecoderCalls {
     this.host.waitUntil(sent.then((res) => res.body?.cancel(), () => {}));
   }
 
-  private countDisagreement(edgeVerdict: Partition, precise: string | null): void {
-    if (precise === null) return;
-    const verdict = classify(Number(precise), this.host.admission.largeDecodeThresholdBytes);
-    if (verdict !== edgeVerdict) this.host.stats.disagreements++;
+  /** The decoder's precise estimate (bytes and work) against the partition the edge's coarse one chose. */
+  private countDisagreement(edgeVerdict: Partition, answer: Headers): void {
+    const bytes = answer.get(ESTIMATE_HEADER);
+    if (bytes === null) return;
+    const precise = { bytes: Number(bytes), work: Number(answer.get(ESTIMATE_WORK_HEADER)) || 0 };
+    if (classify(precise, thresholdsOf(this.host.admission)) !== edgeVerdict) this.host.stats.disagreements++;
   }
 }
 

@@ -21,13 +21,15 @@ export interface Lease {
   deadlineAt: number;
   /** Peak decode bytes the decoder may use: signed into the forwarded request. */
   grantedBytes: number;
+  /** Work units the decoder may spend: a tile's partition's most, or for a full all of REQUEST_TIMEOUT. */
+  grantedWork: number;
   /** Idempotent: frees the grant and clears the deadline. */
   release(): void;
 }
 
 /** What leasing takes from the DO. */
 export interface LeaseHost {
-  admission: Pick<AdmissionConfig, "requestTimeoutMs" | "queueTimeoutMs" | "largeDecodeThresholdBytes" | "leaseGraceMs">;
+  admission: Pick<AdmissionConfig, "requestTimeoutMs" | "queueTimeoutMs" | "largeDecodeThresholdBytes" | "largeDecodeThresholdWork" | "leaseGraceMs">;
   model: AdmissionModel;
   stats: Pick<DoStats, "released" | "leasesExpired" | "requestTimeouts">;
   /** Sizes the model to the live decoders before it admits. */
@@ -45,7 +47,7 @@ export class Leases {
 
   /** Admits a request and leases what it was granted until `release` or the deadline alarm. */
   async lease(partition: Partition, estimate: number, clientSignal: AbortSignal, arrivedAt = Date.now()): Promise<Lease> {
-    const { requestTimeoutMs, queueTimeoutMs, largeDecodeThresholdBytes } = this.host.admission;
+    const { requestTimeoutMs, queueTimeoutMs, largeDecodeThresholdBytes, largeDecodeThresholdWork } = this.host.admission;
     const deadlineAt = arrivedAt + requestTimeoutMs;
     const deadline = this.deadline(deadlineAt);
     const signal = AbortSignal.any([deadline.signal, clientSignal]);
@@ -76,9 +78,12 @@ export class Leases {
       release(false);
       throw failing(err);
     }
-    // A full is granted its reservation; a tile anything its partition admits (below the threshold).
-    const grantedBytes = partition === "full" ? estimate : largeDecodeThresholdBytes - 1;
-    return { grant, signal, client: clientSignal, ended: ended.signal, deadlineAt, grantedBytes, release: () => release(false) };
+    // A full is granted its reservation and work up to the deadline (a unit is about a
+    // millisecond of one core); a tile anything its partition admits (below the thresholds).
+    const full = partition === "full";
+    const grantedBytes = full ? estimate : largeDecodeThresholdBytes - 1;
+    const grantedWork = full ? requestTimeoutMs : largeDecodeThresholdWork - 1;
+    return { grant, signal, client: clientSignal, ended: ended.signal, deadlineAt, grantedBytes, grantedWork, release: () => release(false) };
   }
 
   /** REQUEST_TIMEOUT, wall-clock from arrival (the wait for a permit included): 408, counted. */

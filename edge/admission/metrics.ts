@@ -68,6 +68,7 @@ export function admissionMetrics(d: AdmissionDO, now: number): string {
     [`${A}tiles_memory_ratio`, "gauge", "TILES_MEMORY_RATIO.", a.tilesMemoryRatio],
     [`${A}memory_limit_bytes`, "gauge", "The RAM envelope (MEMORY_LIMIT, or the live decoders' sum).", m.memoryLimit],
     [`${A}large_decode_threshold_bytes`, "gauge", "LARGE_DECODE_THRESHOLD_BYTES.", a.largeDecodeThresholdBytes],
+    [`${A}large_decode_threshold_work`, "gauge", "LARGE_DECODE_THRESHOLD_WORK (work units, each about a millisecond of one decoder core).", a.largeDecodeThresholdWork],
     // The full partition's memory budget.
     [`${M}budget_bytes`, "gauge", "full_mem = memory_limit × (1 − tiles_memory_ratio).", m.fullMem],
     [`${M}reserved_bytes`, "gauge", "Estimated bytes reserved by running full decodes.", m.reservedBytes],

@@ -1,9 +1,11 @@
 // What an image and a web-map tile share once their request names its pixels: a strong ETag,
 // the Cache API entry keyed by those pixels and the source's pinned version, and on a miss
-// admission → decoder, the answer stored for the next client.
+// admission → decoder, the answer stored for the next client: a small one held whole, a large
+// one (STREAM_ANSWER_BYTES) stored while it streams to the client, never held whole.
 import type { IRequest } from "itty-router";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { DECODER, VERSION_HEADER } from "../../shared/protocol";
+import { declaredLength, lengthPipe, relay, streamedBody } from "../admission/answers";
 import { viaAdmission, type Cost } from "../admission-client";
 import { allowAnyOrigin } from "../cors";
 import type { EdgeConfig, Env } from "../env";
@@ -58,14 +60,38 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
   const hit = await cache.match(key);
   if (hit) return answer(hit, d.headers, "hit");
 
-  // The admission DO hands over the whole answer at once; held whole here too, the bytes make
-  // the stored copy and the client's answer without a tee of a stream.
-  const { body, init } = await decode(env, config, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), forClient(req), etag, d.cost());
-  ctx.waitUntil(cache.put(key, new Response(body, init)));
-  return answer(new Response(body, init), d.headers, "miss");
+  const { body, init, length } = await decode(env, config, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), forClient(req), etag, d.cost());
+  if (!(body instanceof ReadableStream)) {
+    ctx.waitUntil(cache.put(key, new Response(body, init))); // the same buffer makes both responses
+    return answer(new Response(body, init), d.headers, "miss");
+  }
+  // A stream goes to the client, under its declared length, and to the cache in step (relay):
+  // the Worker holds one chunk of it, and a client that reads slowly holds its permit as long,
+  // until REQUEST_TIMEOUT at most. One cut short (the decoder dying, the deadline, the client
+  // leaving, whose signal ends the call to the DO) errors both: the client's answer is never a
+  // short image that looks whole, and what the cache kept of it is deleted.
+  const toClient = lengthPipe(length);
+  const toCache = new IdentityTransformStream();
+  const whole = relay(body, [toClient.writable.getWriter(), toCache.writable.getWriter()]).catch(() => false);
+  ctx.waitUntil(storeWhole(cache, key, new Response(toCache.readable, init), whole));
+  return answer(new Response(toClient.readable, init), d.headers, "miss");
 }
 
-/** The decoder's answer as it is stored: bytes, type, ETag; or a client error, kept briefly. */
+/**
+ * Stores a streamed answer, and deletes what the cache kept if it did not arrive whole. It goes
+ * without its length: a cache told the length may keep a body that errors midway as if whole
+ * (Miniflare's keeps the bytes it had), while one that must count them keeps nothing unfinished.
+ */
+async function storeWhole(cache: Cache, key: string, res: Response, whole: Promise<boolean>): Promise<void> {
+  // A put that fails without reading its body cancels it, so it no longer holds the client's back.
+  await cache.put(key, res).catch(() => res.body?.cancel().catch(() => {}));
+  if (!(await whole)) await cache.delete(key);
+}
+
+/**
+ * The decoder's answer as it is stored: type, ETag, and its bytes whole below
+ * STREAM_ANSWER_BYTES, else their stream; or a client error, kept briefly.
+ */
 async function decode(env: Env, config: EdgeConfig, id: string, path: string, client: ForClient, etag: string, cost: Cost) {
   let decoded: Response;
   try {
@@ -86,7 +112,8 @@ async function decode(env: Env, config: EdgeConfig, id: string, path: string, cl
     [VERSION_HEADER]: decoded.headers.get(VERSION_HEADER) ?? "",
     etag,
   };
-  return { body: await decoded.arrayBuffer(), init: { headers } };
+  const stream = streamedBody(decoded, config.streamAnswerBytes);
+  return { body: stream ?? (await decoded.arrayBuffer()), init: { headers }, length: declaredLength(decoded.headers) };
 }
 
 /** The stored answer with this request's headers: one new Response, already carrying CORS. */

@@ -7,6 +7,7 @@ import { parseImageRequest, type ApiVersion } from "../../shared/iiif/image-requ
 import { PROFILE_URI, servedLimits } from "../../shared/iiif/info";
 import { canonicalParts, pixelParts, resolveImageRequest } from "../../shared/iiif/resolve";
 import { ASSUMED_CHANNELS, estimateRequest } from "../../shared/cost";
+import { imageWork } from "../../shared/work";
 import { coarseCost } from "../admission-client";
 import { edgeConfig, type Env } from "../env";
 import { bytesCacheControl } from "../http-cache";
@@ -33,7 +34,7 @@ export const imageHandler =
       version,
     );
     const info = await imageSourceInfo(source, env, config, ctx, forClient(req));
-    const limits = { width: info.width, height: info.height, ...servedLimits(config.limits, info) };
+    const limits = { width: info.width, height: info.height, ...servedLimits(config.limits, info, config.admission.requestTimeoutMs) };
     const resolved = resolveImageRequest(parsed, limits);
     // The 3.0 form with the size spelled out names the pixels whatever the API version and the
     // size limits: 2.1 and 3.0 requests for the same image share one cache entry, one ETag and
@@ -43,8 +44,12 @@ export const imageHandler =
       "cache-control": bytesCacheControl(config, source),
       link: `<${serviceId(req, config, version, source)}/${canonicalParts(resolved, limits, version)}>;rel="canonical", <${PROFILE_URI[version]}>;rel="profile"`,
     };
-    // Coarse tile/full classification; the decoder tells the DO its precise estimate.
-    const cost = () => coarseCost(estimateRequest(info, resolved, ASSUMED_CHANNELS), config);
+    // Coarse tile/full classification from the cached metadata (its channels and codec once a
+    // decoder has said them); the decoder tells the DO its precise estimate.
+    const cost = () => {
+      const channels = info.channels ?? ASSUMED_CHANNELS;
+      return coarseCost({ bytes: estimateRequest(info, resolved, channels), work: imageWork({ ...info, ...resolved, channels }) }, config);
+    };
     return cachedDecode({ route: "image", id, canonical: pixels, version: info.version, headers, cost }, req, env, config, ctx);
   };
 

@@ -29,7 +29,7 @@ export const infoHandler =
       vary: "Accept",
       [VERSION_HEADER]: info.version,
     };
-    const limits = servedLimits(config.limits, info);
+    const limits = servedLimits(config.limits, info, config.admission.requestTimeoutMs);
     const etag = await strongEtag(base, info.version, JSON.stringify(limits), headers["content-type"]);
     if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
     // A map too: its TileJSON on every set it lies on, for the same version.

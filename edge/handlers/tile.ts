@@ -4,10 +4,12 @@
 // bounds is the transparent PNG, without a decode; any other is its canonical form through the
 // cache, admission and the decoder, as an image is.
 import type { IRequest } from "itty-router";
-import { ASSUMED_CHANNELS } from "../../shared/cost";
+import { ASSUMED_CHANNELS, type Cost as Estimate } from "../../shared/cost";
+import { expressionNodes, parseExpressions } from "../../shared/maps/expression";
 import { badRequest } from "../../shared/errors";
 import { EMPTY_TILES } from "../../shared/maps/empty-tile";
-import { coarseTileRead, mosaicTileCost, tileCost } from "../../shared/maps/tile-cost";
+import { coarseTileRead, composeWork, mosaicAssetBound, mosaicReadWork, mosaicTileCost, readWork, tileCost, type TileRead } from "../../shared/maps/tile-cost";
+import type { SourceInfo } from "../../shared/protocol";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { canonicalTile, parseTileRequest, tileSide, type TileRequest } from "../../shared/maps/tile-request";
 import { segment } from "../../shared/path-segment";
@@ -43,18 +45,38 @@ export const tileHandler: SourceHandler = async (source: SourceRef, req: IReques
       "cache-control": bytesCacheControl(config, source),
       link: `<${publicBase(req, config)}/tiles/${pathId(source)}/${canonical}>;rel="canonical"`,
     },
-    // Before any decode the edge knows neither the bands nor the sample size: the requested
-    // bands (else RGB) of 8-bit samples; the decoder tells the DO its precise estimate.
-    cost: () => {
-      const bands = tile.bidx?.length ?? ASSUMED_CHANNELS;
-      if (info.mosaic) return coarseCost(mosaicTileCost(info.mosaic, tile.z, tileSide(tile), bands), config);
-      const shape = { tileWidth: info.tileWidth, tileHeight: info.tileHeight, bands, bytesPerSample: 1 };
-      return coarseCost(tileCost(shape, read, tileSide(tile)), config);
-    },
+    cost: () => coarseCost(coarseTileCost(tile, info, read), config),
   };
   if (!read) return emptyTile(decode, req, tile.scale);
   return cachedDecode(decode, req, env, config, ctx);
 };
+
+/**
+ * The edge's estimate before any decode, by the decoder's formula: the bands the request reads
+ * (its expression's, its bidx, else the source's channels) as 8-bit samples, the read mapped
+ * linearly (tile-cost.ts), a mosaic's every possible asset; the decoder tells the DO its precise one.
+ */
+function coarseTileCost(tile: TileRequest, info: SourceInfo, read: TileRead | undefined): Estimate {
+  const program = tile.expression ? parseExpressions(tile.expression, "any") : undefined;
+  const bands = program?.bands.length ?? tile.bidx?.length ?? info.channels ?? ASSUMED_CHANNELS;
+  const side = tileSide(tile);
+  const compose = (assets: number) =>
+    composeWork({
+      assets,
+      side,
+      components: program?.channels.length ?? bands,
+      nodes: program ? expressionNodes(program) : 0,
+      pixelSelection: tile.pixelSelection ?? "first",
+      format: tile.format,
+    });
+  if (info.mosaic) {
+    const { mosaic } = info;
+    const work = mosaicReadWork(mosaic, tile.z, side, bands, tile.resampling) + compose(mosaicAssetBound(mosaic, tile.z));
+    return { bytes: mosaicTileCost(mosaic, tile.z, side, bands), work };
+  }
+  const shape = { tileWidth: info.tileWidth, tileHeight: info.tileHeight, bands, bytesPerSample: 1 };
+  return { bytes: tileCost(shape, read, side), work: readWork({ ...shape, codec: info.codec }, read, side, tile.resampling) + compose(1) };
+}
 
 /** Outside the data: the transparent PNG (for any format), with the tile's ETag and headers. */
 async function emptyTile(tile: DecodeRequest, req: IRequest, scale: TileRequest["scale"]): Promise<Response> {

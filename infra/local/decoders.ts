@@ -3,6 +3,7 @@
 // that what only starts decoders (the Worker tests' set-ups) loads neither Miniflare nor wrangler.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface, type Interface } from "node:readline";
+import { ALLOCATOR_ENV } from "../../regional/runtime/allocator.ts";
 import { ROOT } from "../root.ts";
 
 export interface DecoderProcess {
@@ -26,7 +27,7 @@ function decoderArgs(): string[] {
 export function startDecoder(env: Record<string, string>, verbose = false): Promise<DecoderProcess> {
   const child = spawn(process.execPath, decoderArgs(), {
     cwd: ROOT,
-    env: { ...process.env, TESSERA_DECODER_EXIT_WITH_PARENT: "1", ...env },
+    env: { ...process.env, ...ALLOCATOR_ENV, TESSERA_DECODER_EXIT_WITH_PARENT: "1", ...env },
     stdio: ["pipe", "pipe", verbose ? "inherit" : "ignore"],
   });
   return new Promise((resolve, reject) => {

@@ -24,6 +24,7 @@ import sharp from "sharp";
 import { ZSTDDecoder } from "zstddec";
 import { HttpError, unsupported } from "../../shared/errors";
 import { jpegFrame, mergeJpegTables } from "./jpeg-tables";
+import type { Codec } from "../../shared/work";
 
 // CommonJS whose exports Node's ESM loader cannot detect statically: take them off the default.
 const { decompress, decompressSync, FORMAT_GRAY, FORMAT_RGB } = jpegTurbo;
@@ -65,6 +66,29 @@ export const COMPRESSION = {
   aperioJpeg2000YCbCr: 33003,
   aperioJpeg2000Rgb: 33005,
 };
+
+/** The codec a Compression tag names, as the cost model counts its decode (shared/work.ts). */
+export function codecOf(compression: number | undefined): Codec {
+  switch (compression ?? COMPRESSION.none) {
+    case COMPRESSION.jpeg:
+      return "jpeg";
+    case COMPRESSION.webp:
+      return "webp";
+    case COMPRESSION.deflate:
+    case COMPRESSION.adobeDeflate:
+      return "deflate";
+    case COMPRESSION.lzw:
+      return "lzw";
+    case COMPRESSION.zstd:
+      return "zstd";
+    case COMPRESSION.packBits:
+      return "packbits";
+    case COMPRESSION.none:
+      return "none";
+    default:
+      return "other";
+  }
+}
 
 export class BlockTooLargeError extends HttpError {
   constructor(what: string, limit: number) {

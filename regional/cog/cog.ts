@@ -16,7 +16,8 @@ import { WorkBudget, type Reservation } from "../runtime/work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
 import { BlockReader, checkStoredRange, type LevelLayout } from "./block-reader";
 import { readGeoreference, type SourceGeo } from "./georeference";
-import { blockBytes, blockParameters, COMPRESSION, registerCodecs, type BlockParameters } from "./codecs";
+import { blockBytes, blockParameters, codecOf, COMPRESSION, registerCodecs, type BlockParameters } from "./codecs";
+import type { Codec } from "../../shared/work";
 import { GeoTiffSource } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "../../shared/levels";
 import { compactWindow, copyWindow, type PixelView, type Pixels } from "./pixels";
@@ -135,9 +136,14 @@ export class Cog {
     return stored ? Math.min(full.getSamplesPerPixel(), 4) : 3;
   }
 
+  /** How the full level's blocks are stored, as the cost model counts their decode. */
+  get codec(): Codec {
+    return codecOf(this.levels[0].image.getFileDirectory().getValue("Compression") as number | undefined);
+  }
+
   /**
-   * What requests are resolved against: the size, and the largest output area this decoder's
-   * work budget can render (see maxRenderArea), declared in info.json as maxArea.
+   * What requests are resolved against: the size, and the largest output area this decoder
+   * renders within its work budget (see maxRenderArea); the edge bounds what it declares by work too.
    */
   get limits(): ImageLimits {
     return (this.resolvedLimits ??= this.renderLimits());
@@ -146,8 +152,10 @@ export class Cog {
   private renderLimits(): ImageLimits {
     const full = this.levels[0];
     const shape = { levels: this.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight };
-    const maxArea = maxRenderArea(shape, this.channels, this.budget.limitBytes);
-    return { width: full.width, height: full.height, ...(maxArea !== undefined && { maxArea }) };
+    // Its memory only: the work a request may take is the deadline it is given, which the edge
+    // (the DO's REQUEST_TIMEOUT) applies to what it declares, and the decoder to what it runs.
+    const maxArea = maxRenderArea(shape, this.channels, this.codec, { bytes: this.budget.limitBytes, work: Infinity });
+    return { width: full.width, height: full.height, maxArea };
   }
 
   info(id: string): SourceInfo {
@@ -162,6 +170,8 @@ export class Cog {
       levels: this.levels.map(({ width, height }) => ({ width, height })),
       bytes: this.source.size,
       maxArea: this.limits.maxArea,
+      channels: this.channels,
+      codec: this.codec,
       georeference: this.geo?.info,
     };
   }

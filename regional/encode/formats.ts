@@ -14,8 +14,11 @@ export interface Encoder {
   contentType: string;
   /** Whether the format keeps alpha (arbitrary rotation shows a transparent background). */
   alpha: boolean;
-  /** `quality` is the request's IIIF quality, for encoders that code some losslessly. */
-  encode(img: Sharp, quality?: Quality): Promise<Buffer>;
+  /**
+   * `quality` is the request's IIIF quality, for encoders that code some losslessly; `signal`
+   * ends a long encode early (jp2's, between tiles) once the request is cancelled.
+   */
+  encode(img: Sharp, quality?: Quality, signal?: AbortSignal): Promise<Buffer>;
 }
 
 // No Huffman optimisation: a second entropy pass costing ~40% of a tile's encode for ~5% fewer
@@ -28,11 +31,11 @@ const jpeg = (img: Sharp) => img.jpeg({ quality: JPEG_QUALITY, mozjpeg: false, o
  * the 9/7 wavelet's ringing shows on a bitonal image's edges and single-channel answers are a
  * third the size.
  */
-async function jp2(img: Sharp, quality: Quality = "default"): Promise<Buffer> {
+async function jp2(img: Sharp, quality: Quality = "default", signal?: AbortSignal): Promise<Buffer> {
   const { data, info } = await img.removeAlpha().raw().toBuffer({ resolveWithObject: true });
   const image = { width: info.width, height: info.height, components: info.channels === 1 ? 1 : 3 } as const;
   const lossless = quality === "gray" || quality === "bitonal";
-  return jp2File(await encodeJ2k({ pixels: data, ...image, lossless }), image);
+  return jp2File(await encodeJ2k({ pixels: data, ...image, lossless }, signal), image);
 }
 
 const ENCODERS: Record<Format, Encoder> = {

@@ -20,13 +20,15 @@ const JPEG2000_CODING = 7;
 /** Largest box length in the 32-bit LBox field; longer boxes need the XLBox form, never needed here. */
 const MAX_BOX_BYTES = 0xffff_ffff;
 
-/** The JP2 file of `codestream`, an 8-bit codestream of `image`. */
-export function jp2File(codestream: Uint8Array, image: Jp2Image): Buffer {
+/** The JP2 file of `codestream` (its pieces, in order), an 8-bit codestream of `image`, written once. */
+export function jp2File(codestream: readonly Uint8Array[], image: Jp2Image): Buffer {
+  const codestreamBytes = codestream.reduce((sum, piece) => sum + piece.length, 0);
   return Buffer.concat([
     box("jP  ", Buffer.from([0x0d, 0x0a, 0x87, 0x0a])),
     box("ftyp", Buffer.concat([ascii("jp2 "), u32(0), ascii("jp2 ")])),
     box("jp2h", Buffer.concat([imageHeader(image), colourSpecification(image)])),
-    box("jp2c", codestream),
+    boxHeader("jp2c", codestreamBytes),
+    ...codestream,
   ]);
 }
 
@@ -40,11 +42,16 @@ function colourSpecification({ components }: Jp2Image): Buffer {
   return box("colr", Buffer.concat([Buffer.from([1, 0, 0]), u32(components === 1 ? GREYSCALE : SRGB)]));
 }
 
-/** A box: its length (header included), its four-character type, its contents. */
+/** A box: its header, then its contents. */
 function box(type: string, contents: Uint8Array): Buffer {
-  const length = 8 + contents.length;
+  return Buffer.concat([boxHeader(type, contents.length), contents]);
+}
+
+/** A box's header: its length (header included) and its four-character type. */
+function boxHeader(type: string, contentBytes: number): Buffer {
+  const length = 8 + contentBytes;
   if (length > MAX_BOX_BYTES) throw new Error(`a ${type} box of ${length} bytes needs the XLBox form`);
-  return Buffer.concat([u32(length), ascii(type), contents]);
+  return Buffer.concat([u32(length), ascii(type)]);
 }
 
 const ascii = (text: string) => Buffer.from(text, "latin1");

@@ -2,6 +2,7 @@
 // pinned snapshot, its parts the canonical IIIF 3.0 ones the edge resolved. Syntax first (400
 // before any I/O); then the request resolved against the source, costed and run as every decode
 // is; the cheapest way first: the stored tile itself, else a render.
+import { IMAGE_WORK_HELP, type Partition } from "../../shared/cost";
 import { parseImageRequest } from "../../shared/iiif/image-request";
 import { resolveImageRequest, type ResolvedImageRequest } from "../../shared/iiif/resolve";
 import { mosaicIsMapOnly } from "../../shared/maps/mosaic-json";
@@ -32,16 +33,17 @@ export const image: Handler<ImageParams> = ({ params, version, signal, grant }, 
     const prepared: PreparedDecode = {
       cost: renderCost(cog, resolved),
       what: `${id} ${parts.region}/${parts.size}`,
-      render: (s, work) => renderImage(decoder, cog, resolved, s, work),
+      workHelp: IMAGE_WORK_HELP,
+      render: (s, work, partition) => renderImage(decoder, cog, resolved, s, work, partition),
     };
     return runDecode(decoder, cog, prepared, signal, grant);
   });
 };
 
 /** Cheapest first: the stored tile itself, else render/render.ts (a TurboJPEG encode of cached pixels, libvips). */
-async function renderImage(decoder: DecoderContext, cog: Cog, resolved: ResolvedImageRequest, signal: AbortSignal, work: Reservation) {
+async function renderImage(decoder: DecoderContext, cog: Cog, resolved: ResolvedImageRequest, signal: AbortSignal, work: Reservation, partition: Partition) {
   const tile = passthroughTile(cog, resolved);
-  if (!tile) return render(cog, resolved, signal, work);
+  if (!tile) return render(cog, resolved, signal, work, partition);
   decoder.metrics.passthrough.inc();
   return storedTile(cog, tile, signal);
 }

@@ -25,13 +25,13 @@ export const tile: Handler<TileParams> = ({ params, query, version, signal, gran
   return withSnapshot(decoder, id, version, signal, async (opened) =>
     opened instanceof Mosaic
       ? withMosaicTile(opened, id, req, decoder.mosaicTiles, signal, (prepared) => runDecode(decoder, opened, prepared, signal, grant))
-      : runDecode(decoder, opened, prepareTile(opened, id, req), signal, grant),
+      : runDecode(decoder, opened, await prepareTile(opened, id, req, signal), signal, grant),
   );
 };
 
 /** A COG's tile decode, costed and ready to run on the opened source. */
-function prepareTile(cog: Cog, id: string, req: TileRequest): PreparedDecode {
+function prepareTile(cog: Cog, id: string, req: TileRequest, signal: AbortSignal): Promise<PreparedDecode> {
   if (!cog.geo) throw notFound(`source "${id}" is not georeferenced`);
   if (cog.geo.info.crossesAntimeridian) throw acrossAntimeridian(id);
-  return composeTile([cogAsset(cog, req, id)], req, `${id} ${canonicalTile(req)}`);
+  return composeTile([cogAsset(cog, req, id)], req, `${id} ${canonicalTile(req)}`, signal);
 }

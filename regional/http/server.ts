@@ -8,7 +8,7 @@
 
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { NEEDED_HEADER, GrantExceeded } from "../../shared/cost";
+import { GrantExceeded, NEEDED_HEADER, NEEDED_WORK_HEADER } from "../../shared/cost";
 import { badRequest, HttpError, notFound } from "../../shared/errors";
 import { DRAINING_HEADER, REQUEST_ID_HEADER, type SignedLimits } from "../../shared/protocol";
 import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
@@ -158,7 +158,9 @@ async function failure(decoder: DecoderContext, { req, url, controller, requestI
   if (err instanceof HttpError && REJECTIONS[err.kind]) decoder.metrics.rejected.inc({ reason: REJECTIONS[err.kind] });
   else if (aborted) decoder.metrics.rejected.inc({ reason: "cancelled" });
   // Anything not an HttpError is a generic 502, no detail on the wire.
-  return errorAnswer(err, requestId, err instanceof GrantExceeded ? { [NEEDED_HEADER]: String(err.neededBytes) } : {});
+  const needed: Record<string, string> =
+    err instanceof GrantExceeded ? { [NEEDED_HEADER]: String(err.needed.bytes), [NEEDED_WORK_HEADER]: String(Math.ceil(err.needed.work)) } : {};
+  return errorAnswer(err, requestId, needed);
 }
 
 /** One metric sample and one log line per request, once its answer is written. */

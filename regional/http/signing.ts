@@ -1,7 +1,7 @@
 // Every request under /v1 is the edge's: it carries the edge's HMAC signature over its method,
-// path, query and limits. The limits are what the admission DO granted (the peak memory, the
-// partition it counts in, what is left of its deadline, its id for a later cancel); they replace
-// this decoder's own defaults instead of stacking on them.
+// path, query and limits. The limits are what the admission DO granted (the peak memory and the
+// work, the partition they count in, what is left of its deadline, its id for a later cancel);
+// they replace this decoder's own defaults instead of stacking on them.
 
 import { createHmac } from "node:crypto";
 import type { IncomingMessage } from "node:http";
@@ -9,6 +9,7 @@ import type { Partition } from "../../shared/cost";
 import { badRequest } from "../../shared/errors";
 import {
   GRANT_HEADER,
+  GRANT_WORK_HEADER,
   GRANTED_PARTITION_HEADER,
   limitsFrom,
   SIGNATURE_HEADER,
@@ -21,9 +22,11 @@ import { MAX_DEADLINE_MS } from "../runtime/deadlines";
 /** Paths that must carry the signature, checked before the route is looked up. */
 export const SIGNED_PREFIX = "/v1/";
 
-/** What the admission DO granted a request: its peak memory, and the partition it counts in. */
+/** What the admission DO granted a request: its peak memory, its work, and the partition it counts in. */
 export interface Grant {
   bytes: number;
+  /** Work units; a DO that signs none (an older edge) sets no work limit of its own. */
+  work: number;
   partition?: Partition;
 }
 
@@ -39,11 +42,12 @@ export async function verifiedLimits(req: IncomingMessage, secret: string): Prom
 export function grantOf(limits: SignedLimits): Grant | undefined {
   const bytes = wholeNumber(limits.grantBytes, GRANT_HEADER, 0, Number.MAX_SAFE_INTEGER);
   if (bytes === undefined) return undefined;
+  const work = wholeNumber(limits.grantWork, GRANT_WORK_HEADER, 0, Number.MAX_SAFE_INTEGER) ?? Infinity;
   const partition = limits.partition ?? undefined;
   if (partition !== undefined && partition !== "tile" && partition !== "full") {
     throw badRequest(`${GRANTED_PARTITION_HEADER} must be tile or full`);
   }
-  return { bytes, partition };
+  return { bytes, work, partition };
 }
 
 /** The request's deadline in ms: what is left of the DO's, else this decoder's default. */

@@ -6,6 +6,7 @@ import { rgb } from "d3-color";
 import * as chromatic from "d3-scale-chromatic";
 import { checkChannelCount, type ColormapName } from "../../shared/maps/style";
 import type { TileRequest } from "../../shared/maps/tile-request";
+import type { Slices } from "../runtime/slices";
 
 /** The reduced tile: one plane per channel and its validity (1 valid, 0 not). */
 export interface TileChannels {
@@ -78,79 +79,101 @@ export function rampTable(name: ColormapName): Uint8Array {
 /** A pixel's colour from its value, or undefined where the map leaves it transparent. */
 type ColourOf = (value: number) => ArrayLike<number> | undefined;
 
-function colourMap(req: TileRequest): ColourOf | undefined {
+/** The request's colour map, and its work units a pixel (an interval map searches its intervals). */
+function colourMap(req: TileRequest): { colourOf: ColourOf; units: number } | undefined {
   if (req.colormapName) {
     const table = rampTable(req.colormapName);
-    return (value) => table.subarray(value * 4, value * 4 + 4);
+    // One view a level, made once: a view made a pixel cost as much as the rest of the colouring.
+    const colours = Array.from({ length: 256 }, (_, i) => table.subarray(i * 4, i * 4 + 4));
+    return { colourOf: (value) => colours[value], units: 8 };
   }
   if (req.colormap?.kind === "explicit") {
     const colours = new Map(req.colormap.entries);
-    return (value) => colours.get(value);
+    return { colourOf: (value) => colours.get(value), units: 8 };
   }
   if (req.colormap?.kind === "intervals") {
     // Where intervals overlap the later one wins, as in rio-tiler: search from the end.
     const intervals = [...req.colormap.entries].reverse();
-    return (value) => intervals.find(([[min, max]]) => value >= min && value < max)?.[1];
+    return { colourOf: (value) => intervals.find(([[min, max]]) => value >= min && value < max)?.[1], units: 4 + 2 * intervals.length };
   }
   return undefined;
 }
 
 /**
- * The channels as 8-bit pixels. `ranges` map each channel to 0–255; undefined only with an
- * explicit or interval colour map and no rescale, which then reads the raw values.
+ * The channels as 8-bit pixels, in `slices` of the request's computation. `ranges` map each
+ * channel to 0–255; undefined only with an explicit or interval colour map and no rescale,
+ * which then reads the raw values.
  */
-export function colorize(channels: TileChannels, req: TileRequest, ranges: [number, number][] | undefined, alpha: boolean): Pixels {
+export async function colorize(channels: TileChannels, req: TileRequest, ranges: [number, number][] | undefined, alpha: boolean, slices: Slices): Promise<Pixels> {
   const { width, height, bands, valid } = channels;
   checkChannelCount(bands.length, req);
-  const colourOf = colourMap(req);
-  const colours = colourOf !== undefined || bands.length === 3 ? 3 : 1;
+  const map = colourMap(req);
+  const colours = map || bands.length === 3 ? 3 : 1;
   const stride = colours + (alpha ? 1 : 0);
   const pixels = width * height;
-  const data = Buffer.alloc(pixels * stride);
+  const out: Out = { data: Buffer.alloc(pixels * stride), stride, opaque: new Uint8Array(pixels).fill(1) };
   // A pixel some channel lacks stays 0: transparent in png and webp, black in jpg.
-  const opaque = allValid(valid, pixels);
+  for (const v of valid) await slices.each(pixels, 1, (start, end) => opaqueWhere(out.opaque, v, start, end));
   const opacity = req.opacity ?? 1;
-  if (colourOf) {
+  if (map) {
     const level = levels(ranges, req.gamma ?? 1);
-    for (let i = 0; i < pixels; i++) {
-      if (!opaque[i]) continue;
-      const c = colourOf(level ? level(bands[0][i], 0) : bands[0][i]);
-      if (!c) continue;
-      const at = i * stride;
-      data[at] = c[0];
-      data[at + 1] = c[1];
-      data[at + 2] = c[2];
-      if (alpha) data[at + 3] = Math.round(c[3] * opacity);
-    }
-    return { data, colours, alpha };
+    await slices.each(pixels, map.units, (start, end) => mapRange(out, map.colourOf, level, bands[0], alpha ? opacity : undefined, start, end));
+    return { data: out.data, colours, alpha };
   }
-  // Channel by channel, in tight loops: this runs on every pixel of every tile.
   const exponent = 1 / (req.gamma ?? 1);
   for (let b = 0; b < bands.length; b++) {
-    const values = bands[b];
     const [min, max] = ranges![b];
-    const span = max - min;
-    for (let i = 0, at = b; i < pixels; i++, at += stride) if (opaque[i]) data[at] = toLevel(values[i], min, span, exponent);
+    await slices.each(pixels, exponent === 1 ? 4 : 16, (start, end) => levelRange(out, b, bands[b], min, max - min, exponent, start, end));
   }
-  if (alpha) {
-    const a = Math.round(255 * opacity);
-    for (let i = 0, at = colours; i < pixels; i++, at += stride) if (opaque[i]) data[at] = a;
-  }
-  return { data, colours, alpha };
+  if (alpha) await slices.each(pixels, 1, (start, end) => alphaRange(out, colours, Math.round(255 * opacity), start, end));
+  return { data: out.data, colours, alpha };
 }
 
-/** 1 where every channel is valid. */
-function allValid(valid: Uint8Array[], pixels: number): Uint8Array {
-  const opaque = new Uint8Array(pixels).fill(1);
-  for (const v of valid) for (let i = 0; i < pixels; i++) opaque[i] &= v[i];
-  return opaque;
+/**
+ * The pixels being written: interleaved, `stride` bytes a pixel, and where every channel is valid.
+ * The loops below take it and the rest as arguments, not from a closure: this runs on every
+ * pixel of every tile, and a closure's variables cost a load each time they are read.
+ */
+interface Out {
+  data: Buffer;
+  stride: number;
+  opaque: Uint8Array;
 }
+
+function opaqueWhere(opaque: Uint8Array, valid: Uint8Array, start: number, end: number): void {
+  for (let i = start; i < end; i++) opaque[i] &= valid[i];
+}
+
+/** Channel `b`'s levels into its byte of each opaque pixel. */
+function levelRange({ data, stride, opaque }: Out, b: number, values: Float32Array, min: number, span: number, exponent: number, start: number, end: number): void {
+  for (let i = start, at = start * stride + b; i < end; i++, at += stride) if (opaque[i]) data[at] = toLevel(values[i], min, span, exponent);
+}
+
+function alphaRange({ data, stride, opaque }: Out, offset: number, alpha: number, start: number, end: number): void {
+  for (let i = start, at = start * stride + offset; i < end; i++, at += stride) if (opaque[i]) data[at] = alpha;
+}
+
+/** One channel's colours from the map (transparent where it has none); alpha times `opacity` when the format has alpha. */
+function mapRange({ data, stride, opaque }: Out, colourOf: ColourOf, level: Level | undefined, values: Float32Array, opacity: number | undefined, start: number, end: number): void {
+  for (let i = start; i < end; i++) {
+    if (!opaque[i]) continue;
+    const c = colourOf(level ? level(values[i], 0) : values[i]);
+    if (!c) continue;
+    const at = i * stride;
+    data[at] = c[0];
+    data[at + 1] = c[1];
+    data[at + 2] = c[2];
+    if (opacity !== undefined) data[at + 3] = Math.round(c[3] * opacity);
+  }
+}
+
+type Level = (value: number, channel: number) => number;
 
 /**
  * A channel's value as a 0–255 level: round((v − min) × 255 / (max − min)), clamped; with gamma,
  * the clamped 0–1 value t becomes t^(1/gamma) first. None for raw values.
  */
-function levels(ranges: [number, number][] | undefined, gamma: number): ((value: number, channel: number) => number) | undefined {
+function levels(ranges: [number, number][] | undefined, gamma: number): Level | undefined {
   if (!ranges) return undefined;
   const exponent = 1 / gamma;
   return (value, channel) => toLevel(value, ranges[channel][0], ranges[channel][1] - ranges[channel][0], exponent);

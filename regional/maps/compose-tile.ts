@@ -5,11 +5,14 @@
 // made and costed before any pixel I/O, so a mosaic tile is admitted like any tile: one
 // reservation, permit and deadline for all of its child reads.
 import { badRequest } from "../../shared/errors";
-import { parseExpressions, evaluateExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
+import { expressionEvaluation, expressionNodes, parseExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
+import { composeWork, TILE_WORK_HELP } from "../../shared/maps/tile-cost";
+import type { PixelSelection } from "../../shared/maps/style";
 import type { TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import { bandLayout } from "../cog/bands";
 import type { PreparedDecode } from "../render/prepared-decode";
+import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
 import { pixelSelection, type AssetTuple } from "./pixel-selection";
 import { encodeTile, valueRanges, type RenderedTile } from "./render-tile";
@@ -55,9 +58,11 @@ interface PlannedRead {
 
 /**
  * The tile's decode over `assets` (in paint order), costed with every asset's real window:
- * the warps, the reducer's planes, and the tile. `maxAssets` is checked by the caller.
+ * the warps, the reducer's planes, and the tile. `maxAssets` is checked by the caller. Its
+ * planning and its render run in slices of the event loop under `signal`
+ * (runtime/slices.ts).
  */
-export function composeTile(assets: TileAsset[], req: TileRequest, what: string): PreparedDecode {
+export async function composeTile(assets: TileAsset[], req: TileRequest, what: string, signal: AbortSignal): Promise<PreparedDecode> {
   const first = assets[0];
   const program = req.expression ? parseExpressions(req.expression, first.bands.map((b) => b.name)) : undefined;
   const stage = req.stage ?? "after_channels";
@@ -72,62 +77,93 @@ export function composeTile(assets: TileAsset[], req: TileRequest, what: string)
       throw badRequest(`the assets differ: ${first.label} brings ${first.bands.length} bands and ${asset.label} ${asset.bands.length}; choose the bands with bidx or an expression`);
     }
   }
-  const reads = assets.map((asset) => planReads(asset, req));
+  const reads = await planAssets(assets, req, new Slices(signal));
   const side = reads[0][0].plan.side;
   const pixels = side * side;
   // The reducer's planes: two a component (value, validity); the stack statistics keep every asset's.
   const stacked = req.pixelSelection === "median" || req.pixelSelection === "stdev" || req.pixelSelection === "mean";
   const reducing = pixels * components * 5 * (stacked ? assets.length + 1 : 2);
-  const cost = reads.flat().reduce((sum, r) => sum + plannedCost(r.cog, r.plan), 0) + reducing;
+  const readCosts = reads.flat().map((r) => plannedCost(r.cog, r.plan));
+  const nodes = program ? expressionNodes(program) : 0;
+  const mode = req.pixelSelection ?? "first";
+  const cost = {
+    bytes: readCosts.reduce((sum, c) => sum + c.bytes, 0) + reducing,
+    work: readCosts.reduce((sum, c) => sum + c.work, 0) + composeWork({ assets: assets.length, side, components, nodes, pixelSelection: mode, format: req.format }),
+  };
   const channelCount = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? first.channels.length) - (lastband ? 1 : 0);
   const ranges = valueRanges(first.bands[0].cog, req, channelCount);
-  return {
-    cost,
-    what,
-    render: async (signal, work) => {
-      const tupleAt = async (i: number) => {
-        const planes = await warpAsset(reads[i], req, signal, work);
-        return stage === "before_channels" ? tupleOf(assets[i].bands.map((b) => planes.get(b.name)!)) : channels(program, assets[i], planes, pixels);
-      };
-      const mode = req.pixelSelection ?? "first";
-      // One asset painted `first` is its own result (its invalid pixels stay transparent): nothing to reduce.
-      let reduced: AssetTuple;
-      if (assets.length === 1 && mode === "first") {
-        reduced = await tupleAt(0);
-      } else {
-        const reducer = pixelSelection({ mode, rankChannel: req.rankChannel, components, pixels });
-        for (let i = 0; i < assets.length && !reducer.done; i++) reducer.add(await tupleAt(i));
-        reduced = reducer.result();
-      }
-      const out = stage === "before_channels" ? afterReduction(program, req, first, reduced, pixels) : reduced;
-      return encodeTile({ width: side, height: side, bands: out.bands, valid: out.valid }, req, ranges);
-    },
+  const composition: Composition = { assets, reads, req, program, stage, mode, components, side, ranges };
+  return { cost, what, workHelp: TILE_WORK_HELP, render: (signal, work, partition) => paint(composition, new Slices(signal, partition), work) };
+}
+
+/** A tile composed and planned, ready to paint. */
+interface Composition {
+  assets: TileAsset[];
+  /** Each asset's warp plans, in paint order. */
+  reads: PlannedRead[][];
+  req: TileRequest;
+  program: ExpressionProgram | undefined;
+  stage: "before_channels" | "after_channels";
+  mode: PixelSelection;
+  /** Components of each asset's tuple. */
+  components: number;
+  side: number;
+  ranges: [number, number][] | undefined;
+}
+
+/** Each asset warped and made a tuple, in paint order; the tuples reduced; the result coloured and encoded. */
+async function paint(tile: Composition, slices: Slices, work: Reservation): Promise<RenderedTile> {
+  const { assets, req, program, stage, mode, side } = tile;
+  const pixels = side * side;
+  const tupleAt = async (i: number) => {
+    const planes = await warpAsset(tile.reads[i], req, slices, work);
+    return stage === "before_channels" ? tupleOf(assets[i].bands.map((b) => planes.get(b.name)!)) : channels(program, assets[i], planes, pixels, slices);
   };
+  // One asset painted `first` is its own result (its invalid pixels stay transparent): nothing to reduce.
+  let reduced: AssetTuple;
+  if (assets.length === 1 && mode === "first") {
+    reduced = await tupleAt(0);
+  } else {
+    const reducer = pixelSelection({ mode, rankChannel: req.rankChannel, components: tile.components, pixels }, slices);
+    for (let i = 0; i < assets.length && !reducer.done; i++) await reducer.add(await tupleAt(i));
+    reduced = await reducer.result();
+  }
+  const out = stage === "before_channels" ? await afterReduction(program, req, assets[0], reduced, pixels, slices) : reduced;
+  return encodeTile({ width: side, height: side, bands: out.bands, valid: out.valid }, req, tile.ranges, slices);
 }
 
 /** `req` on one COG, rendered outside a server: its work reserved from the COG's budget, fail-fast. */
 export async function renderTile(cog: Cog, req: TileRequest, signal = new AbortController().signal): Promise<RenderedTile> {
-  const prepared = composeTile([cogAsset(cog, req, cog.source.label)], req, cog.source.label);
-  const work = cog.budget.tryReserve(prepared.cost, `a tile of ${cog.source.label}`, "tile");
+  const prepared = await composeTile([cogAsset(cog, req, cog.source.label)], req, cog.source.label, signal);
+  const work = cog.budget.tryReserve(prepared.cost.bytes, `a tile of ${cog.source.label}`, "tile");
   try {
-    return (await prepared.render(signal, work)) as RenderedTile;
+    return (await prepared.render(signal, work, "tile")) as RenderedTile;
   } finally {
     work.release();
   }
 }
 
+/** Every asset's warp plans, in paint order. */
+async function planAssets(assets: TileAsset[], req: TileRequest, slices: Slices): Promise<PlannedRead[][]> {
+  const reads: PlannedRead[][] = [];
+  for (const asset of assets) reads.push(await planReads(asset, req, slices));
+  return reads;
+}
+
 /** One warp plan a COG of the asset, reading all of that COG's bands the asset needs at once. */
-function planReads(asset: TileAsset, req: TileRequest): PlannedRead[] {
+async function planReads(asset: TileAsset, req: TileRequest, slices: Slices): Promise<PlannedRead[]> {
   const byCog = new Map<Cog, AssetBand[]>();
   for (const band of asset.bands) byCog.set(band.cog, [...(byCog.get(band.cog) ?? []), band]);
-  return [...byCog].map(([cog, bands]) => ({ cog, bands, plan: planTile(cog, { ...req, bidx: bands.map((b) => b.band) }) }));
+  const reads: PlannedRead[] = [];
+  for (const [cog, bands] of byCog) reads.push({ cog, bands, plan: await planTile(cog, { ...req, bidx: bands.map((b) => b.band) }, slices) });
+  return reads;
 }
 
 /** The asset's bands warped to the tile, by name. */
-async function warpAsset(reads: PlannedRead[], req: TileRequest, signal: AbortSignal, work: Reservation): Promise<Map<string, BandPlane>> {
+async function warpAsset(reads: PlannedRead[], req: TileRequest, slices: Slices, work: Reservation): Promise<Map<string, BandPlane>> {
   const planes = new Map<string, BandPlane>();
   for (const { cog, bands, plan } of reads) {
-    const warped = await warpPlanned(cog, plan, req, signal, work);
+    const warped = await warpPlanned(cog, plan, req, slices, work);
     bands.forEach((b, i) => planes.set(b.name, { values: warped.bands[i], valid: warped.valid[i] }));
   }
   return planes;
@@ -135,9 +171,13 @@ async function warpAsset(reads: PlannedRead[], req: TileRequest, signal: AbortSi
 
 const tupleOf = (planes: BandPlane[]): AssetTuple => ({ bands: planes.map((p) => p.values), valid: planes.map((p) => p.valid) });
 
-/** An asset's output channels: its expression's results, or its bands in the request's order. */
-function channels(program: ExpressionProgram | undefined, asset: TileAsset, planes: Map<string, BandPlane>, pixels: number): AssetTuple {
-  if (program) return evaluateExpressions(program, planes, pixels);
+/** An asset's output channels: its expression's results (a pass a node over the pixels), or its bands in the request's order. */
+async function channels(program: ExpressionProgram | undefined, asset: TileAsset, planes: Map<string, BandPlane>, pixels: number, slices: Slices): Promise<AssetTuple> {
+  if (program) {
+    const evaluation = expressionEvaluation(program, planes, pixels);
+    await slices.each(pixels, expressionNodes(program), evaluation.evaluate);
+    return evaluation;
+  }
   // Before channels, lastband* has dropped its deciding band: the others are the channels.
   return tupleOf(asset.channels.filter((name) => planes.has(name)).map((name) => planes.get(name)!));
 }
@@ -146,9 +186,9 @@ function channels(program: ExpressionProgram | undefined, asset: TileAsset, plan
  * Before channels, the reduced tuple's components are the first asset's bands (less the last for
  * lastband*); the channels are computed from them once, after reduction.
  */
-function afterReduction(program: ExpressionProgram | undefined, req: TileRequest, first: TileAsset, reduced: AssetTuple, pixels: number): AssetTuple {
+async function afterReduction(program: ExpressionProgram | undefined, req: TileRequest, first: TileAsset, reduced: AssetTuple, pixels: number, slices: Slices): Promise<AssetTuple> {
   if (req.pixelSelection === "count") return reduced;
   const planes = new Map<string, BandPlane>();
   reduced.bands.forEach((values, i) => planes.set(first.bands[i].name, { values, valid: reduced.valid[i] }));
-  return channels(program, first, planes, pixels);
+  return channels(program, first, planes, pixels, slices);
 }

@@ -11,6 +11,7 @@
 // whose whole neighbourhood lies in the window, is summed without any per-neighbour test.
 import type { Resampling } from "../../shared/maps/tile-request";
 import type { Plane } from "../cog/bands";
+import type { Slices } from "../runtime/slices";
 
 /** Where each output pixel samples the window read, and how. */
 export interface Sampling {
@@ -48,12 +49,25 @@ export function kernelReach(resampling: Resampling, scale: number): number {
 
 /**
  * Resamples every plane (one window, one band each) at the sampling's positions into the
- * band's `values` and `valid`, which start zeroed.
+ * band's `values` and `valid`, which start zeroed, a range of output pixels a slice.
  */
-export function resample(planes: Plane[], sampling: Sampling, values: Float32Array[], valid: Uint8Array[]): void {
+export async function resample(planes: Plane[], sampling: Sampling, values: Float32Array[], valid: Uint8Array[], slices: Slices): Promise<void> {
   if (planes.length === 0) return;
-  if (sampling.resampling === "nearest") nearest(planes, sampling, values, valid);
-  else convolve(planes, sampling, sampling.resampling, values, valid);
+  const out: Resampled = { values, valid };
+  const pixels = sampling.xs.length;
+  // The loops are functions of their own, given everything as arguments: called from a closure
+  // made for each tile, their optimised code is kept from one tile to the next.
+  if (sampling.resampling === "nearest") return slices.each(pixels, 2 * planes.length, (start, end) => nearest(planes, sampling, out, start, end));
+  const taps = tapsOf(sampling, sampling.resampling);
+  // Bands valid over the whole window never need their neighbours' validity looked at.
+  const wholly = planes.map((p) => !p.valid.includes(0));
+  await slices.each(pixels, taps.nx + taps.ny + taps.nx * taps.ny * planes.length, (start, end) => convolve(planes, sampling, taps, wholly, out, start, end));
+}
+
+/** Each band's output values and validity. */
+interface Resampled {
+  values: Float32Array[];
+  valid: Uint8Array[];
 }
 
 /** The index of the window pixel holding output pixel `o`'s position; −1 when none does or `o` is not covered. */
@@ -65,9 +79,9 @@ function holding({ xs, ys, covered }: Sampling, o: number, width: number, height
   return x < 0 || y < 0 || x >= width || y >= height ? -1 : y * width + x;
 }
 
-function nearest(planes: Plane[], sampling: Sampling, values: Float32Array[], valid: Uint8Array[]): void {
+function nearest(planes: Plane[], sampling: Sampling, { values, valid }: Resampled, start: number, end: number): void {
   const { width, height } = planes[0];
-  for (let o = 0; o < sampling.xs.length; o++) {
+  for (let o = start; o < end; o++) {
     const i = holding(sampling, o, width, height);
     if (i < 0) continue;
     for (let b = 0; b < planes.length; b++) {
@@ -78,20 +92,32 @@ function nearest(planes: Plane[], sampling: Sampling, values: Float32Array[], va
   }
 }
 
-function convolve(planes: Plane[], sampling: Sampling, kernel: Exclude<Resampling, "nearest">, values: Float32Array[], valid: Uint8Array[]): void {
-  const { xs, ys, scaleX, scaleY } = sampling;
-  const { width, height } = planes[0];
+/** A convolution kernel at the sampling's scale: its reach and taps along each axis, and their weights' scratch. */
+interface Taps {
+  kernel: Exclude<Resampling, "nearest">;
+  sx: number;
+  sy: number;
+  rx: number;
+  ry: number;
+  nx: number;
+  ny: number;
+  wx: Float64Array;
+  wy: Float64Array;
+}
+
+function tapsOf({ scaleX, scaleY }: Sampling, kernel: Exclude<Resampling, "nearest">): Taps {
   const sx = Math.min(1, scaleX);
   const sy = Math.min(1, scaleY);
   const rx = Math.ceil(RADIUS[kernel] / sx);
   const ry = Math.ceil(RADIUS[kernel] / sy);
-  const nx = 2 * rx;
-  const ny = 2 * ry;
-  const wx = new Float64Array(nx);
-  const wy = new Float64Array(ny);
-  // Bands valid over the whole window never need their neighbours' validity looked at.
-  const wholly = planes.map((p) => !p.valid.includes(0));
-  for (let o = 0; o < xs.length; o++) {
+  return { kernel, sx, sy, rx, ry, nx: 2 * rx, ny: 2 * ry, wx: new Float64Array(2 * rx), wy: new Float64Array(2 * ry) };
+}
+
+function convolve(planes: Plane[], sampling: Sampling, taps: Taps, wholly: boolean[], { values, valid }: Resampled, start: number, end: number): void {
+  const { xs, ys } = sampling;
+  const { width, height } = planes[0];
+  const { kernel, sx, sy, rx, ry, nx, ny, wx, wy } = taps;
+  for (let o = start; o < end; o++) {
     // As GDAL's warper, an output pixel whose own source pixel is invalid stays invalid: the
     // kernel smooths values, never grows the data into its nodata.
     const centre = holding(sampling, o, width, height);

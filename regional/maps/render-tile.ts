@@ -9,6 +9,7 @@ import { CONTENT_TYPES, type TileRequest } from "../../shared/maps/tile-request"
 import type { Cog } from "../cog/cog";
 import { sampleType, type SampleType } from "../cog/bands";
 import { encoderFor } from "../encode/formats";
+import type { Slices } from "../runtime/slices";
 import { colorize, type TileChannels } from "./colorize";
 
 /**
@@ -51,10 +52,13 @@ function typeRange({ kind, bits }: SampleType): [number, number] {
   return kind === "int" ? [-(2 ** (bits - 1)), 2 ** (bits - 1) - 1] : [0, 2 ** bits - 1];
 }
 
-/** The channels as 8-bit grey or RGB, with alpha where the format has it, encoded; run once, after any reduction. */
-export async function encodeTile(channels: TileChannels, req: TileRequest, ranges: [number, number][] | undefined): Promise<RenderedTile> {
+/**
+ * The channels as 8-bit grey or RGB, with alpha where the format has it, encoded; run once, after
+ * any reduction. The colouring runs in `slices`; the encoding on libuv's threads.
+ */
+export async function encodeTile(channels: TileChannels, req: TileRequest, ranges: [number, number][] | undefined, slices: Slices): Promise<RenderedTile> {
   const encoder = encoderFor(req.format);
-  const { data, colours, alpha } = colorize(channels, req, ranges, encoder.alpha);
+  const { data, colours, alpha } = await colorize(channels, req, ranges, encoder.alpha, slices);
   const img = sharp(data, { raw: { width: channels.width, height: channels.height, channels: (colours + (alpha ? 1 : 0)) as 1 | 2 | 3 | 4 } });
   // One channel stays grey (with alpha) in the file, not expanded to RGB.
   const pixels = colours === 1 ? img.toColourspace("b-w") : img;

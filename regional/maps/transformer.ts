@@ -5,6 +5,8 @@
 // `maxError` source pixels, else the row span is split in two and each half tried again.
 // A source in the set's own CRS maps affinely, so the approximation is exact at once.
 
+import type { Slices } from "../runtime/slices";
+
 /** GDAL's geotransform order: x = t0 + column·t1 + row·t2, y = t3 + column·t4 + row·t5. */
 export type Affine = [number, number, number, number, number, number];
 
@@ -35,53 +37,59 @@ export interface SourceCoordinates {
   exactCalls: number;
 }
 
+/** Work units (runtime/slices.ts) an output pixel takes: its share of a row's exact transforms, and its interpolation. */
+const UNITS_A_PIXEL = 8;
+
 /**
  * The source position of the centre of every pixel of a `width`×`height` output, through
- * `exact` (output pixel coordinates → source pixel coordinates), approximated within `maxError`.
+ * `exact` (output pixel coordinates → source pixel coordinates), approximated within `maxError`,
+ * some rows a slice of the request's computation.
  */
-export function sourceCoordinates(exact: PointTransform, width: number, height: number, maxError = DEFAULT_MAX_ERROR): SourceCoordinates {
-  const xs = new Float64Array(width * height);
-  const ys = new Float64Array(width * height);
-  let exactCalls = 0;
-  const at = (x: number, y: number) => {
-    exactCalls++;
+export async function sourceCoordinates(exact: PointTransform, width: number, height: number, slices: Slices, maxError = DEFAULT_MAX_ERROR): Promise<SourceCoordinates> {
+  const out: SourceCoordinates = { xs: new Float64Array(width * height), ys: new Float64Array(width * height), exactCalls: 0 };
+  await slices.each(height, width * UNITS_A_PIXEL, (first, end) => {
+    for (let row = first; row < end; row++) fillRow(exact, width, row, maxError, out);
+  });
+  return out;
+}
+
+/** Row `row`'s positions, from exact transforms at its ends and middles, interpolated where that is within `maxError`. */
+function fillRow(exact: PointTransform, width: number, row: number, maxError: number, out: SourceCoordinates): void {
+  const { xs, ys } = out;
+  const y = row + 0.5;
+  const base = row * width;
+  const at = (x: number) => {
+    out.exactCalls++;
     return exact(x, y);
   };
-  for (let row = 0; row < height; row++) {
-    const y = row + 0.5;
-    const base = row * width;
-    const first = at(0.5, y);
-    const last = at(width - 0.5, y);
-    span(0, width - 1, first, last);
+  span(0, width - 1, at(0.5), at(width - 0.5));
 
-    /** Fills columns [i0, i1], whose end transforms are known. */
-    function span(i0: number, i1: number, p0: [number, number], p1: [number, number]): void {
-      xs[base + i0] = p0[0];
-      ys[base + i0] = p0[1];
-      xs[base + i1] = p1[0];
-      ys[base + i1] = p1[1];
-      if (i1 - i0 < 2) return;
-      if (i1 - i0 <= MIN_SPAN) {
-        for (let i = i0 + 1; i < i1; i++) [xs[base + i], ys[base + i]] = at(i + 0.5, y);
-        return;
-      }
-      const mid = (i0 + i1) >> 1;
-      const pm = at(mid + 0.5, y);
-      const f = (mid - i0) / (i1 - i0);
-      const error = Math.abs(p0[0] + f * (p1[0] - p0[0]) - pm[0]) + Math.abs(p0[1] + f * (p1[1] - p0[1]) - pm[1]);
-      // NaN (an end or the middle without image) fails the test too: split until exact.
-      if (error <= maxError) {
-        const dx = (p1[0] - p0[0]) / (i1 - i0);
-        const dy = (p1[1] - p0[1]) / (i1 - i0);
-        for (let i = i0 + 1; i < i1; i++) {
-          xs[base + i] = p0[0] + (i - i0) * dx;
-          ys[base + i] = p0[1] + (i - i0) * dy;
-        }
-        return;
-      }
-      span(i0, mid, p0, pm);
-      span(mid, i1, pm, p1);
+  /** Fills columns [i0, i1], whose end transforms are known. */
+  function span(i0: number, i1: number, p0: [number, number], p1: [number, number]): void {
+    xs[base + i0] = p0[0];
+    ys[base + i0] = p0[1];
+    xs[base + i1] = p1[0];
+    ys[base + i1] = p1[1];
+    if (i1 - i0 < 2) return;
+    if (i1 - i0 <= MIN_SPAN) {
+      for (let i = i0 + 1; i < i1; i++) [xs[base + i], ys[base + i]] = at(i + 0.5);
+      return;
     }
+    const mid = (i0 + i1) >> 1;
+    const pm = at(mid + 0.5);
+    const f = (mid - i0) / (i1 - i0);
+    const error = Math.abs(p0[0] + f * (p1[0] - p0[0]) - pm[0]) + Math.abs(p0[1] + f * (p1[1] - p0[1]) - pm[1]);
+    // NaN (an end or the middle without image) fails the test too: split until exact.
+    if (error <= maxError) {
+      const dx = (p1[0] - p0[0]) / (i1 - i0);
+      const dy = (p1[1] - p0[1]) / (i1 - i0);
+      for (let i = i0 + 1; i < i1; i++) {
+        xs[base + i] = p0[0] + (i - i0) * dx;
+        ys[base + i] = p0[1] + (i - i0) * dy;
+      }
+      return;
+    }
+    span(i0, mid, p0, pm);
+    span(mid, i1, pm, p1);
   }
-  return { xs, ys, exactCalls };
 }

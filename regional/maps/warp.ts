@@ -8,9 +8,11 @@
 import { badRequest, notFound } from "../../shared/errors";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { tileSide, type TileRequest } from "../../shared/maps/tile-request";
-import { tileCost, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
+import type { Cost } from "../../shared/cost";
+import { readWork, tileCost, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
 import type { Cog, LevelWindow } from "../cog/cog";
 import { bandLayout, readBands, sampleType } from "../cog/bands";
+import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
 import { inSetCrs, setConversion } from "./crs";
 import { kernelReach, resample, type Sampling } from "./kernels";
@@ -39,9 +41,9 @@ const GRID_SLACK = 1e-6;
 
 /**
  * Plans `req` on `cog`: 404 when the source is not georeferenced, 400 for a band it lacks.
- * No I/O.
+ * No I/O; its passes over the tile's pixels run in `slices` of the request's computation.
  */
-export function planTile(cog: Cog, req: TileRequest): TilePlan {
+export async function planTile(cog: Cog, req: TileRequest, slices: Slices): Promise<TilePlan> {
   const geo = cog.geo;
   if (!geo) throw notFound(`source ${cog.source.label} is not georeferenced`);
   const layout = bandLayout(cog.levels[0].image);
@@ -65,25 +67,12 @@ export function planTile(cog: Cog, req: TileRequest): TilePlan {
   const ky = level.height / full.height;
   const toLevel: Affine = [toPixel[0] * kx, toPixel[1] * kx, toPixel[2] * kx, toPixel[3] * ky, toPixel[4] * ky, toPixel[5] * ky];
   const toSource = setConversion(geo.crs, tms.id, true);
-  const { xs, ys } = sourceCoordinates((x, y) => {
+  const exact = (x: number, y: number): [number, number] => {
     const [sx, sy] = toSource(left + x * cell, top - y * cell);
     return [toLevel[0] + sx * toLevel[1] + sy * toLevel[2], toLevel[3] + sx * toLevel[4] + sy * toLevel[5]];
-  }, side, side);
-
-  const covered = new Uint8Array(side * side);
-  const extent = [Infinity, Infinity, -Infinity, -Infinity];
-  const all = [Infinity, Infinity, -Infinity, -Infinity];
-  for (let i = 0; i < xs.length; i++) {
-    const x = xs[i];
-    const y = ys[i];
-    if (!Number.isFinite(x) || !Number.isFinite(y)) continue;
-    grow(all, x, y);
-    const cx = Math.floor(x + 1e-10);
-    const cy = Math.floor(y + 1e-10);
-    if (cx < 0 || cy < 0 || cx >= level.width || cy >= level.height) continue;
-    covered[i] = 1;
-    grow(extent, x, y);
-  }
+  };
+  const { xs, ys } = await sourceCoordinates(exact, side, side, slices);
+  const { covered, extent, all } = await footprint(xs, ys, level, slices);
   if (!(extent[0] <= extent[2])) return { ...outside, covered };
 
   const scaleX = scaleOf(side, all[2] - all[0]);
@@ -97,38 +86,82 @@ export function planTile(cog: Cog, req: TileRequest): TilePlan {
     Math.min(level.width, Math.floor(extent[2]) + 1 + reach),
     Math.min(level.height, Math.floor(extent[3]) + 1 + reach),
   ];
-  for (let i = 0; i < xs.length; i++) {
-    xs[i] -= window[0];
-    ys[i] -= window[1];
-  }
+  await slices.each(xs.length, 2, (start, end) => shift(xs, ys, window, start, end));
   return { side, bands, read: { level: index, window }, xs, ys, covered, resampling, scaleX, scaleY };
 }
 
-/** The peak memory a planned tile takes (tileCost with the real window, bands and sample size). */
-export function plannedCost(cog: Cog, plan: TilePlan): number {
+/** Where each tile pixel's position falls, and the boxes of those positions. */
+interface Footprint {
+  /** 1 where the position falls inside the level. */
+  covered: Uint8Array;
+  /** The box of the covered positions [x0, y0, x1, y1]; empty (x0 > x1) when none is. */
+  extent: number[];
+  /** The box of every finite position. */
+  all: number[];
+}
+
+async function footprint(xs: Float64Array, ys: Float64Array, level: { width: number; height: number }, slices: Slices): Promise<Footprint> {
+  const found = { covered: new Uint8Array(xs.length), extent: [Infinity, Infinity, -Infinity, -Infinity], all: [Infinity, Infinity, -Infinity, -Infinity] };
+  // The loops are functions of their own, given everything as arguments: called from a closure
+  // made for each tile, their optimised code is kept from one tile to the next.
+  await slices.each(xs.length, 8, (start, end) => footprintOf(xs, ys, level, found, start, end));
+  return found;
+}
+
+function footprintOf(xs: Float64Array, ys: Float64Array, level: { width: number; height: number }, { covered, extent, all }: Footprint, start: number, end: number): void {
+  for (let i = start; i < end; i++) {
+    const x = xs[i];
+    const y = ys[i];
+    if (!Number.isFinite(x) || !Number.isFinite(y)) continue;
+    grow(all, x, y);
+    const cx = Math.floor(x + 1e-10);
+    const cy = Math.floor(y + 1e-10);
+    if (cx < 0 || cy < 0 || cx >= level.width || cy >= level.height) continue;
+    covered[i] = 1;
+    grow(extent, x, y);
+  }
+}
+
+/** Positions in the level made positions in the window read. */
+function shift(xs: Float64Array, ys: Float64Array, window: LevelWindow, start: number, end: number): void {
+  for (let i = start; i < end; i++) {
+    xs[i] -= window[0];
+    ys[i] -= window[1];
+  }
+}
+
+/** What a planned read costs: tileCost and readWork with the real window, bands, sample size and codec. */
+export function plannedCost(cog: Cog, plan: TilePlan): Cost {
+  const shape = plannedShape(cog, plan);
+  return { bytes: tileCost(shape, plan.read, plan.side), work: readWork({ ...shape, codec: cog.codec }, plan.read, plan.side, plan.resampling) };
+}
+
+/** What a planned read holds: its level's blocks, the bands read with the mask or alpha, their sample size. */
+function plannedShape(cog: Cog, plan: TilePlan): TileCostShape {
   const level = cog.levels[plan.read?.level ?? 0];
   const { bits } = sampleType(level.image);
   const layout = bandLayout(level.image);
-  const shape: TileCostShape = {
+  return {
     tileWidth: level.tileWidth,
     tileHeight: level.tileHeight,
     bands: plan.bands.length + (level.mask || layout.alpha !== undefined ? 1 : 0),
     bytesPerSample: Math.ceil(bits / 8),
   };
-  return tileCost(shape, plan.read, plan.side);
 }
 
-/** Reads and resamples a planned tile. `work`: the request's reservation (else one of its own, fail-fast). */
-export async function warpPlanned(cog: Cog, plan: TilePlan, req: TileRequest, signal: AbortSignal, work?: Reservation): Promise<WarpedTile> {
+/**
+ * Reads and resamples a planned tile, in `slices` of the request's computation. `work`: the
+ * request's reservation (else one of its own, fail-fast).
+ */
+export async function warpPlanned(cog: Cog, plan: TilePlan, req: TileRequest, slices: Slices, work?: Reservation): Promise<WarpedTile> {
   const { side, read } = plan;
   const bands = plan.bands.map(() => new Float32Array(side * side));
   const valid = plan.bands.map(() => new Uint8Array(side * side));
   if (!read) return { width: side, height: side, bands, valid };
-  const own = work ? undefined : cog.budget.tryReserve(plannedCost(cog, plan), `a tile of ${cog.source.label}`, "tile");
+  const own = work ? undefined : cog.budget.tryReserve(plannedCost(cog, plan).bytes, `a tile of ${cog.source.label}`, "tile");
   try {
-    const planes = await readBands(cog, read.level, read.window, plan.bands, req.nodata, signal, (work ?? own)!);
-    signal.throwIfAborted();
-    resample(planes, plan, bands, valid);
+    const planes = await readBands(cog, read.level, read.window, plan.bands, req.nodata, slices.signal, (work ?? own)!);
+    await resample(planes, plan, bands, valid, slices);
     return { width: side, height: side, bands, valid };
   } finally {
     own?.release();
@@ -137,7 +170,8 @@ export async function warpPlanned(cog: Cog, plan: TilePlan, req: TileRequest, si
 
 /** Plans and warps `req`: its bands over the tile grid, with their validity. */
 export async function warpTile(cog: Cog, req: TileRequest, signal: AbortSignal = new AbortController().signal, work?: Reservation): Promise<WarpedTile> {
-  return warpPlanned(cog, planTile(cog, req), req, signal, work);
+  const slices = new Slices(signal);
+  return warpPlanned(cog, await planTile(cog, req, slices), req, slices, work);
 }
 
 /**

@@ -55,7 +55,7 @@ export async function withMosaicTile<R>(
       if (!cog.geo) throw new HttpError("bad_gateway", `mosaic "${id}": asset ${assetLabel(asset)} is not georeferenced`);
       return cog;
     };
-    return await decode(composeTile(refs.map((r) => tileAsset(r, req, cogOf)), req, what));
+    return await decode(await composeTile(refs.map((r) => tileAsset(r, req, cogOf)), req, what, signal));
   } finally {
     for (const lease of leases.values()) lease.release();
   }
@@ -70,5 +70,5 @@ function tileAsset(ref: AssetRef, req: TileRequest, cogOf: (asset: string) => Co
 /** Where the index names no asset: the transparent tile, as outside the data. */
 function emptyTile(req: TileRequest, what: string): PreparedDecode {
   const body = Buffer.from(EMPTY_TILES[req.scale]);
-  return { cost: body.length, what, render: async () => ({ body, contentType: "image/png" }) };
+  return { cost: { bytes: body.length, work: 0 }, what, workHelp: "", render: async () => ({ body, contentType: "image/png" }) };
 }

@@ -68,13 +68,17 @@ function startPool(): Piscina<RenderTask, RenderOutcome> {
 
 /** Renders handed to the pool and not yet returned (running or queued). */
 let inPool = 0;
-/** Renders ever handed to the pool. */
+
+/** Renders ever handed to the pool, and the times the pool was replaced to return its memory. */
 let renders = 0;
+let recycles = 0;
+/** `renders` when the current pool started. */
+let rendersAtStart = 0;
 
 /** What the decoder's /metrics reports of the pool (metrics.ts). */
-export function renderPoolStats(): { threads: number; busy: number; queued: number; renders: number } {
+export function renderPoolStats(): { threads: number; busy: number; queued: number; renders: number; recycles: number } {
   const queued = pool?.queueSize ?? 0;
-  return { threads: pool?.threads.length ?? 0, busy: Math.max(0, inPool - queued), queued, renders };
+  return { threads: pool?.threads.length ?? 0, busy: Math.max(0, inPool - queued), queued, renders, recycles };
 }
 
 /**
@@ -108,6 +112,21 @@ export async function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: 
     signal.removeEventListener("abort", abort);
     port1.close();
   }
+}
+
+/**
+ * Replaces the pool, when idle and it has rendered since it started, by a fresh one (its first
+ * thread started now), ending the old one's threads: a thread keeps what a large render grew (its
+ * heap, pixel buffers awaiting a collection an idle thread never runs, its allocator's arenas).
+ */
+export function recycleRenderPool(): void {
+  if (inPool > 0 || !pool || renders === rendersAtStart) return;
+  const old = pool;
+  pool = undefined;
+  recycles++;
+  renderPool();
+  rendersAtStart = renders;
+  void old.destroy();
 }
 
 /** Serves one of the worker's reads, its bytes transferred when they are a buffer of their own. */

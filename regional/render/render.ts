@@ -9,8 +9,7 @@ import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
 import type { Cog, LevelWindow } from "../cog/cog";
 import { compactWindow, type Pixels } from "../cog/pixels";
 import { chooseLevel, windowAtLevel } from "../../shared/levels";
-import { ADMISSION_DEFAULTS } from "../../shared/admission-config";
-import { bandRows, classify, exactBands, rendersInStrips, type BandStep } from "../../shared/cost";
+import { bandRows, exactBands, rendersInStrips, type BandStep, type Partition } from "../../shared/cost";
 import { encoderFor, type Encoder } from "../encode/formats";
 import { renderDirectJpeg } from "./jpeg-encode";
 import type { EncodedAnswer } from "./prepared-decode";
@@ -37,12 +36,13 @@ const TRANSPARENT = { r: 0, g: 0, b: 0, alpha: 0 };
 
 /**
  * The cheapest way to answer `req`, on the right thread. `work`: the request's admitted work
- * reservation; work of the full partition renders on the render pool's threads, off the event
- * loop. Without one (a direct call), the read reserves its own, fail-fast, and libvips renders.
+ * reservation; a decode of the full partition (by its memory or its work) renders on the render
+ * pool's threads, off the event loop. Without one (a direct call), the read reserves its own,
+ * fail-fast, and libvips renders.
  */
-export async function render(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal, work?: Reservation): Promise<EncodedAnswer> {
+export async function render(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal, work?: Reservation, partition: Partition = "tile"): Promise<EncodedAnswer> {
   if (!work) return renderHere(cog, req, signal);
-  if (classify(work.bytes, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES) === "full") {
+  if (partition === "full") {
     // Loaded here, not above: the pool's threads run renderCheapest and never load the pool.
     const { renderInPool } = await import("./render-pool");
     return renderInPool(cog, req, signal ?? NEVER_ABORTED, work);
@@ -70,7 +70,7 @@ export async function renderHere(
   img = quality(img, req);
   // Formats without alpha are composited on white rather than showing premultiplied black.
   if (!encoder.alpha) img = img.flatten({ background: WHITE });
-  const body = await encoder.encode(img, req.quality);
+  const body = await encoder.encode(img, req.quality, signal);
   signal?.throwIfAborted();
   return { body, contentType: encoder.contentType };
 }

@@ -27,15 +27,18 @@ const poolGauge = (name: string, help: string, read: (s: ReturnType<typeof rende
 poolGauge("tessera_decoder_render_pool_threads", "Render-pool threads started now.", (s) => s.threads);
 poolGauge("tessera_decoder_render_pool_busy", "Large renders running on the render pool now.", (s) => s.busy);
 poolGauge("tessera_decoder_render_pool_queued", "Large renders admitted and waiting for a render-pool thread.", (s) => s.queued);
-new Counter({
-  name: "tessera_decoder_render_pool_renders_total",
-  help: "Large renders run on the render pool's threads, off the event loop.",
-  registers: [registry],
-  collect() {
-    this.reset();
-    this.inc(renderPoolStats().renders);
-  },
-});
+const poolCounter = (name: string, help: string, read: (s: ReturnType<typeof renderPoolStats>) => number) =>
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(read(renderPoolStats()));
+    },
+  });
+poolCounter("tessera_decoder_render_pool_renders_total", "Large renders run on the render pool's threads, off the event loop.", (s) => s.renders);
+poolCounter("tessera_decoder_render_pool_recycles_total", "Times the idle render pool was replaced by a fresh one, to return what a large render grew.", (s) => s.recycles);
 
 /** The metric label for a request path: a fixed, small set. */
 export function routeOf(pathname: string): string {

@@ -29,9 +29,11 @@ export interface ServerMetrics {
 export class RunningDecodes {
   readonly now: Record<Partition, number> = { tile: 0, full: 0 };
   readonly most: Record<Partition, number> = { tile: 0, full: 0 };
+  readonly started: Record<Partition, number> = { tile: 0, full: 0 };
 
   /** Counts one decode in; the returned function counts it out (once). */
   start(partition: Partition): () => void {
+    this.started[partition]++;
     this.most[partition] = Math.max(this.most[partition], ++this.now[partition]);
     let running = true;
     return () => {
@@ -75,6 +77,16 @@ export function serverMetrics(
     });
   byPartition("tessera_decoder_decodes_running", "Image decodes running now, by admission partition.", (p) => decodes.now[p]);
   byPartition("tessera_decoder_decodes_running_max", "Most image decodes ever running at once, by admission partition.", (p) => decodes.most[p]);
+  new Counter({
+    name: "tessera_decoder_decodes_total",
+    help: "Image and tile decodes started, by admission partition (a full by its memory or its work).",
+    labelNames: ["partition"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const p of ["tile", "full"] as const) this.inc({ partition: p }, decodes.started[p]);
+    },
+  });
   const counter = (name: string, help: string, read: () => number) =>
     new Counter({ name, help, registers: [registry], collect() { this.reset(); this.inc(read()); } });
   counter("tessera_decoder_block_cache_hits_total", "Blocks found decoded in the cache.", () => cache.hits);

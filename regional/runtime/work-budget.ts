@@ -8,8 +8,7 @@
 // This is an active-work allowance, not an RSS ceiling: the decoded-block cache, finished
 // answers being written, libvips/allocator overhead and Node's own heap are owned elsewhere.
 
-import { ADMISSION_DEFAULTS } from "../../shared/admission-config";
-import { classify, type Partition } from "../../shared/cost";
+import type { Partition } from "../../shared/cost";
 import { HttpError } from "../../shared/errors";
 import { abortReason } from "../../shared/abort";
 
@@ -176,7 +175,7 @@ export class WorkBudget {
   private checkFits(bytes: number, what: string): void {
     if (!Number.isSafeInteger(bytes) || bytes < 0) throw new HttpError("too_large", `${what}: work size overflows`);
     if (bytes > this.limitBytes) {
-      throw new HttpError("too_large", `${what} needs ${mib(bytes)}, more than the whole ${mib(this.limitBytes)} work budget`);
+      throw new HttpError("too_large", `${what} needs ${mib(bytes)}, more than the whole ${mib(this.limitBytes)} work budget; a smaller size or region fits (jp2 and png hold the most per pixel)`);
     }
   }
 
@@ -191,18 +190,18 @@ const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
 
 /**
  * A public request's admission: try once; if the allowance is taken, wait for exclusive
- * admission and retry once, all under the request's own signal (deadline and client). Its
- * partition follows from its bytes, by the admission DO's default threshold (a request with
- * the DO's grant never comes here). Direct low-level callers use `tryReserve` and stay fail-fast.
+ * admission and retry once, all under the request's own signal (deadline and client), in the
+ * line of its partition (a request with the DO's grant never comes here). Direct low-level
+ * callers use `tryReserve` and stay fail-fast.
  */
 export async function admitWork(
   budget: WorkBudget,
   bytes: number,
+  partition: Partition,
   what: string,
   signal: AbortSignal,
   onRetry?: () => void,
 ): Promise<Reservation> {
-  const partition = classify(bytes, ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES);
   try {
     return budget.tryReserve(bytes, what, partition);
   } catch (e) {

@@ -1,5 +1,6 @@
 // The IIIF info.json documents (Image API 3.0 and 2.1) built from a source's metadata and the
 // server's declared limits. What is listed here is exactly what the renderer supports.
+import { ASSUMED_CHANNELS, maxRenderArea } from "../cost";
 import type { SourceInfo } from "../protocol";
 import type { ApiVersion } from "./image-request";
 
@@ -12,11 +13,19 @@ export interface SizeLimits {
 
 /**
  * The limits a source is served under: the operator's, with maxArea never above what the
- * decoder can render of it (SourceInfo.maxArea, derived from the decoder's memory).
+ * decoder can render of it within its work budget (SourceInfo.maxArea) nor what one core
+ * renders within `workLimit`, the work the DO grants a full (REQUEST_TIMEOUT), by the one formula.
  */
-export function servedLimits(operator: SizeLimits, info: SourceInfo): SizeLimits {
-  const areas = [operator.maxArea, info.maxArea].filter((a) => a !== undefined);
+export function servedLimits(operator: SizeLimits, info: SourceInfo, workLimit?: number): SizeLimits {
+  const byWork = workLimit !== undefined && !info.mosaic ? areaWithinWork(info, workLimit) : undefined;
+  const areas = [operator.maxArea, info.maxArea, byWork].filter((a) => a !== undefined);
   return { ...operator, maxArea: areas.length > 0 ? Math.min(...areas) : undefined };
+}
+
+/** The largest whole-image output area one core renders within `work` units (its memory aside). */
+function areaWithinWork(info: SourceInfo, work: number): number {
+  const source = { levels: info.levels, tileWidth: info.tileWidth, tileHeight: info.tileHeight };
+  return maxRenderArea(source, info.channels ?? ASSUMED_CHANNELS, info.codec, { bytes: Number.MAX_SAFE_INTEGER, work });
 }
 
 /** Formats beyond level 2's jpg and png: every other format of the Image API. */

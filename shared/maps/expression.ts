@@ -15,6 +15,12 @@ import { badRequest } from "../errors";
 export const MAX_EXPRESSION_LENGTH = 1024;
 /** Nested parentheses, function calls and unary minuses; evaluation recurses this deep too. */
 export const MAX_EXPRESSION_DEPTH = 64;
+/**
+ * Nodes in all channels (numbers, bands, operators, calls; see expressionNodes): each costs a
+ * pass over the tile's pixels, so this bounds an evaluation's work, which the length does not
+ * (1,024 characters hold 1,023 nodes). (Why this many: docs/maps.md#band-expressions.)
+ */
+export const MAX_EXPRESSION_NODES = 256;
 
 export type ExpressionNode =
   | { kind: "number"; value: number }
@@ -96,85 +102,137 @@ const shown = (t: Token) => (t.kind === "end" ? "the end" : `"${t.kind === "numb
  */
 export function parseExpressions(text: string, bandNames: readonly string[] | "any"): ExpressionProgram {
   if (text.length > MAX_EXPRESSION_LENGTH) throw badRequest(`expression: too long (${text.length} characters, at most ${MAX_EXPRESSION_LENGTH})`);
-  const known = bandNames === "any" ? undefined : new Set(bandNames);
-  const used = new Set<string>();
-  const tokens = tokenize(text);
-  let next = 0;
-  let depth = 0;
+  const program = new Parser(tokenize(text), bandNames === "any" ? undefined : new Set(bandNames)).program();
+  const nodes = expressionNodes(program);
+  if (nodes > MAX_EXPRESSION_NODES) {
+    throw badRequest(`expression: too many nodes (${nodes} numbers, bands, operators and calls, at most ${MAX_EXPRESSION_NODES})`);
+  }
+  // A tile of constants would paint the whole world, outside the data too.
+  if (program.bands.length === 0) throw badRequest("expression: reads no band (a channel may be a constant, but not every channel)");
+  return program;
+}
 
-  const peek = () => tokens[next];
-  const isSymbol = (s: string) => {
-    const t = peek();
-    return t.kind === "symbol" && t.text === s;
-  };
-  const expect = (s: string) => {
-    if (!isSymbol(s)) throw refuse(peek().at, `expected "${s}" but found ${shown(peek())}`);
-    next++;
-  };
-  const nested = <T>(at: number, parse: () => T): T => {
-    if (++depth > MAX_EXPRESSION_DEPTH) throw refuse(at, `nested too deep (at most ${MAX_EXPRESSION_DEPTH} parentheses, calls and minuses)`);
-    const node = parse();
-    depth--;
-    return node;
-  };
+/** Numbers, bands, operators (unary minus too) and calls in every channel: an evaluation's work per pixel. */
+export function expressionNodes(program: Pick<ExpressionProgram, "channels">): number {
+  return program.channels.reduce((sum, node) => sum + nodesIn(node), 0);
+}
 
-  function expression(): ExpressionNode {
-    return leftToRight(["+", "-"], term);
+function nodesIn(node: ExpressionNode): number {
+  switch (node.kind) {
+    case "number":
+    case "band":
+      return 1;
+    case "negate":
+      return 1 + nodesIn(node.operand);
+    case "binary":
+      return 1 + nodesIn(node.left) + nodesIn(node.right);
+    case "call":
+      return node.args.reduce((sum, arg) => sum + nodesIn(arg), 1);
+  }
+}
+
+/** The grammar above, one method a rule, over the tokens of one text. */
+class Parser {
+  private next = 0;
+  private depth = 0;
+  /** The bands read, each once, in order of first use. */
+  private readonly used = new Set<string>();
+
+  constructor(
+    private readonly tokens: Token[],
+    /** The names the source offers; undefined: any name. */
+    private readonly known: Set<string> | undefined,
+  ) {}
+
+  program(): ExpressionProgram {
+    const channels = [this.expression()];
+    while (this.isSymbol(";")) {
+      this.next++;
+      channels.push(this.expression());
+    }
+    const t = this.peek();
+    if (t.kind !== "end") throw refuse(t.at, `expected an operator, ";" or the end but found ${shown(t)}`);
+    return { channels, bands: [...this.used] };
   }
 
-  function term(): ExpressionNode {
-    return leftToRight(["*", "/"], unary);
+  private peek(): Token {
+    return this.tokens[this.next];
+  }
+
+  private isSymbol(s: string): boolean {
+    const t = this.peek();
+    return t.kind === "symbol" && t.text === s;
+  }
+
+  private expect(s: string): void {
+    if (!this.isSymbol(s)) throw refuse(this.peek().at, `expected "${s}" but found ${shown(this.peek())}`);
+    this.next++;
+  }
+
+  private nested<T>(at: number, parse: () => T): T {
+    if (++this.depth > MAX_EXPRESSION_DEPTH) throw refuse(at, `nested too deep (at most ${MAX_EXPRESSION_DEPTH} parentheses, calls and minuses)`);
+    const node = parse();
+    this.depth--;
+    return node;
+  }
+
+  private expression(): ExpressionNode {
+    return this.leftToRight(["+", "-"], () => this.term());
+  }
+
+  private term(): ExpressionNode {
+    return this.leftToRight(["*", "/"], () => this.unary());
   }
 
   /** `operand (operator operand)*`, folded from the left: `a - b - c` is `(a - b) - c`. */
-  function leftToRight(operators: readonly BinaryOperator[], operand: () => ExpressionNode): ExpressionNode {
+  private leftToRight(operators: readonly BinaryOperator[], operand: () => ExpressionNode): ExpressionNode {
     let left = operand();
-    for (let t = peek(); t.kind === "symbol" && (operators as readonly string[]).includes(t.text); t = peek()) {
-      next++;
+    for (let t = this.peek(); t.kind === "symbol" && (operators as readonly string[]).includes(t.text); t = this.peek()) {
+      this.next++;
       left = { kind: "binary", operator: t.text as BinaryOperator, left, right: operand() };
     }
     return left;
   }
 
-  function unary(): ExpressionNode {
-    if (!isSymbol("-")) return primary();
-    const at = tokens[next++].at;
-    return nested(at, () => ({ kind: "negate", operand: unary() }));
+  private unary(): ExpressionNode {
+    if (!this.isSymbol("-")) return this.primary();
+    const at = this.tokens[this.next++].at;
+    return this.nested(at, () => ({ kind: "negate", operand: this.unary() }));
   }
 
-  function primary(): ExpressionNode {
-    const t = tokens[next];
+  private primary(): ExpressionNode {
+    const t = this.tokens[this.next];
     if (t.kind === "number") {
-      next++;
+      this.next++;
       return { kind: "number", value: t.value };
     }
     if (t.kind === "symbol" && t.text === "(") {
-      next++;
-      const inner = nested(t.at, expression);
-      expect(")");
+      this.next++;
+      const inner = this.nested(t.at, () => this.expression());
+      this.expect(")");
       return inner;
     }
     if (t.kind === "name") {
-      next++;
-      if (isSymbol("(")) return call(t.text, t.at);
-      if (known && !known.has(t.text)) throw refuse(t.at, `unknown band "${t.text}" (known: ${[...known].join(", ") || "none"})`);
-      used.add(t.text);
+      this.next++;
+      if (this.isSymbol("(")) return this.call(t.text, t.at);
+      if (this.known && !this.known.has(t.text)) throw refuse(t.at, `unknown band "${t.text}" (known: ${[...this.known].join(", ") || "none"})`);
+      this.used.add(t.text);
       return { kind: "band", name: t.text };
     }
     throw refuse(t.at, `expected a number, a band name, a function or "(" but found ${shown(t)}`);
   }
 
-  function call(name: string, at: number): ExpressionNode {
+  private call(name: string, at: number): ExpressionNode {
     const fn = FUNCTIONS.get(name);
     if (!fn) throw refuse(at, `unknown function "${name}" (known: ${[...FUNCTIONS.keys()].join(", ")})`);
-    next++; // "("
-    return nested(at, () => {
-      const args = [expression()];
-      while (isSymbol(",")) {
-        next++;
-        args.push(expression());
+    this.next++; // "("
+    return this.nested(at, () => {
+      const args = [this.expression()];
+      while (this.isSymbol(",")) {
+        this.next++;
+        args.push(this.expression());
       }
-      expect(")");
+      this.expect(")");
       if (args.length < fn.minArgs || args.length > fn.maxArgs) {
         const wanted = fn.minArgs === fn.maxArgs ? `${fn.minArgs}` : `${fn.minArgs} to ${fn.maxArgs}`;
         throw refuse(at, `${name} takes ${wanted} arguments, not ${args.length}`);
@@ -182,14 +240,6 @@ export function parseExpressions(text: string, bandNames: readonly string[] | "a
       return { kind: "call", name: fn.name, args };
     });
   }
-
-  const channels = [expression()];
-  while (isSymbol(";")) {
-    next++;
-    channels.push(expression());
-  }
-  if (peek().kind !== "end") throw refuse(peek().at, `expected an operator, ";" or the end but found ${shown(peek())}`);
-  return { channels, bands: [...used] };
 }
 
 /**
@@ -237,76 +287,161 @@ export interface BandPlane {
   valid: Uint8Array;
 }
 
+/** The channels of a program over one tile's planes, computed a range of pixels at a time. */
+export interface ExpressionEvaluation {
+  /** One plane a channel, and its validity, filled as ranges are evaluated. */
+  bands: Float32Array[];
+  valid: Uint8Array[];
+  /** Computes pixels [start, end) of every channel. */
+  evaluate(start: number, end: number): void;
+}
+
 /**
- * Evaluates each channel over `length` pixels. A pixel's result is valid only where every band
- * its channel reads is valid and the result is a finite float32: a division by zero, the square
- * root of a negative number or an overflow makes it invalid, never Infinity or NaN.
+ * Prepares `program` over `bands` (planes of `length` pixels). A pixel's result is valid only
+ * where every band its channel reads is valid and the result is a finite float32: a division by
+ * zero, the square root of a negative number or an overflow makes it invalid, never Infinity or
+ * NaN. The caller chooses the ranges, so that a long evaluation can let other work in between.
  */
-export function evaluateExpressions(program: ExpressionProgram, bands: ReadonlyMap<string, BandPlane>, length: number): { bands: Float32Array[]; valid: Uint8Array[] } {
-  // Invalid inputs become NaN, which every operation carries through to the result (0 * NaN too).
-  const inputs = new Map<string, Float64Array>();
-  for (const name of program.bands) {
-    const band = bands.get(name)!;
-    const values = new Float64Array(length);
-    for (let i = 0; i < length; i++) values[i] = band.valid[i] ? band.values[i] : NaN;
-    inputs.set(name, values);
-  }
-  const out = program.channels.map((node) => {
-    const values = Float32Array.from(evaluate(node, inputs, length));
-    const valid = new Uint8Array(length);
-    for (let i = 0; i < length; i++) {
-      valid[i] = Number.isFinite(values[i]) ? 1 : 0;
-      if (!valid[i]) values[i] = 0;
-    }
-    return { values, valid };
-  });
-  return { bands: out.map((c) => c.values), valid: out.map((c) => c.valid) };
+export function expressionEvaluation(program: ExpressionProgram, bands: ReadonlyMap<string, BandPlane>, length: number): ExpressionEvaluation {
+  const codes = program.channels.map((node) => compile(node, program.bands));
+  const stack = Array.from({ length: Math.max(...codes.map((c) => c.depth)) }, () => new Float64Array(CHUNK));
+  const inputs = program.bands.map((name) => ({ plane: bands.get(name)!, chunk: new Float64Array(CHUNK) }));
+  const out = codes.map(() => ({ values: new Float32Array(length), valid: new Uint8Array(length) }));
+  return {
+    bands: out.map((c) => c.values),
+    valid: out.map((c) => c.valid),
+    evaluate(start, end) {
+      for (let from = start; from < end; from += CHUNK) {
+        const count = Math.min(CHUNK, end - from);
+        for (const { plane, chunk } of inputs) load(plane, chunk, from, count);
+        codes.forEach((code, c) => {
+          run(code.steps, stack, inputs, count);
+          store(stack[0], out[c], from, count);
+        });
+      }
+    },
+  };
 }
 
-/** One node over every pixel at once: a plane per node, so a tile costs a few loops, not a tree walk a pixel. */
-function evaluate(node: ExpressionNode, inputs: ReadonlyMap<string, Float64Array>, length: number): Float64Array {
-  switch (node.kind) {
-    case "number":
-      return new Float64Array(length).fill(node.value);
-    case "band":
-      return inputs.get(node.name)!;
-    case "negate":
-      return evaluate(node.operand, inputs, length).map((v) => -v);
-    case "binary": {
-      const a = evaluate(node.left, inputs, length);
-      const b = evaluate(node.right, inputs, length);
-      const out = new Float64Array(length);
-      for (let i = 0; i < length; i++) out[i] = applyBinary(node.operator, a[i], b[i]);
-      return out;
+/**
+ * Pixels evaluated at once: a node is one loop over this many, its operands planes of a stack
+ * that stays in the CPU's cache (a plane the size of the tile per node would be allocated, and
+ * collected, once a node: the evaluation's cost ten times over).
+ */
+const CHUNK = 512;
+
+/** A node in postfix order: it takes its operands from the top of the stack and leaves its result there. */
+type Step =
+  | { kind: "number"; value: number }
+  | { kind: "band"; input: number }
+  | { kind: "negate" | "sqrt" | "abs" }
+  | { kind: "binary"; operator: BinaryOperator }
+  | { kind: "min" | "max"; args: number };
+
+/** A channel's steps, and the stack planes they need at most. */
+function compile(root: ExpressionNode, bands: readonly string[]): { steps: Step[]; depth: number } {
+  const steps: Step[] = [];
+  let height = 0;
+  let depth = 0;
+  const push = (step: Step, operands: number) => {
+    steps.push(step);
+    height += 1 - operands;
+    depth = Math.max(depth, height);
+  };
+  const visit = (node: ExpressionNode): void => {
+    switch (node.kind) {
+      case "number":
+        return push({ kind: "number", value: node.value }, 0);
+      case "band":
+        return push({ kind: "band", input: bands.indexOf(node.name) }, 0);
+      case "negate":
+        visit(node.operand);
+        return push({ kind: "negate" }, 1);
+      case "binary":
+        visit(node.left);
+        visit(node.right);
+        return push({ kind: "binary", operator: node.operator }, 2);
+      case "call":
+        node.args.forEach(visit);
+        return push(node.name === "min" || node.name === "max" ? { kind: node.name, args: node.args.length } : { kind: node.name }, node.args.length);
     }
-    case "call":
-      return applyCall(node.name, node.args.map((arg) => evaluate(arg, inputs, length)));
+  };
+  visit(root);
+  return { steps, depth };
+}
+
+/** A band's pixels [from, from + count) as float64, NaN where invalid: every operation carries NaN through to the result (0 * NaN too). */
+function load({ values, valid }: BandPlane, chunk: Float64Array, from: number, count: number): void {
+  for (let i = 0; i < count; i++) chunk[i] = valid[from + i] ? values[from + i] : NaN;
+}
+
+/** Runs `steps` over the chunk's `count` pixels, whose bands are loaded in `inputs`: the result is in stack[0]. */
+function run(steps: Step[], stack: Float64Array[], inputs: { chunk: Float64Array }[], count: number): void {
+  let top = -1;
+  for (const step of steps) {
+    switch (step.kind) {
+      case "number":
+        stack[++top].fill(step.value, 0, count);
+        break;
+      case "band":
+        stack[++top].set(count === CHUNK ? inputs[step.input].chunk : inputs[step.input].chunk.subarray(0, count));
+        break;
+      case "negate":
+      case "sqrt":
+      case "abs":
+        unary(step.kind, stack[top], count);
+        break;
+      case "binary":
+        top--;
+        binary(step.operator, stack[top], stack[top + 1], count);
+        break;
+      case "min":
+      case "max":
+        top -= step.args - 1;
+        for (let j = 1; j < step.args; j++) extreme(step.kind, stack[top], stack[top + j], count);
+        break;
+    }
   }
 }
 
-function applyBinary(operator: BinaryOperator, a: number, b: number): number {
+function unary(kind: "negate" | "sqrt" | "abs", r: Float64Array, count: number): void {
+  if (kind === "negate") for (let i = 0; i < count; i++) r[i] = -r[i];
+  else if (kind === "sqrt") for (let i = 0; i < count; i++) r[i] = Math.sqrt(r[i]);
+  else for (let i = 0; i < count; i++) r[i] = Math.abs(r[i]);
+}
+
+/** a = a (operator) b, pixel by pixel: one loop an operator, so no pixel pays for a branch on it. */
+function binary(operator: BinaryOperator, a: Float64Array, b: Float64Array, count: number): void {
   switch (operator) {
     case "+":
-      return a + b;
+      for (let i = 0; i < count; i++) a[i] += b[i];
+      return;
     case "-":
-      return a - b;
+      for (let i = 0; i < count; i++) a[i] -= b[i];
+      return;
     case "*":
-      return a * b;
+      for (let i = 0; i < count; i++) a[i] *= b[i];
+      return;
     case "/":
       // NaN, not ±Infinity: a later `1 / x` would turn Infinity back into a valid-looking 0.
-      return b === 0 ? NaN : a / b;
+      for (let i = 0; i < count; i++) a[i] = b[i] === 0 ? NaN : a[i] / b[i];
+      return;
   }
 }
 
-function applyCall(name: FunctionName, [first, ...rest]: Float64Array[]): Float64Array {
-  switch (name) {
-    case "sqrt":
-      return first.map(Math.sqrt);
-    case "abs":
-      return first.map(Math.abs);
-    case "min":
-      return rest.reduce((acc, arg) => acc.map((v, i) => Math.min(v, arg[i])), first);
-    case "max":
-      return rest.reduce((acc, arg) => acc.map((v, i) => Math.max(v, arg[i])), first);
+/** a = min(a, b) or max(a, b), NaN where either is. */
+function extreme(kind: "min" | "max", a: Float64Array, b: Float64Array, count: number): void {
+  if (kind === "min") for (let i = 0; i < count; i++) a[i] = Math.min(a[i], b[i]);
+  else for (let i = 0; i < count; i++) a[i] = Math.max(a[i], b[i]);
+}
+
+/** A channel's results as float32, invalid (and 0) where not finite. */
+function store(result: Float64Array, channel: { values: Float32Array; valid: Uint8Array }, from: number, count: number): void {
+  const { values, valid } = channel;
+  for (let i = 0; i < count; i++) {
+    const v = Math.fround(result[i]);
+    const finite = Number.isFinite(v);
+    values[from + i] = finite ? v : 0;
+    valid[from + i] = finite ? 1 : 0;
   }
 }

@@ -5,6 +5,9 @@
 // the window its transformer really reads and the source's real bands and sample size.
 import type { MosaicSummary, SourceInfo, SourceTiling } from "../protocol";
 import { chooseLevel, windowAtLevel } from "../levels";
+import { megasamples, WORK_PER_MEGASAMPLE, WORK_PER_REQUEST, type Codec } from "../work";
+import type { PixelSelection, Resampling } from "./style";
+import type { TileFormat } from "./tile-request";
 
 /** One level's pixel window [x0, y0, x1, y1) a tile reads; absent when the tile misses the data. */
 export interface TileRead {
@@ -35,11 +38,62 @@ export function tileCost(shape: TileCostShape, read: TileRead | undefined, side:
   const warped = out * (shape.bands + 1) * WORK_SAMPLE + out * 4 * 2;
   if (!read) return warped;
   const [x0, y0, x1, y1] = read.window;
-  const blocks =
-    (Math.ceil(x1 / shape.tileWidth) - Math.floor(x0 / shape.tileWidth)) * (Math.ceil(y1 / shape.tileHeight) - Math.floor(y0 / shape.tileHeight));
-  const decoded = blocks * shape.tileWidth * shape.tileHeight * shape.bands * shape.bytesPerSample;
+  const decoded = blocksCovered(shape, read.window) * shape.tileWidth * shape.tileHeight * shape.bands * shape.bytesPerSample;
   const planes = (x1 - x0) * (y1 - y0) * (shape.bands + 1) * WORK_SAMPLE;
   return decoded + planes + warped;
+}
+
+/** Stored blocks [x0, x1) × [y0, y1) covers, whole. */
+function blocksCovered(shape: Pick<TileCostShape, "tileWidth" | "tileHeight">, [x0, y0, x1, y1]: TileRead["window"]): number {
+  return (Math.ceil(x1 / shape.tileWidth) - Math.floor(x0 / shape.tileWidth)) * (Math.ceil(y1 / shape.tileHeight) - Math.floor(y0 / shape.tileHeight));
+}
+
+/**
+ * The work of one asset's part of a tile: the stored blocks its read covers, decoded, and each
+ * of its bands warped to the tile's side.
+ */
+export function readWork(shape: TileCostShape & { codec?: Codec }, read: TileRead | undefined, side: number, resampling: Resampling): number {
+  if (!read) return 0;
+  const decoded = blocksCovered(shape, read.window) * shape.tileWidth * shape.tileHeight * shape.bands;
+  const warped = megasamples(side * side * shape.bands, WORK_PER_MEGASAMPLE.warp[resampling]) * kernelSpread(read.window, side, resampling);
+  return megasamples(decoded, WORK_PER_MEGASAMPLE.decode[shape.codec ?? "other"]) + warped;
+}
+
+/**
+ * How many times its taps at scale 1 a kernel takes when the window read is larger than the
+ * tile: a convolution widens to cover every source pixel under an output pixel (maps/kernels.ts),
+ * so a tile over 2× the source pixels each way takes 4× the taps; nearest takes one whatever.
+ */
+function kernelSpread([x0, y0, x1, y1]: TileRead["window"], side: number, resampling: Resampling): number {
+  return resampling === "nearest" ? 1 : Math.max(1, (x1 - x0) / side) * Math.max(1, (y1 - y0) / side);
+}
+
+/** What helps a map tile that buys too much work. */
+export const TILE_WORK_HELP = "use fewer expression terms or assets, a simpler pixel_selection, a lower zoom, or a source with overviews";
+
+/** What a tile does once its assets' bands are warped. */
+export interface ComposeShape {
+  assets: number;
+  side: number;
+  /** Components each asset's tuple has when it is reduced. */
+  components: number;
+  /** Nodes of the band expression (0 without one), evaluated for every asset. */
+  nodes: number;
+  pixelSelection: PixelSelection;
+  format: TileFormat;
+}
+
+/** The work of a tile after its warps: the expression over every asset, the reduction, the colouring and the encode. */
+export function composeWork(c: ComposeShape): number {
+  const pixels = c.side * c.side;
+  const reduces = c.assets > 1 || c.pixelSelection !== "first";
+  return (
+    WORK_PER_REQUEST +
+    (c.nodes > 0 ? megasamples(pixels * c.assets, WORK_PER_MEGASAMPLE.expression.evaluation + c.nodes * WORK_PER_MEGASAMPLE.expression.node) : 0) +
+    (reduces ? megasamples(pixels * c.components * c.assets, WORK_PER_MEGASAMPLE.pixelSelection[c.pixelSelection]) : 0) +
+    megasamples(pixels, WORK_PER_MEGASAMPLE.colorize) +
+    megasamples(pixels * 4, WORK_PER_MEGASAMPLE.encode[c.format])
+  );
 }
 
 /**
@@ -92,8 +146,16 @@ const MEMBER_BLOCK = 512;
  * (every asset's real window) replaces it once the members are open.
  */
 export function mosaicTileCost(mosaic: MosaicSummary, z: number, side: number, bands: number): number {
-  const assets = mosaicAssetBound(mosaic, z);
-  const shape = { tileWidth: MEMBER_BLOCK, tileHeight: MEMBER_BLOCK, bands, bytesPerSample: 2 };
-  const perAsset = tileCost(shape, { level: 0, window: [0, 0, 2 * side, 2 * side] }, side);
-  return assets * perAsset + side * side * bands * 5 * 2;
+  const { shape, read } = memberRead(side, bands);
+  return mosaicAssetBound(mosaic, z) * tileCost(shape, read, side) + side * side * bands * 5 * 2;
+}
+
+/** The same assumed reads' work: every asset's blocks decoded (of an unknown codec) and its bands warped. */
+export function mosaicReadWork(mosaic: MosaicSummary, z: number, side: number, bands: number, resampling: Resampling): number {
+  const { shape, read } = memberRead(side, bands);
+  return mosaicAssetBound(mosaic, z) * readWork(shape, read, side, resampling);
+}
+
+function memberRead(side: number, bands: number): { shape: TileCostShape; read: TileRead } {
+  return { shape: { tileWidth: MEMBER_BLOCK, tileHeight: MEMBER_BLOCK, bands, bytesPerSample: 2 }, read: { level: 0, window: [0, 0, 2 * side, 2 * side] } };
 }

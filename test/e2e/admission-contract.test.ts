@@ -41,7 +41,7 @@ function withStack(decoderEnv: Record<string, string>): () => Stack {
         ...decoderEnv,
       },
       vars: { DECODER_SECRET: SECRET, NTHREADS: "0", MEMORY_LIMIT: "0", QUEUE_TIMEOUT: "2", REQUEST_TIMEOUT: "10",
-        LARGE_DECODE_THRESHOLD_BYTES: "10000000" },
+        LARGE_DECODE_THRESHOLD_BYTES: "10000000", LARGE_DECODE_THRESHOLD_WORK: "1000000" },
     });
   });
   afterAll(async () => {
@@ -69,7 +69,10 @@ describe("the DO's deadline replaces the decoder's default", () => {
     const viaEdge = await fetch(`${stack().url}/iiif/3/test-pattern/full/max/0/default.png`);
     const version = viaEdge.headers.get(VERSION_HEADER)!;
     expect(version).toBeTruthy();
-    expect((await direct(stack(), DECODER.image("test-pattern", "full/1000,1000/0/default.png", version))).status).toBe(408);
+    // Work no core finishes within it is refused before any pixel is read.
+    const res = await direct(stack(), DECODER.image("test-pattern", "full/1000,1000/0/default.png", version));
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { message: string }).message).toMatch(/more than the [\d.]+ s a request may take/);
   });
 });
 
@@ -94,15 +97,16 @@ describe("the DO's memory grant replaces the decoder's work budget", () => {
   });
 });
 
-describe("one cost model: the decoder's precise figure over the grant is re-admitted", () => {
+describe("one cost model: the edge classifies as the decoder does", () => {
   const stack = withStack({});
   const edgeMetric = async (name: string) => {
     const text = await (await fetch(`${stack().url}/metrics`)).text();
     return Number(text.split("\n").find((l) => l.startsWith(`${name} `))?.split(" ")[1]);
   };
 
-  it("serves a tile by the edge's estimate that the decoder finds to be a full, admitted as a full", async () => {
-    // full/700: 8.94 MB with the edge's 3 channels (a tile), 11.92 MB with the real 4 (a full).
+  it("admits an RGBA render as the full it is at once: the edge knows the source's channels, so no tile grant is refused", async () => {
+    // full/700: 8.94 MB with 3 channels (a tile), 11.92 MB with the real 4 (a full); the edge,
+    // which assumed 3 before sources declared theirs, took a tile grant the decoder sent back.
     expect((await fetch(`${stack().url}/iiif/3/rgba/info.json`)).status).toBe(200); // cached by the edge from here
     const before = await edgeMetric("tessera_admission_classifier_disagreement_total");
     const released = await edgeMetric("tessera_admission_released_total");
@@ -110,9 +114,9 @@ describe("one cost model: the decoder's precise figure over the grant is re-admi
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("image/png");
     await res.arrayBuffer();
-    expect(await edgeMetric("tessera_admission_classifier_disagreement_total")).toBe(before + 1);
-    // Two leases (the tile refused before any pixel, the full), both released.
-    expect(await edgeMetric("tessera_admission_released_total")).toBe(released + 2);
+    expect(await edgeMetric("tessera_admission_classifier_disagreement_total")).toBe(before);
+    // One lease, the full's, released.
+    expect(await edgeMetric("tessera_admission_released_total")).toBe(released + 1);
     expect(await edgeMetric("tessera_decode_memory_reserved_bytes")).toBe(0);
   });
 });

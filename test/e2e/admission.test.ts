@@ -37,7 +37,7 @@ beforeAll(async () => {
     // full/700, of the 1000 px image: (2 × 1M read + 0.49M scaled + 0.49M encoded) px × 3
     // channels = 8.94 MB by the edge's estimate, × 4 = 11.92 MB by the decoder's for the alpha
     // copy: on either side of this threshold.
-    vars: { NTHREADS: "0", MEMORY_LIMIT: "0", LARGE_DECODE_THRESHOLD_BYTES: "10000000", DECODER_TTL: "2", QUEUE_TIMEOUT: "2", REQUEST_TIMEOUT: "10" },
+    vars: { NTHREADS: "0", MEMORY_LIMIT: "0", LARGE_DECODE_THRESHOLD_BYTES: "10000000", LARGE_DECODE_THRESHOLD_WORK: "1000000", DECODER_TTL: "2", QUEUE_TIMEOUT: "2", REQUEST_TIMEOUT: "10" },
   });
 });
 afterAll(async () => {
@@ -64,15 +64,14 @@ describe("admission across registered decoders", () => {
     expect(await imagesServed(1)).toBeGreaterThan(before[1]);
   });
 
-  it("counts where the decoder's precise estimate disagrees with the edge's verdict", async () => {
+  it("classifies as the decoder does, the source's channels known at the edge: no disagreement, and an RGBA full too large refused at once", async () => {
     const before = await edge("tessera_admission_classifier_disagreement_total");
     expect((await get("/iiif/3/rgb/full/700,/0/default.jpg")).status).toBe(200);
-    expect(await edge("tessera_admission_classifier_disagreement_total")).toBe(before);
-    // The decoder refuses the tile grant before reading a pixel; the DO re-admits it as the
-    // full it is, and 11.92 MB can never fit the 7.5 MB full_mem.
+    // 11.92 MB with its 4 channels (8.94 MB had the edge assumed 3): a full, which can never fit
+    // the 7.5 MB full_mem.
     const tooLarge = await edge("tessera_decode_memory_too_large_total");
     expect((await get("/iiif/3/rgba/full/700,/0/default.jpg")).status).toBe(413);
-    expect(await edge("tessera_admission_classifier_disagreement_total")).toBe(before + 1);
+    expect(await edge("tessera_admission_classifier_disagreement_total")).toBe(before);
     expect(await edge("tessera_decode_memory_too_large_total")).toBe(tooLarge + 1);
   });
 

@@ -3,6 +3,8 @@
 // Layout: 8-byte header, tile payloads, out-of-line tag values, then the IFD (then the
 // overview's tiles, values and IFD, when there is one).
 
+import { deflateSync } from "node:zlib";
+
 export interface Tag {
   tag: number;
   /** 3 SHORT, 4 LONG, 7 UNDEFINED, 12 DOUBLE. */
@@ -118,4 +120,25 @@ function buildImage(spec: TiffSpec, base: number): { bytes: Uint8Array; ifdAt: n
   const next = spec.nextIfd === "self" ? ifdAt : (spec.nextIfd ?? 0);
   v.setUint32(ifdAt + 2 + 12 * entries.length, next, true);
   return { bytes: out.subarray(base), ifdAt, nextIfdAt: ifdAt + 2 + 12 * entries.length };
+}
+
+/**
+ * A `side`² RGB image of deflate tiles without overviews, every tile present: the same bytes
+ * each time, so a file of a few hundred KB says what a real one of gigapixels would.
+ */
+export function flatTiff(side: number, tile = 512): Uint8Array {
+  const tiles = Math.ceil(side / tile) ** 2;
+  const block = deflateSync(Buffer.alloc(tile * tile * 3, 90));
+  return buildTiff({
+    width: side,
+    height: side,
+    tileWidth: tile,
+    tileHeight: tile,
+    compression: 8,
+    tiles: [block],
+    edit: (tags, { tileOffsets }) => {
+      tags.set(324, { tag: 324, type: 4, values: Array(tiles).fill(tileOffsets[0]) });
+      tags.set(325, { tag: 325, type: 4, values: Array(tiles).fill(block.length) });
+    },
+  });
 }

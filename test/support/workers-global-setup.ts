@@ -2,7 +2,8 @@
 // so a test that gets an answer proves the edge answered alone, and a hung decode is real.
 // Beside it, three decoders gone wrong: a real one whose secret was rotated (it answers every
 // request 401), one that accepts a request and dies before answering (its socket reset), and
-// one that dies midway through its answer's body;
+// one that dies midway through its answer's body; one whose answers are large and come in two
+// parts, the second when a test says so (or never: it dies after the first);
 // and one that works, over a picture whose upscaled, rotated render keeps libvips busy a while,
 // a large file of noise, and the bundled map sample; and a second working decoder over the same
 // files for the tests that count its decodes, which no other test file sends work to, and a
@@ -21,6 +22,7 @@ import { ROOT } from "../../infra/root.ts";
 import { killDecoder, startDecoder, stopDecoder, type DecoderProcess } from "../../infra/local/decoders.ts";
 import { startAssetServer, type AssetServer } from "./asset-server.ts";
 import { useDecoderBuild } from "./decoder-build.ts";
+import { FIRST_PART_BYTES, streamedAnswer, STREAMED_BYTES } from "./streamed-answer.ts";
 
 export const WORKERS_TEST_SECRET = "workers-test-secret";
 
@@ -33,6 +35,7 @@ declare module "vitest" {
     countedDecoderUrl: string;
     connectionsDecoderUrl: string;
     cuttingDecoderUrl: string;
+    streamingDecoderUrl: string;
     /** POST: starts a draining decoder and answers its URL. */
     drainingDecoderControlUrl: string;
   }
@@ -66,6 +69,8 @@ export default async function setup(project: TestProject) {
     res.write(Buffer.alloc(1000), () => res.destroy());
   });
   project.provide("cuttingDecoderUrl", await listening(cutting));
+  const streaming = streamingDecoder();
+  project.provide("streamingDecoderUrl", await listening(streaming));
   const assets = await startAssetServer(dir);
   // Started when a test asks, not here: a drain ends at its deadline, and this run may last longer.
   const draining: DecoderProcess[] = [];
@@ -82,6 +87,8 @@ export default async function setup(project: TestProject) {
     await assets.close();
     dropping.close();
     cutting.close();
+    streaming.closeAllConnections();
+    streaming.close();
     await Promise.all([stopDecoder(decoder), stopDecoder(rotated), stopDecoder(working), stopDecoder(counted), stopDecoder(connections)]);
     await rm(dir, { recursive: true, force: true });
   };
@@ -105,6 +112,41 @@ async function writeSources(dir: string): Promise<void> {
   // Stored Raster Style documents beside the sources: one good, one with a bad field.
   await writeFile(path.join(dir, "red-ramp.style.json"), JSON.stringify({ name: "red band, reds ramp", bidx: [1], colormap_name: "reds" }));
   await writeFile(path.join(dir, "broken.style.json"), JSON.stringify({ bidx: [1], rescale: [[0, "max"]] }));
+}
+
+/**
+ * Answers every decode with streamed-answer.ts's bytes, sent in two parts: the first at once, the
+ * rest at once too, except on POST /release for a source named `held-…` and never for one named
+ * `cut-…` (the socket is destroyed after the first part). GET /state says how many requests each source got, how many
+ * answers wait for their release, and how many ended before their last byte (`cut`).
+ */
+function streamingDecoder() {
+  const answer = Buffer.from(streamedAnswer());
+  const held = new Set<() => void>();
+  const requests: Record<string, number> = {};
+  let cut = 0;
+  return createHttpServer((req, res) => {
+    if (req.url === "/release") {
+      const released = [...held];
+      held.clear();
+      released.forEach((send) => send());
+      return void res.end(String(released.length));
+    }
+    if (req.url === "/state") return void res.end(JSON.stringify({ requests, held: held.size, cut }));
+    const id = decodeURIComponent(req.url!.split("/")[3] ?? ""); // /v1/{route}/{id}/…
+    requests[id] = (requests[id] ?? 0) + 1;
+    const rest = () => res.end(answer.subarray(FIRST_PART_BYTES));
+    res.on("close", () => {
+      held.delete(rest);
+      if (!res.writableFinished) cut++;
+    });
+    res.writeHead(200, { "content-type": "image/png", "content-length": String(STREAMED_BYTES) });
+    res.write(answer.subarray(0, FIRST_PART_BYTES), () => {
+      if (id.startsWith("cut-")) res.destroy();
+    });
+    if (id.startsWith("held-")) held.add(rest);
+    else if (!id.startsWith("cut-")) rest();
+  });
 }
 
 /** Listens on a free loopback port; resolves to the server's URL. */

@@ -4,6 +4,7 @@ import { tmpdir, totalmem } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { classify, estimatePeakBytes, exactBands, maxRenderArea, STRIP_MIN_PIXELS } from "../../shared/cost";
+import { imageWork, WORK_PER_MEGASAMPLE } from "../../shared/work";
 import { resolveSize } from "../../shared/iiif/resolve";
 import { detectMemoryLimit } from "../../regional/runtime/heartbeat";
 
@@ -51,24 +52,80 @@ describe("estimatePeakBytes", () => {
     expect(estimate(7001)).toBe((2 * 10000 * 512 + 7001 * 512 + 7001 * 10000 + 2 * 7001 * 7001) * 3);
   });
 
-  it("derives the largest area a whole image renders in, none when it renders at full size", () => {
+  it("derives the largest area a whole image renders in within the budget's bytes", () => {
     const big = { levels: [{ width: 20000, height: 20000 }, { width: 10000, height: 10000 }, { width: 5000, height: 5000 }], tileWidth: 512, tileHeight: 512 };
     const region = { x: 0, y: 0, w: 20000, h: 20000 };
-    const ceiling = 512 * 1024 * 1024;
+    const ceiling = { bytes: 512 * 1024 * 1024, work: Infinity };
     const cost = (maxArea: number) => {
       const size = resolveSize({ kind: "max", upscale: false }, region, { width: 20000, height: 20000, maxArea });
       return estimatePeakBytes({ ...big, channels: 3, region, ...size, degrees: 0 });
     };
-    const area = maxRenderArea(big, 3, ceiling)!;
-    expect(cost(area)).toBeLessThanOrEqual(ceiling);
-    expect(cost(area + 1)).toBeGreaterThan(ceiling);
+    const area = maxRenderArea(big, 3, "jpeg", ceiling);
+    expect(cost(area)).toBeLessThanOrEqual(ceiling.bytes);
+    expect(cost(area + 1)).toBeGreaterThan(ceiling.bytes);
     expect(area).toBeGreaterThan(6000 * 6000); // read from the 10000² overview, in bands
-    expect(maxRenderArea(pyramid, 3, ceiling)).toBeUndefined(); // 4000² at full size: 192 MB
   });
 
-  it("classifies at the threshold: at or above it is a full", () => {
-    expect(classify(33554431, 33554432)).toBe("tile");
-    expect(classify(33554432, 33554432)).toBe("full");
+  it("declares a finite area for an image that renders whole: the largest upscale the bytes and the work allow", () => {
+    const region = { x: 0, y: 0, w: 4000, h: 4000 };
+    const at = (area: number) => {
+      const size = resolveSize({ kind: "max", upscale: true }, region, { width: 4000, height: 4000, maxArea: area });
+      const shape = { ...pyramid, channels: 3, region, ...size, degrees: 0 };
+      return { bytes: estimatePeakBytes(shape), work: imageWork({ ...shape, codec: "jpeg" }) };
+    };
+    const byBytes = maxRenderArea(pyramid, 3, "jpeg", { bytes: 512 * 1024 * 1024, work: Infinity });
+    expect(byBytes).toBeGreaterThan(4000 * 4000); // 4000² at full size is 192 MB: upscaled within 512 MiB
+    expect(at(byBytes).bytes).toBeLessThanOrEqual(512 * 1024 * 1024);
+    expect(at(byBytes + 10_000).bytes).toBeGreaterThan(512 * 1024 * 1024);
+    // A work limit tighter than the bytes: the area follows it, and never exceeds either.
+    const limit = at(4000 * 4000).work * 1.5;
+    const byWork = maxRenderArea(pyramid, 3, "jpeg", { bytes: 512 * 1024 * 1024, work: limit });
+    expect(byWork).toBeLessThan(byBytes);
+    expect(at(byWork).work).toBeLessThanOrEqual(limit);
+    expect(at(byWork + 10_000).work).toBeGreaterThan(limit);
+  });
+
+  it("declares for a source that renders whole at no size (no overviews) the area a full-resolution region may have", () => {
+    const flat = { levels: [{ width: 65536, height: 65536 }], tileWidth: 512, tileHeight: 512 };
+    const area = maxRenderArea(flat, 3, "deflate", { bytes: 512 * 1024 * 1024, work: 30_000 });
+    expect(area).toBeGreaterThan(2048 * 2048); // a viewer's tiles, and more, pass the edge
+    expect(area).toBeLessThan(65536 * 65536);
+    // A thumbnail of the whole is then refused for its work, not its size: every block decoded.
+    const thumbnail = imageWork({ ...flat, channels: 3, codec: "deflate", region: { x: 0, y: 0, w: 65536, h: 65536 }, width: 256, height: 256, degrees: 0, format: "jpg" });
+    expect(thumbnail).toBeGreaterThan(30_000);
+  });
+
+  it("classifies at the thresholds: at or above either is a full", () => {
+    const thresholds = { bytes: 33554432, work: 250 };
+    expect(classify({ bytes: 33554431, work: 249 }, thresholds)).toBe("tile");
+    expect(classify({ bytes: 33554432, work: 0 }, thresholds)).toBe("full");
+    expect(classify({ bytes: 0, work: 250 }, thresholds)).toBe("full");
+  });
+});
+
+describe("work", () => {
+  const request = (over: Partial<Parameters<typeof imageWork>[0]> = {}) =>
+    imageWork({ ...pyramid, channels: 3, codec: "jpeg", region: full, width: 1000, height: 1000, degrees: 0, format: "jpg", ...over });
+
+  it("counts every stored block a read decodes, at the level it reads", () => {
+    // One zoom down reads the 2000² overview (64 blocks of 256²), not the full level's 256.
+    const down = request({ width: 2000, height: 2000 });
+    const native = request({ width: 4000, height: 4000 });
+    expect(native - down).toBeGreaterThan((4000 * 4000 - 2000 * 2000) * 3 * 1e-6 * WORK_PER_MEGASAMPLE.decode.jpeg);
+    // A source without overviews decodes the whole full level for a thumbnail.
+    const flat = { levels: [{ width: 65536, height: 65536 }], tileWidth: 512, tileHeight: 512 };
+    const thumbnail = imageWork({ ...flat, channels: 3, codec: "jpeg", region: { x: 0, y: 0, w: 65536, h: 65536 }, width: 256, height: 256, degrees: 0, format: "jpg" });
+    expect(thumbnail).toBeGreaterThan(65536 * 65536 * 3 * 1e-6 * WORK_PER_MEGASAMPLE.decode.jpeg);
+  });
+
+  it("costs the codec read, the rotation and the format encoded", () => {
+    expect(request({ codec: "lzw" })).toBeGreaterThan(request({ codec: "none" }));
+    expect(request({ degrees: 17 })).toBeGreaterThan(request());
+    expect(request({ mirror: true })).toBeGreaterThan(request());
+    expect(request({ format: "png" })).toBeGreaterThan(request({ format: "jpg" }));
+    expect(request({ format: "jp2" })).toBeGreaterThan(request({ format: "png" }));
+    // An unknown codec (metadata from before decoders said it) is costed as the dearest known.
+    expect(request({ codec: undefined })).toBeGreaterThanOrEqual(request({ codec: "lzw" }));
   });
 });
 

@@ -126,4 +126,12 @@ describe("the limits a source is served under", () => {
     expect(servedLimits({ maxWidth: 9000, maxArea: 60_000_000 }, rendered)).toEqual({ maxWidth: 9000, maxArea: 48_000_000 });
     expect(servedLimits({ maxArea: 1_000_000 }, rendered)).toEqual({ maxArea: 1_000_000 });
   });
+
+  it("are bounded by the work one core does within the DO's REQUEST_TIMEOUT: the longer it is, the larger", () => {
+    const pyramid = { ...info, levels: [20000, 10000, 5000, 2500, 1250].map((side) => ({ width: side, height: side })), channels: 3, codec: "jpeg" as const, maxArea: 4_000_000_000 };
+    const at = (seconds: number) => servedLimits({}, pyramid, seconds * 1000).maxArea!;
+    expect(at(60)).toBeLessThan(4_000_000_000);
+    expect(at(10)).toBeLessThan(at(60));
+    expect(at(600)).toBeGreaterThan(at(60));
+  });
 });

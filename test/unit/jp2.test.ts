@@ -66,7 +66,7 @@ describe("the JP2 file", () => {
 
   it("writes every box's length and field at the byte Annex I puts it", () => {
     const codestream = Uint8Array.from([0xff, 0x4f, 0xff, 0x51, 0xff, 0xd9]);
-    const file = jp2File(codestream, { width: 0x0102, height: 0x0304, components: 1 });
+    const file = jp2File([codestream], { width: 0x0102, height: 0x0304, components: 1 });
     expect(file.toString("hex")).toBe(
       ["0000000c", "6a502020", "0d0a870a"].join("") + // signature
         ["00000014", "66747970", "6a703220", "00000000", "6a703220"].join("") + // ftyp
@@ -109,6 +109,9 @@ describe("the pixels, decoded by GDAL, against the same request as tif", () => {
     ["0,0,512,512/256,/45/default", good],
     ["full/1,1/0/default", good],
     ["full/1000,3/0/default", { mean: 4, max: 64 }],
+    // Tiled (1024² tiles; ^ written %5E as a client sends it): three columns, the last 52 wide, and a last row 6 high, narrower
+    // than the 32 pixels five wavelet levels need, coded at an offset of its own grid.
+    ["full/%5E2100,1030/0/default", good],
   ] as const) {
     it(`lossy colour: ${canonical}`, async () => {
       const { jp2, tif } = await decoded(canonical);
@@ -119,7 +122,7 @@ describe("the pixels, decoded by GDAL, against the same request as tif", () => {
     });
   }
 
-  for (const canonical of ["0,0,300,200/150,/90/gray", "full/250,/0/bitonal", "100,100,300,300/200,/22.5/gray", "full/300,/!180/bitonal"]) {
+  for (const canonical of ["0,0,300,200/150,/90/gray", "full/250,/0/bitonal", "100,100,300,300/200,/22.5/gray", "full/300,/!180/bitonal", "full/%5E1030,2100/0/gray"]) {
     it(`lossless: ${canonical} is exactly the tif's pixels`, async () => {
       const { jp2, tif } = await decoded(canonical);
       expect(jp2.channels).toBe(1);
@@ -158,7 +161,7 @@ describe("the encode's memory", () => {
   it("a failed encode is an error saying what could not be encoded, and the next encode still works", async () => {
     const input = { pixels: new Uint8Array(0), width: 0, height: 0, components: 3, lossless: false } as const;
     await expect(encodeJ2k(input)).rejects.toThrow(/^OpenJPEG could not encode a 0x0 image/);
-    const codestream = await encodeJ2k({ ...input, pixels: new Uint8Array(4 * 4 * 3), width: 4, height: 4 });
+    const [codestream] = await encodeJ2k({ ...input, pixels: new Uint8Array(4 * 4 * 3), width: 4, height: 4 });
     expect(Buffer.from(codestream.subarray(0, 4)).toString("hex")).toBe("ff4fff51");
   });
 
@@ -167,11 +170,11 @@ describe("the encode's memory", () => {
     const pixels = new Uint8Array(width * height * 3);
     let state = 1;
     for (let i = 0; i < pixels.length; i++) pixels[i] = (state = (state * 1_103_515_245 + 12_345) >>> 0) >>> 24;
-    const codestream = await encodeJ2k({ pixels, width, height, components: 3, lossless: true });
+    const [codestream] = await encodeJ2k({ pixels, width, height, components: 3, lossless: true });
     expect(codestream.length).toBeGreaterThan(pixels.length); // noise: no gain
     expect(codestream.length).toBeLessThanOrEqual(1.5 * pixels.length);
     // Lossless really is: GDAL gives back every sample.
-    const back = await gdalDecodeJp2(jp2File(codestream, { width, height, components: 3 }));
+    const back = await gdalDecodeJp2(jp2File([codestream], { width, height, components: 3 }));
     expect(difference(back, { data: Buffer.from(pixels), width, height, channels: 3 })).toEqual({ mean: 0, max: 0 });
   });
 });

@@ -60,6 +60,9 @@ describe("GET /v1/tiles", () => {
       ["rgb-utm", "WebMercatorQuad/10/553/366.png?colour=viridis", 400, "unknown query parameter"],
       ["rgb-utm", "NoSuchSet/1/0/0.png", 404, "unknown tile matrix set"],
       ["rgb-utm", "WebMercatorQuad/2/4/0.png", 400, "outside WebMercatorQuad"],
+      // Constants only: nothing to read, no window to warp (this was a crash, a 500).
+      ["rgb-utm", "WebMercatorQuad/10/553/366.png?expression=1%2B1", 400, "reads no band"],
+      ["rgb-utm", `WebMercatorQuad/10/553/366.png?expression=b1${"%2B1".repeat(128)}`, 400, "too many nodes (257"],
     ] as const;
     for (const [id, canonical, status, message] of cases) {
       const res = await signedGet(decoder, tilePath(id, canonical));

@@ -7,6 +7,7 @@ import { Cog } from "../../regional/cog/cog";
 import { conversion, TMS_CRS } from "../../regional/maps/crs";
 import { kernelWeight, resample } from "../../regional/maps/kernels";
 import type { Plane } from "../../regional/cog/bands";
+import { Slices } from "../../regional/runtime/slices";
 import type { Resampling } from "../../shared/maps/tile-request";
 import { renderTile } from "../../regional/maps/compose-tile";
 import { sourceCoordinates } from "../../regional/maps/transformer";
@@ -15,6 +16,9 @@ import { LocalCatalog } from "../../regional/source/local";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { parseTileRequest } from "../../shared/maps/tile-request";
 import { mapUnitFixtures } from "../support/map-fixtures";
+
+/** A computation no one cancels. */
+const slices = () => new Slices(new AbortController().signal);
 
 let catalog: LocalCatalog;
 const cogs: Cog[] = [];
@@ -47,7 +51,7 @@ function tileAt(cog: Cog, set: string, z: number, fx = 0.5, fy = 0.5): string {
 }
 
 describe("the approximate transformer", () => {
-  it("stays within 0.125 source pixels of the exact transform, with far fewer exact calls than pixels", () => {
+  it("stays within 0.125 source pixels of the exact transform, with far fewer exact calls than pixels", async () => {
     // UTM zone 33 seen from Web Mercator at zoom 6, far from the zone's meridian: curved rows.
     const toUtm = conversion(TMS_CRS.WebMercatorQuad, "+proj=utm +zone=33 +datum=WGS84 +units=m +no_defs");
     const [left, , , top] = tileBounds(tileMatrixSet("WebMercatorQuad"), 6, 38, 22);
@@ -56,7 +60,7 @@ describe("the approximate transformer", () => {
       const [e, n] = toUtm(left + x * cell, top - y * cell);
       return [(e - 100000) / 300, (6000000 - n) / 300]; // 300 m source pixels
     };
-    const { xs, ys, exactCalls } = sourceCoordinates(exact, 256, 256);
+    const { xs, ys, exactCalls } = await sourceCoordinates(exact, 256, 256, slices());
     let worst = 0;
     for (let row = 0; row < 256; row++) {
       for (let col = 0; col < 256; col++) {
@@ -79,32 +83,33 @@ describe("kernels", () => {
   });
 
   /** One output pixel at (x, y) of `plane`, resampled with `kernel`: its value, or undefined when invalid. */
-  function sampleAt(plane: Plane, x: number, y: number, resampling: Resampling): number | undefined {
+  async function sampleAt(plane: Plane, x: number, y: number, resampling: Resampling): Promise<number | undefined> {
     const values = [new Float32Array(1)];
     const valid = [new Uint8Array(1)];
-    resample([plane], { xs: Float64Array.of(x), ys: Float64Array.of(y), covered: Uint8Array.of(1), resampling, scaleX: 1, scaleY: 1 }, values, valid);
+    const sampling = { xs: Float64Array.of(x), ys: Float64Array.of(y), covered: Uint8Array.of(1), resampling, scaleX: 1, scaleY: 1 };
+    await resample([plane], sampling, values, valid, slices());
     return valid[0][0] ? values[0][0] : undefined;
   }
 
-  it("renormalise over a band's own valid pixels, so nodata never bleeds into a value", () => {
+  it("renormalise over a band's own valid pixels, so nodata never bleeds into a value", async () => {
     // Two columns: 10 (valid) | 1e9 (nodata). A position a quarter pixel right of the first centre.
     const plane = { width: 2, height: 1, values: Float32Array.of(10, 1e9), valid: Uint8Array.of(1, 0) };
-    for (const kernel of ["bilinear", "cubic"] as const) expect(sampleAt(plane, 0.75, 0.5, kernel), kernel).toBe(10);
+    for (const kernel of ["bilinear", "cubic"] as const) expect(await sampleAt(plane, 0.75, 0.5, kernel), kernel).toBe(10);
     // Both valid: bilinear's weights 0.75 and 0.25.
     plane.valid[1] = 1;
     plane.values[1] = 20;
-    expect(sampleAt(plane, 0.75, 0.5, "bilinear")).toBeCloseTo(12.5, 5);
+    expect(await sampleAt(plane, 0.75, 0.5, "bilinear")).toBeCloseTo(12.5, 5);
   });
 
-  it("renormalise inside the window too, where the whole neighbourhood is in it but one neighbour is invalid", () => {
+  it("renormalise inside the window too, where the whole neighbourhood is in it but one neighbour is invalid", async () => {
     // 6 × 6 of 10 with one nodata pixel of 1e9 beside the position: in reach of both kernels.
     const values = new Float32Array(36).fill(10);
     const valid = new Uint8Array(36).fill(1);
     values[2 * 6 + 3] = 1e9;
     valid[2 * 6 + 3] = 0;
-    for (const kernel of ["bilinear", "cubic"] as const) expect(sampleAt({ width: 6, height: 6, values, valid }, 3.25, 3.25, kernel), kernel).toBeCloseTo(10, 4);
+    for (const kernel of ["bilinear", "cubic"] as const) expect(await sampleAt({ width: 6, height: 6, values, valid }, 3.25, 3.25, kernel), kernel).toBeCloseTo(10, 4);
     // The pixel's own source pixel invalid: the output is invalid.
-    expect(sampleAt({ width: 6, height: 6, values, valid }, 3.5, 2.5, "cubic")).toBeUndefined();
+    expect(await sampleAt({ width: 6, height: 6, values, valid }, 3.5, 2.5, "cubic")).toBeUndefined();
   });
 });
 
@@ -156,12 +161,12 @@ describe("rendered tiles", () => {
     const { data, info } = await sharp(body).raw().toBuffer({ resolveWithObject: true });
     const i = 40000;
     expect(data[i * info.channels]).toBe(Math.round((warped.bands[0][i] * 255) / 65535));
-    expect(() => planTile(cog, request(tile, "bidx=5"))).toThrow(/bidx 5 is past the source's 4 bands/);
+    await expect(planTile(cog, request(tile, "bidx=5"), slices())).rejects.toThrow(/bidx 5 is past the source's 4 bands/);
   });
 
   it("are 404 for a picture that is not georeferenced", async () => {
     const cog = await Cog.open(await new LocalCatalog(path.join(import.meta.dirname, "../../samples")).open("test-pattern", undefined));
     cogs.push(cog);
-    expect(() => planTile(cog, request("WebMercatorQuad/0/0/0.png"))).toThrow(/is not georeferenced/);
+    await expect(planTile(cog, request("WebMercatorQuad/0/0/0.png"), slices())).rejects.toThrow(/is not georeferenced/);
   });
 });

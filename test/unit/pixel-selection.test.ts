@@ -5,6 +5,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { HttpError } from "../../shared/errors";
 import { beforeChannelsTuple, pixelSelection, type AssetTuple } from "../../regional/maps/pixel-selection";
+import { Slices } from "../../regional/runtime/slices";
 import { PIXEL_SELECTIONS, type PixelSelection } from "../../shared/maps/style";
 
 /** An asset from per-pixel tuples; `null` marks an invalid component. */
@@ -16,11 +17,14 @@ function asset(pixels: (number | null)[][]): AssetTuple {
   };
 }
 
+/** A computation no one cancels. */
+const slices = () => new Slices(new AbortController().signal);
+
 /** The reduced tile as per-pixel tuples, `null` where the pixel is invalid. */
-function reduce(mode: PixelSelection, assets: AssetTuple[], rankChannel?: number): (number[] | null)[] {
-  const reducer = pixelSelection({ mode, rankChannel, components: assets[0].bands.length, pixels: assets[0].bands[0].length });
-  for (const a of assets) reducer.add(a);
-  const { bands, valid } = reducer.result();
+async function reduce(mode: PixelSelection, assets: AssetTuple[], rankChannel?: number): Promise<(number[] | null)[]> {
+  const reducer = pixelSelection({ mode, rankChannel, components: assets[0].bands.length, pixels: assets[0].bands[0].length }, slices());
+  for (const a of assets) await reducer.add(a);
+  const { bands, valid } = await reducer.result();
   return Array.from(bands[0], (_, i) => (valid.every((v) => v[i]) ? bands.map((b) => b[i]) : null));
 }
 
@@ -77,84 +81,84 @@ const B = asset([[3, 20], [5, 9], [7, 4], [2, null]]);
 const C = asset([[2, 30], [4, 8], [null, null], [9, 1]]);
 
 describe("pixel selection modes", () => {
-  it("first: the earliest asset whose whole tuple is valid", () => {
-    expect(reduce("first", [A, B, C])).toEqual([[1, 10], [5, 1], [7, 4], [2, 2]]);
+  it("first: the earliest asset whose whole tuple is valid", async () => {
+    expect(await reduce("first", [A, B, C])).toEqual([[1, 10], [5, 1], [7, 4], [2, 2]]);
   });
 
-  it("highest on channel 1 keeps the winner's whole tuple; ties go to the earlier asset", () => {
+  it("highest on channel 1 keeps the winner's whole tuple; ties go to the earlier asset", async () => {
     // Pixel 1: A and B tie on 5, A wins (its 1, not B's 9). Pixel 3: B's tuple is invalid, so C's 9 wins.
-    expect(reduce("highest", [A, B, C])).toEqual([[3, 20], [5, 1], [7, 4], [9, 1]]);
-    expect(reduce("highest", [B, A, C])).toEqual([[3, 20], [5, 9], [7, 4], [9, 1]]);
+    expect(await reduce("highest", [A, B, C])).toEqual([[3, 20], [5, 1], [7, 4], [9, 1]]);
+    expect(await reduce("highest", [B, A, C])).toEqual([[3, 20], [5, 9], [7, 4], [9, 1]]);
   });
 
-  it("lowest on channel 1 keeps the winner's whole tuple; ties go to the earlier asset", () => {
+  it("lowest on channel 1 keeps the winner's whole tuple; ties go to the earlier asset", async () => {
     // Pixel 3: A's 2 and C's 9 take part (B's second component is invalid); A wins.
-    expect(reduce("lowest", [A, B, C])).toEqual([[1, 10], [4, 8], [7, 4], [2, 2]]);
+    expect(await reduce("lowest", [A, B, C])).toEqual([[1, 10], [4, 8], [7, 4], [2, 2]]);
   });
 
-  it("rank_channel picks the component highest and lowest compare", () => {
-    expect(reduce("highest", [A, B, C], 2)).toEqual([[2, 30], [5, 9], [7, 4], [2, 2]]);
-    expect(reduce("lowest", [A, B, C], 2)).toEqual([[1, 10], [5, 1], [7, 4], [9, 1]]);
+  it("rank_channel picks the component highest and lowest compare", async () => {
+    expect(await reduce("highest", [A, B, C], 2)).toEqual([[2, 30], [5, 9], [7, 4], [2, 2]]);
+    expect(await reduce("lowest", [A, B, C], 2)).toEqual([[1, 10], [5, 1], [7, 4], [9, 1]]);
   });
 
-  it("an asset with one invalid component takes no part, even in highest on its other component", () => {
+  it("an asset with one invalid component takes no part, even in highest on its other component", async () => {
     const big = asset([[100, null]]);
     const small = asset([[1, 1]]);
-    expect(reduce("highest", [small, big], 1)).toEqual([[1, 1]]);
-    expect(reduce("count", [small, big])).toEqual([[1]]);
-    expect(reduce("mean", [small, big])).toEqual([[1, 1]]);
+    expect(await reduce("highest", [small, big], 1)).toEqual([[1, 1]]);
+    expect(await reduce("count", [small, big])).toEqual([[1]]);
+    expect(await reduce("mean", [small, big])).toEqual([[1, 1]]);
   });
 
-  it("lastbandhigh and lastbandlow decide on the last component and drop it", () => {
-    expect(reduce("lastbandhigh", [A, B, C])).toEqual([[2], [5], [7], [2]]);
-    expect(reduce("lastbandlow", [A, B, C])).toEqual([[1], [5], [7], [9]]);
+  it("lastbandhigh and lastbandlow decide on the last component and drop it", async () => {
+    expect(await reduce("lastbandhigh", [A, B, C])).toEqual([[2], [5], [7], [2]]);
+    expect(await reduce("lastbandlow", [A, B, C])).toEqual([[1], [5], [7], [9]]);
     // Ties on the last component: the earlier asset.
-    expect(reduce("lastbandhigh", [asset([[1, 5]]), asset([[2, 5]])])).toEqual([[1]]);
-    expect(reduce("lastbandlow", [asset([[2, 5]]), asset([[1, 5]])])).toEqual([[2]]);
+    expect(await reduce("lastbandhigh", [asset([[1, 5]]), asset([[2, 5]])])).toEqual([[1]]);
+    expect(await reduce("lastbandlow", [asset([[2, 5]]), asset([[1, 5]])])).toEqual([[2]]);
   });
 
-  it("mean, median and stdev per component over the assets taking part", () => {
-    expect(reduce("mean", [A, B, C])).toEqual([[2, 20], [14 / 3, 6], [7, 4], [5.5, 1.5]].map((t) => t.map(Math.fround)));
-    expect(reduce("median", [A, B, C])).toEqual([[2, 20], [5, 8], [7, 4], [5.5, 1.5]]);
+  it("mean, median and stdev per component over the assets taking part", async () => {
+    expect(await reduce("mean", [A, B, C])).toEqual([[2, 20], [14 / 3, 6], [7, 4], [5.5, 1.5]].map((t) => t.map(Math.fround)));
+    expect(await reduce("median", [A, B, C])).toEqual([[2, 20], [5, 8], [7, 4], [5.5, 1.5]]);
     const sd = (xs: number[]) => Math.sqrt(xs.reduce((s, x) => s + (x - xs.reduce((a, b) => a + b) / xs.length) ** 2, 0) / xs.length);
-    expectTuples(reduce("stdev", [A, B, C]), [[sd([1, 3, 2]), sd([10, 20, 30])], [sd([5, 5, 4]), sd([1, 9, 8])], [0, 0], [3.5, 0.5]]);
+    expectTuples(await reduce("stdev", [A, B, C]), [[sd([1, 3, 2]), sd([10, 20, 30])], [sd([5, 5, 4]), sd([1, 9, 8])], [0, 0], [3.5, 0.5]]);
   });
 
-  it("count: the assets taking part, valid everywhere, 0 included", () => {
-    expect(reduce("count", [A, B, C])).toEqual([[3], [3], [1], [2]]);
-    expect(reduce("count", [asset([[null]])])).toEqual([[0]]);
+  it("count: the assets taking part, valid everywhere, 0 included", async () => {
+    expect(await reduce("count", [A, B, C])).toEqual([[3], [3], [1], [2]]);
+    expect(await reduce("count", [asset([[null]])])).toEqual([[0]]);
   });
 
-  it("leaves a pixel no asset fills invalid", () => {
+  it("leaves a pixel no asset fills invalid", async () => {
     for (const mode of PIXEL_SELECTIONS.filter((m) => m !== "count")) {
-      expect(reduce(mode, [asset([[null, 1], [1, 1]]), asset([[1, null], [2, 2]])])[0]).toBeNull();
+      expect((await reduce(mode, [asset([[null, 1], [1, 1]]), asset([[1, null], [2, 2]])]))[0]).toBeNull();
     }
   });
 });
 
 describe("first stops once every pixel is filled", () => {
-  it("is done exactly when the last gap is filled, and later assets change nothing", () => {
-    const reducer = pixelSelection({ mode: "first", components: 1, pixels: 2 });
+  it("is done exactly when the last gap is filled, and later assets change nothing", async () => {
+    const reducer = pixelSelection({ mode: "first", components: 1, pixels: 2 }, slices());
     expect(reducer.done).toBe(false);
-    reducer.add(asset([[1], [null]]));
+    await reducer.add(asset([[1], [null]]));
     expect(reducer.done).toBe(false);
-    reducer.add(asset([[2], [3]]));
+    await reducer.add(asset([[2], [3]]));
     expect(reducer.done).toBe(true);
-    reducer.add(asset([[4], [5]]));
-    expect(Array.from(reducer.result().bands[0])).toEqual([1, 3]);
+    await reducer.add(asset([[4], [5]]));
+    expect(Array.from((await reducer.result()).bands[0])).toEqual([1, 3]);
   });
 
-  it("is never done for the modes that need every asset", () => {
+  it("is never done for the modes that need every asset", async () => {
     for (const mode of PIXEL_SELECTIONS.filter((m) => m !== "first")) {
-      const reducer = pixelSelection({ mode, components: 2, pixels: 1 });
-      reducer.add(asset([[1, 1]]));
+      const reducer = pixelSelection({ mode, components: 2, pixels: 1 }, slices());
+      await reducer.add(asset([[1, 1]]));
       expect(reducer.done).toBe(false);
     }
   });
 });
 
 describe("pixel selection against the per-pixel reference", () => {
-  it("agrees for every mode on random small tiles", () => {
+  it("agrees for every mode on random small tiles", async () => {
     const value = fc.oneof(fc.constant(null), fc.integer({ min: -3, max: 3 }), fc.float({ min: -1e6, max: 1e6, noNaN: true }));
     const tiles = fc
       .record({ components: fc.integer({ min: 2, max: 3 }), pixels: fc.integer({ min: 1, max: 5 }), assets: fc.integer({ min: 1, max: 5 }) })
@@ -165,11 +169,11 @@ describe("pixel selection against the per-pixel reference", () => {
           rankChannel: fc.integer({ min: 1, max: components }),
         }),
       );
-    fc.assert(
-      fc.property(tiles, ({ assets, mode, rankChannel }) => {
+    await fc.assert(
+      fc.asyncProperty(tiles, async ({ assets, mode, rankChannel }) => {
         const tuples = assets.map(asset);
         const rank = mode === "highest" || mode === "lowest" ? rankChannel : undefined;
-        expectTuples(reduce(mode, tuples, rank), reference(mode, tuples, rank));
+        expectTuples(await reduce(mode, tuples, rank), reference(mode, tuples, rank));
       }),
       { numRuns: 500 },
     );
@@ -187,16 +191,16 @@ describe("pixel selection settings", () => {
   };
 
   it("refuses a rank_channel outside the tuple, or on a mode that does not rank", () => {
-    refused(() => pixelSelection({ mode: "highest", rankChannel: 0, components: 2, pixels: 1 }));
-    refused(() => pixelSelection({ mode: "lowest", rankChannel: 3, components: 2, pixels: 1 }));
-    refused(() => pixelSelection({ mode: "highest", rankChannel: 1.5, components: 2, pixels: 1 }));
-    refused(() => pixelSelection({ mode: "mean", rankChannel: 1, components: 2, pixels: 1 }));
-    expect(() => pixelSelection({ mode: "highest", rankChannel: 2, components: 2, pixels: 1 })).not.toThrow();
+    refused(() => pixelSelection({ mode: "highest", rankChannel: 0, components: 2, pixels: 1 }, slices()));
+    refused(() => pixelSelection({ mode: "lowest", rankChannel: 3, components: 2, pixels: 1 }, slices()));
+    refused(() => pixelSelection({ mode: "highest", rankChannel: 1.5, components: 2, pixels: 1 }, slices()));
+    refused(() => pixelSelection({ mode: "mean", rankChannel: 1, components: 2, pixels: 1 }, slices()));
+    expect(() => pixelSelection({ mode: "highest", rankChannel: 2, components: 2, pixels: 1 }, slices())).not.toThrow();
   });
 
   it("refuses lastbandhigh and lastbandlow on a one-component tuple, which would leave nothing", () => {
-    refused(() => pixelSelection({ mode: "lastbandhigh", components: 1, pixels: 1 }));
-    refused(() => pixelSelection({ mode: "lastbandlow", components: 1, pixels: 1 }));
+    refused(() => pixelSelection({ mode: "lastbandhigh", components: 1, pixels: 1 }, slices()));
+    refused(() => pixelSelection({ mode: "lastbandlow", components: 1, pixels: 1 }, slices()));
   });
 });
 

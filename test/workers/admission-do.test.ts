@@ -35,7 +35,7 @@ describe("admission DO", () => {
       "permits_in_use", "permits_total", "full_in_use", "tile_waiting", "full_waiting", "tile_shed_total",
       "full_shed_total", "full_shadow_rejected_total", "classifier_disagreement_total", "tile_min_threads",
       "full_max_threads", "tiles_thread_ratio", "tiles_memory_ratio", "memory_limit_bytes",
-      "large_decode_threshold_bytes", "leases_expired_total",
+      "large_decode_threshold_bytes", "large_decode_threshold_work", "leases_expired_total",
     ]) {
       expect(text).toMatch(new RegExp(`^# TYPE tessera_admission_${name} (gauge|counter)$`, "m"));
     }

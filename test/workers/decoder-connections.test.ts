@@ -1,8 +1,8 @@
 // How the admission DO reaches a decoder on a miss. It keeps its connections open: a decoder
 // that has just answered gets the next request without a trial connection first, so misses in a
-// row cost no TCP handshake each (the decoder counts the connections it accepts). And it reads the
-// decoder's answer whole before passing it on, so an answer cut short is a 502 (the decoder
-// failed), not stored, and its permit is freed.
+// row cost no TCP handshake each (the decoder counts the connections it accepts). And it reads a
+// small answer (below STREAM_ANSWER_BYTES) whole before passing it on, so one cut short is a 502
+// (the decoder failed), not stored, and its permit is freed; larger ones stream (streaming.test.ts).
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { get, heartbeat, metric } from "./helpers";

@@ -15,6 +15,8 @@ declare namespace Cloudflare {
     TEST_CONNECTIONS_DECODER_URL: string;
     /** Answers 200 and dies midway through the body. */
     TEST_CUTTING_DECODER_URL: string;
+    /** Large answers in two parts (test/support/workers-global-setup.ts, streamingDecoder). */
+    TEST_STREAMING_DECODER_URL: string;
     /** The regions tests' decoders (test/support/workers-regions-setup.ts), comma-separated. */
     TEST_NEAR_DECODER_URLS: string;
     TEST_FAR_DECODER_URLS: string;

@@ -101,6 +101,17 @@ describe("hostile tile requests", () => {
     expect((await expectError(`${TILES}/${tile}`)).message).toContain(message);
   });
 
+  it("refuses expressions past the node cap, and of constants only, before admission", async () => {
+    for (const [expression, message] of [
+      // The most nodes 1,024 characters hold; calls of 16 arguments nested past the cap.
+      ["b1" + "+1".repeat(511), "too many nodes (1023 numbers, bands, operators and calls, at most 256)"],
+      [`max(${Array(16).fill(`min(b1${",1".repeat(15)})`).join(",")})`, "too many nodes (273 numbers, bands, operators and calls, at most 256)"],
+      ["1+1", "reads no band"],
+    ]) {
+      expect((await expectError(`${TILES}/4/9/5.png?expression=${encodeURIComponent(expression)}`)).message, expression.slice(0, 40)).toContain(message);
+    }
+  });
+
   it("refuses a bad set, a bad snapshot id and malformed map routes, as 404 or 400", async () => {
     for (const [path, status] of [
       ["/tiles/geo/Foo/4/9/5.png", 404],

@@ -1,0 +1,155 @@
+// `npm run bench:hostile`: viewers beside a flood of each kind of costly URL in turn, on the local
+// stack with its default configuration (two decoders of two permits each). Each kind is what a
+// hostile client would send to buy the most work or memory for the least effort: a band
+// expression at the node cap on @2x map tiles, a 32-asset mosaic tile with pixel_selection=mean,
+// upscales of a 1000² image, thumbnails of a 65536² image without overviews, large JPEG 2000s,
+// and a few large PNGs asked by many clients at once.
+//
+// For each kind, viewers fetch distinct 256² tiles of a 6000² image alone, then while the flood
+// runs (each phase on a fresh copy, so no tile is an edge-cache hit). A line a kind: the viewers'
+// p99 flooded ÷ alone, the decoders' longest event-loop stall and slowest /health, the flood's
+// answers (ok, refused up front, 503 + Retry-After, failures: any other 5xx), the fewest decoders
+// the edge saw alive, and the decoders' RSS at its peak and once settled (sampled until it is back
+// within 64 MiB plus the block cache's cap of its idle figure, at most 30 s). The last line is the
+// summary against the targets: p99 ratio ≤ 1.5, stall ≤ 100 ms, no failure, no decoder dropped,
+// RSS settled. BENCH_VIEWER_SECONDS (10) and BENCH_CRAWLERS (8) change a run's size.
+
+import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ROOT } from "../infra/root";
+import { startStack, type Stack } from "../infra/local/stack";
+import { expressionBomb } from "../test/support/expression-bomb";
+import { patternCog } from "../test/support/pattern-cog";
+import { flatTiff } from "../test/support/tiff-builder";
+import { crawl, decodersRss, edgeMetric, healthSampler, loopLagSampler, p99, progress, rssSampler, sleep, viewers, viewerTiles } from "./load";
+
+const VIEWER_SECONDS = Number(process.env.BENCH_VIEWER_SECONDS ?? 10);
+const CRAWLERS = Number(process.env.BENCH_CRAWLERS ?? 8);
+const VIEWERS = 3;
+const BIG = 6000;
+const DECODERS = 2;
+/** The decoders' decoded-block cache cap (TESSERA_BLOCK_CACHE_MB's default), each. */
+const BLOCK_CACHE_BYTES = 256 * 2 ** 20;
+const SETTLE_MS = 30_000;
+const MIB = 2 ** 20;
+
+/** Columns of the bundled UTM sample's zoom-12 tiles (row 1427). */
+const MAP_COLUMNS = [2218, 2219, 2220, 2221];
+
+const KINDS: Record<string, (i: number) => string> = {
+  // The worst legal expression (at the node cap); the rescale makes each of 200 URLs its own.
+  expression: (i) => `/tiles/utm-quadrants/WebMercatorQuad/12/${MAP_COLUMNS[i % 4]}/1427@2x.png?expression=${encodeURIComponent(expressionBomb())}&rescale=-4,${4 + (i % 50)}`,
+  mosaic: (i) => `/tiles/mosaic32/WebMercatorQuad/12/${MAP_COLUMNS[i % 4]}/1427.png?pixel_selection=mean&bidx=1&rescale=0,${200 + (i % 50)}`,
+  upscale: (i) => `/iiif/3/test-pattern/full/%5E${15000 + i},/0/default.png`,
+  "no overviews": (i) => `/iiif/3/flat/full/${256 + i},/0/default.jpg`,
+  jp2: (i) => `/iiif/3/big-jp2/full/${3000 + i},/0/default.jp2`,
+  // Eight large answers, each asked by several clients at once: coalesced, or streamed.
+  "large answers": (i) => `/iiif/3/big-png/full/${BIG - (i % 8)},/0/default.png`,
+};
+
+async function fixtures(dir: string): Promise<void> {
+  const samples = `${ROOT}samples`;
+  await copyFile(`${samples}/test-pattern.tif`, path.join(dir, "test-pattern.tif"));
+  await copyFile(`${samples}/utm-quadrants.tif`, path.join(dir, "utm-quadrants.tif"));
+  await writeFile(path.join(dir, "flat.tif"), flatTiff(65536));
+  patternCog(path.join(dir, "big.tif"), BIG);
+  for (const copy of ["big-jp2", "big-png", ...Object.keys(KINDS).flatMap((_, k) => [`alone-${k}`, `flooded-${k}`])]) {
+    await copyFile(path.join(dir, "big.tif"), path.join(dir, `${copy}.tif`));
+  }
+  const members = Array.from({ length: 32 }, (_, i) => `member-${i}.tif`);
+  for (const m of members) await copyFile(`${samples}/utm-quadrants.tif`, path.join(dir, m));
+  const mosaic = { mosaicjson: "0.0.3", minzoom: 0, maxzoom: 16, quadkey_zoom: 0, bounds: [15, 47.66, 15.28, 47.86], tiles: { "": members } };
+  await writeFile(path.join(dir, "mosaic32.mosaic.json"), JSON.stringify(mosaic));
+}
+
+interface Result {
+  kind: string;
+  ratio: number;
+  stallMs: number;
+  healthMs: number;
+  flood: ReturnType<typeof crawl>["flood"];
+  viewerErrors: number;
+  decodersMin: number;
+  rssPeak: number;
+  rssSettled: number;
+  settledMs: number;
+}
+
+/** The fewest decoders the edge counts alive, sampled every 500 ms. */
+function liveSampler(stack: Stack): { min(): number; stop(): void } {
+  let min = Infinity;
+  const timer = setInterval(() => void edgeMetric(stack, "tessera_admission_decoders_live").then((n) => (min = Math.min(min, n)), () => {}), 500);
+  return { min: () => min, stop: () => clearInterval(timer) };
+}
+
+async function runKind(stack: Stack, kind: string, k: number, idleRss: number): Promise<Result> {
+  progress(`${kind}: viewers alone`);
+  const alone = await viewers(stack, viewerTiles(`alone-${k}`, BIG), { viewers: VIEWERS, seconds: VIEWER_SECONDS });
+  const [rss, lag, health, live] = [rssSampler(stack), loopLagSampler(stack), healthSampler(stack), liveSampler(stack)];
+  progress(`${kind}: viewers under the flood`);
+  const stop = new AbortController();
+  const crawler = crawl(stack, KINDS[kind], CRAWLERS, stop.signal);
+  await sleep(2000);
+  const flooded = await viewers(stack, viewerTiles(`flooded-${k}`, BIG), { viewers: VIEWERS, seconds: VIEWER_SECONDS });
+  stop.abort();
+  await crawler.done;
+  const settleStart = Date.now();
+  const bound = idleRss + DECODERS * (64 * MIB + BLOCK_CACHE_BYTES);
+  let settled = await decodersRss(stack);
+  while (settled > bound && Date.now() - settleStart < SETTLE_MS) {
+    await sleep(500);
+    settled = await decodersRss(stack);
+  }
+  for (const s of [rss, lag, health, live]) s.stop();
+  return {
+    kind,
+    ratio: p99(flooded.latencies) / p99(alone.latencies),
+    stallMs: lag.max() * 1000,
+    healthMs: health.max(),
+    flood: crawler.flood,
+    viewerErrors: alone.errors + flooded.errors,
+    decodersMin: live.min(),
+    rssPeak: rss.max(),
+    rssSettled: settled,
+    settledMs: Date.now() - settleStart,
+  };
+}
+
+function report(r: Result): void {
+  const f = r.flood;
+  console.log(
+    `${r.kind.padEnd(14)} p99_ratio=${r.ratio.toFixed(2)} stall_ms=${r.stallMs.toFixed(0)} health_ms=${r.healthMs.toFixed(0)} ` +
+      `flood ok=${f.ok} refused=${f.refused} shed_503=${f.shed503} failed_5xx=${f.failed} other=${f.other} viewer_errors=${r.viewerErrors} ` +
+      `decoders_live_min=${r.decodersMin} rss_peak_mib=${(r.rssPeak / MIB).toFixed(0)} rss_settled_mib=${(r.rssSettled / MIB).toFixed(0)} settled_in_ms=${r.settledMs}`,
+  );
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(path.join(tmpdir(), "tessera-bench-hostile-"));
+  let stack: Stack | undefined;
+  try {
+    await fixtures(dir);
+    stack = await startStack({ decoders: DECODERS, decoderEnv: { TESSERA_DATA_DIR: dir, TESSERA_DECODER_CAPACITY: "2" } });
+    const idleRss = await decodersRss(stack);
+    const results: Result[] = [];
+    for (const [k, kind] of Object.keys(KINDS).entries()) {
+      const r = await runKind(stack, kind, k, idleRss);
+      report(r);
+      results.push(r);
+    }
+    const worst = (f: (r: Result) => number) => Math.max(...results.map(f));
+    const bound = idleRss + DECODERS * (64 * MIB + BLOCK_CACHE_BYTES);
+    console.log(
+      `p99_ratio_max=${worst((r) => r.ratio).toFixed(2)} stall_ms_max=${worst((r) => r.stallMs).toFixed(0)} health_ms_max=${worst((r) => r.healthMs).toFixed(0)} ` +
+        `failed_5xx=${results.reduce((n, r) => n + r.flood.failed, 0)} refused=${results.reduce((n, r) => n + r.flood.refused, 0)} ` +
+        `decoders_dropped=${results.some((r) => r.decodersMin < DECODERS) ? "yes" : "no"} idle_rss_mib=${(idleRss / MIB).toFixed(0)} ` +
+        `rss_settled_max_mib=${(worst((r) => r.rssSettled) / MIB).toFixed(0)} rss_bound_mib=${(bound / MIB).toFixed(0)} rss_peak_max_mib=${(worst((r) => r.rssPeak) / MIB).toFixed(0)}`,
+    );
+  } finally {
+    await stack?.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,23 @@
+// glibc's allocator, which libvips and every thread of the decoder allocate through, keeps what a
+// large render freed: its mmap threshold grows to the largest block freed (up to 32 MiB), after
+// which large pixel buffers come from heaps it never returns, and each thread's arena keeps its
+// own. Measured after one 5800² render, the process stayed 100–250 MiB above its idle figure for
+// good; with these settings, and the render pool replaced once idle, within 20 MiB in 30 s.
+// They must be in the environment when the process starts (the image, the systemd unit and the
+// local stack set them); a decoder started without them says so.
+
+/** The allocator settings every decoder process starts with. */
+export const ALLOCATOR_ENV = {
+  /** Two arenas, not eight per core: threads share, and freed memory is not spread thin. */
+  MALLOC_ARENA_MAX: "2",
+  /** Buffers from 128 KiB up are mapped and unmapped as a whole, the threshold fixed at glibc's first. */
+  MALLOC_MMAP_THRESHOLD_: "131072",
+  /** A heap's free top beyond 128 KiB goes back to the system at once. */
+  MALLOC_TRIM_THRESHOLD_: "131072",
+} as const;
+
+/** The settings `env` lacks or sets otherwise, on Linux (where glibc is the allocator). */
+export function missingAllocatorSettings(env: NodeJS.ProcessEnv, platform = process.platform): string[] {
+  if (platform !== "linux") return [];
+  return Object.entries(ALLOCATOR_ENV).flatMap(([name, value]) => (env[name] === value ? [] : [`${name}=${value}`]));
+}

@@ -1,0 +1,76 @@
+// The work a request buys, across the tiers: the edge classifies by it as by memory, the DO grants
+// it, and a request one decoder core could not finish within REQUEST_TIMEOUT (2 s here) is refused
+// before any pixel is read. In front of the working decoder (its sources: workers-global-setup.ts);
+// the figures each case needs come from the one formula both tiers use (shared/work.ts).
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it } from "vitest";
+import { ADMISSION_DEFAULTS } from "../../shared/admission-config";
+import { imageWork } from "../../shared/work";
+import { get, heartbeat, metric } from "./helpers";
+
+const decoder = () => env.TEST_WORKING_DECODER_URL;
+
+/** A sample of the working decoder's own /metrics (0 when absent). */
+async function decoderMetric(name: string, labels = ""): Promise<number> {
+  const text = await (await fetch(`${decoder()}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${name}${labels} `));
+  return line ? Number(line.split(" ")[1]) : 0;
+}
+
+/** The work of a whole-image render of the 1000² JPEG COG `slow` at `width`² in `format`. */
+const slowWork = (width: number, format: "gif" | "jpg") =>
+  imageWork({
+    levels: [{ width: 1000, height: 1000 }, { width: 500, height: 500 }],
+    tileWidth: 512,
+    tileHeight: 512,
+    channels: 3,
+    codec: "jpeg",
+    region: { x: 0, y: 0, w: 1000, h: 1000 },
+    width,
+    height: width,
+    degrees: 0,
+    format,
+  });
+
+beforeEach(async () => {
+  expect((await heartbeat({ url: decoder(), capacity: 4, memoryBytes: 4_000_000_000 })).status).toBe(204);
+});
+
+describe("work across the tiers", () => {
+  it("admits as a full a request whose work alone reaches LARGE_DECODE_THRESHOLD_WORK, and both tiers agree", async () => {
+    // A GIF (its palette search is the dearest encode) of a few MB of memory: a tile by its bytes.
+    const work = slowWork(600, "gif");
+    expect(work).toBeGreaterThanOrEqual(ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_WORK);
+    expect(work).toBeLessThan(2000);
+    const [fulls, disagreements] = [await decoderMetric("tessera_decoder_decodes_total", '{partition="full"}'), await metric("classifier_disagreement_total")];
+    const res = await get("/iiif/3/slow/full/600,/0/default.gif");
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/gif");
+    expect(await decoderMetric("tessera_decoder_decodes_total", '{partition="full"}')).toBe(fulls + 1);
+    expect(await metric("classifier_disagreement_total")).toBe(disagreements);
+  });
+
+  it("refuses with 413, before any pixel, a request one core could not finish within REQUEST_TIMEOUT", async () => {
+    expect(slowWork(1000, "gif")).toBeGreaterThan(2000);
+    const decoded = await decoderMetric("tessera_decoder_blocks_decoded_total");
+    const res = await get("/iiif/3/slow/full/max/0/default.gif");
+    expect(res.status).toBe(413);
+    expect(res.headers.get("retry-after")).toBeNull();
+    const { error, message } = (await res.json()) as { error: string; message: string };
+    expect(error).toBe("too_large");
+    expect(message).toMatch(/would take about [\d.]+ s of one decoder core, more than the 2 s a request may take; ask for a smaller size/);
+    expect(await decoderMetric("tessera_decoder_blocks_decoded_total")).toBe(decoded);
+    expect(await metric("permits_in_use")).toBe(0);
+  });
+
+  it("declares a finite maxArea and refuses an upscale past it with 400 at the edge, before admission", async () => {
+    const info = (await (await get("/iiif/3/slow/info.json")).json()) as { maxArea?: number };
+    expect(info.maxArea).toBeGreaterThan(1000 * 1000);
+    const side = Math.ceil(Math.sqrt(info.maxArea!)) + 10;
+    const requests = await decoderMetric("tessera_decoder_requests_total", '{route="image",status="200"}');
+    const res = await get(`/iiif/3/slow/full/%5E${side},${side}/0/default.jpg`);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { message: string }).message).toMatch(/exceeds the server's maxWidth\/maxHeight\/maxArea/);
+    expect(await decoderMetric("tessera_decoder_requests_total", '{route="image",status="200"}')).toBe(requests);
+  });
+});
