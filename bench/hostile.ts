@@ -12,7 +12,8 @@
 // the edge saw alive, and the decoders' RSS at its peak and once settled (sampled until it is back
 // within 64 MiB plus the block cache's cap of its idle figure, at most 30 s). The last line is the
 // summary against the targets: p99 ratio ≤ 1.5, stall ≤ 100 ms, no failure, no decoder dropped,
-// RSS settled. BENCH_VIEWER_SECONDS (10) and BENCH_CRAWLERS (8) change a run's size.
+// RSS settled. BENCH_VIEWER_SECONDS (10) and BENCH_CRAWLERS (8) change a run's size; BENCH_KINDS
+// (a comma-separated list of the kinds' names) runs only those.
 
 import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -133,7 +134,9 @@ async function main(): Promise<void> {
     stack = await startStack({ decoders: DECODERS, decoderEnv: { TESSERA_DATA_DIR: dir, TESSERA_DECODER_CAPACITY: "2" } });
     const idleRss = await decodersRss(stack);
     const results: Result[] = [];
+    const only = process.env.BENCH_KINDS?.split(",");
     for (const [k, kind] of Object.keys(KINDS).entries()) {
+      if (only && !only.includes(kind)) continue;
       const r = await runKind(stack, kind, k, idleRss);
       report(r);
       results.push(r);
