@@ -76,7 +76,7 @@ describe("admission DO", () => {
     await settled();
     expect([await metric("tessera_decode_memory_reserved_bytes"), await metric("full_in_use")]).toEqual([0, 0]);
     expect(await metric("leases_expired_total")).toBe(expired + 1);
-  });
+  }, 15_000); // it waits out a deadline and a grace by design
 
   it("holds one permit for identical decodes at once; all get 408 at the first's deadline, and nothing stays held", async () => {
     const [timeouts, coalesced] = [await metric("request_timeouts_total"), await metric("coalesced_total")];
@@ -183,16 +183,22 @@ describe("admission DO", () => {
   });
 
   it("answers 503 + Retry-After, not 502, when the DO fails under a request (here: it is reset)", async () => {
-    const pending = get("/iiif/3/big/512,0,256,256/max/0/default.jpg"); // hangs in the frozen decoder
-    await scheduler.wait(200);
-    // abort() also fails the call that made it
-    await runInDurableObject(stub(), (_instance: AdmissionDO, state) => state.abort("reset under load")).catch(() => {});
-    const res = await pending;
-    expect(res.status).toBe(503);
-    expect(res.headers.get("retry-after")).toBe("1");
-    expect(res.headers.get("cache-control")).toBe("no-store");
+    // Reset while the request hangs in the frozen decoder, within its 2 s REQUEST_TIMEOUT; on a
+    // machine busy with the whole suite the reset can come after it (a 408), and is tried again.
+    let res: Response | undefined;
+    for (let attempt = 0; attempt < 3 && (res === undefined || res.status === 408); attempt++) {
+      const pending = get(`/iiif/3/big/${512 + 256 * attempt},0,256,256/max/0/default.jpg`);
+      await scheduler.wait(200);
+      // abort() also fails the call that made it
+      await runInDurableObject(stub(), (_instance: AdmissionDO, state) => state.abort("reset under load")).catch(() => {});
+      res = await pending;
+      if (res.status === 408) await heartbeat();
+    }
+    expect(res!.status).toBe(503);
+    expect(res!.headers.get("retry-after")).toBe("1");
+    expect(res!.headers.get("cache-control")).toBe("no-store");
     await heartbeat(); // the new instance knows no decoder until the next heartbeat
-  });
+  }, 15_000);
 
   it("gives back the grant when arming the lease alarm fails, and arms it on the next lease", async () => {
     await runInDurableObject(stub(), async (_instance: AdmissionDO, state) => {
