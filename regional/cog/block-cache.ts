@@ -5,11 +5,16 @@
 // byte cap here, not by the work budget.
 //
 // Blocks are decoded into memory the cache hands out (`memory`): slots of one arena the size
-// of the cap, reserved on first use (the kernel maps its pages as they are first written, so
-// residency still follows what is cached), and an evicted block's slot takes the next block of
-// its size once no reader uses it. A fresh allocation per block made V8 count every new block
-// as external memory, and that growth alone set off a full garbage collection every few hundred
-// milliseconds while the cache filled. Readers mark the blocks they use (`readers`) until done.
+// of the cap (arena.ts), reserved on first use (the kernel maps its pages as they are first
+// written, so residency still follows what is cached), and an evicted block's slot is free again
+// once no reader uses it. A block that finds no free run evicts the least recently used blocks
+// nothing reads until one is free, so the arena, not new memory, takes blocks of every size. A
+// fresh allocation per block made V8 count every new block as external memory, and that growth
+// alone set off a full garbage collection every few hundred milliseconds while the cache filled.
+// Readers mark the blocks they use (`readers`) until done.
+
+import { Arena } from "./arena";
+
 export interface DecodedBlock {
   /** Interleaved samples, `width * height * channels` bytes. */
   data: Uint8Array;
@@ -24,7 +29,7 @@ export interface DecodedBlock {
   slot?: Uint8Array;
 }
 
-/** Slots outside the arena (it was full) kept for reuse once evicted: a few, one per decode in progress. */
+/** Slots outside the arena (every block in it was being read) kept for reuse once evicted: a few. */
 const MAX_LOOSE_SPARES = 4;
 
 /** 256 MiB: about 340 decoded 512² RGB blocks, a whole 8192² level. */
@@ -40,18 +45,21 @@ export class DecodedBlockCache {
   misses = 0;
   /** Blocks decoded and offered to the cache (cached unless larger than the cap). */
   decoded = 0;
-  /** Memory handed out again from evicted blocks. */
-  recycled = 0;
-  /** Slots of evicted blocks no reader uses, by size. */
+  private looseRecycled = 0;
+  /** Slots outside the arena no reader uses, by size. */
   private readonly spares = new Map<number, Uint8Array[]>();
   private looseSpares = 0;
-  private arena: Uint8Array | undefined;
-  private arenaUsed = 0;
+  private arena: Arena | undefined;
 
   constructor(readonly maxBytes: number = DEFAULT_BLOCK_CACHE_BYTES) {}
 
   get bytes(): number {
     return this.used;
+  }
+
+  /** Blocks decoded into the memory of evicted blocks. */
+  get recycled(): number {
+    return this.looseRecycled + (this.arena?.recycled ?? 0);
   }
 
   get(key: string): DecodedBlock | undefined {
@@ -81,30 +89,43 @@ export class DecodedBlockCache {
     this.used += size;
     for (const [k, b] of this.entries) {
       if (this.used <= this.maxBytes) break;
-      this.entries.delete(k);
-      this.used -= b.data.byteLength;
-      this.evict(b);
+      this.drop(k, b);
     }
   }
 
+  private drop(key: string, block: DecodedBlock): void {
+    this.entries.delete(key);
+    this.used -= block.data.byteLength;
+    this.evict(block);
+  }
+
   /**
-   * `bytes` of memory to decode a block into: an evicted block's slot of that size, else a new
-   * slot of the arena, else (the arena is taken) memory of its own. Uninitialised: the decoder
-   * writes every byte a reader sees.
+   * `bytes` of memory to decode a block into: a free run of the arena, else one freed by evicting
+   * the least recently used blocks nothing reads, else (every block in the arena is being read)
+   * memory of its own. Uninitialised: the decoder writes every byte a reader sees.
    */
   memory(bytes: number): Uint8Array {
+    this.arena ??= new Arena(reserveArena(this.maxBytes));
+    const slot = this.arena.take(bytes) ?? this.makeRoom(this.arena, bytes);
+    if (slot) return slot;
     const spare = this.spares.get(bytes)?.pop();
     if (spare) {
-      this.recycled++;
-      if (spare.buffer !== this.arena?.buffer) this.looseSpares--;
+      this.looseRecycled++;
+      this.looseSpares--;
       return spare;
     }
-    this.arena ??= reserveArena(this.maxBytes);
-    if (this.arenaUsed + bytes <= this.arena.length) {
-      this.arenaUsed += bytes;
-      return this.arena.subarray(this.arenaUsed - bytes, this.arenaUsed);
-    }
     return Buffer.allocUnsafeSlow(bytes); // never a slice of Node's shared pool
+  }
+
+  private makeRoom(arena: Arena, bytes: number): Uint8Array | undefined {
+    if (bytes > arena.memory.length) return undefined;
+    for (const [key, block] of this.entries) {
+      if (block.readers > 0 || !block.slot || !arena.holds(block.slot)) continue;
+      this.drop(key, block);
+      const slot = arena.take(bytes);
+      if (slot) return slot;
+    }
+    return undefined;
   }
 
   /** A reader is done with `block`'s data. */
@@ -124,9 +145,9 @@ export class DecodedBlockCache {
 
   /** Takes back a slot from `memory` nothing uses: every arena slot, a few others. */
   reuse(slot: Uint8Array): void {
-    const inArena = slot.buffer === this.arena?.buffer;
-    if (!inArena && this.looseSpares >= MAX_LOOSE_SPARES) return;
-    if (!inArena) this.looseSpares++;
+    if (this.arena?.holds(slot)) return this.arena.give(slot);
+    if (this.looseSpares >= MAX_LOOSE_SPARES) return;
+    this.looseSpares++;
     const list = this.spares.get(slot.length) ?? [];
     list.push(slot);
     this.spares.set(slot.length, list);

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecodedBlockCache, snapshotIdentity } from "../../regional/cog/block-cache";
 import { coalesce } from "../../regional/cog/block-reader";
 import { Cog } from "../../regional/cog/cog";
+import { collectGarbage } from "../../regional/runtime/settle";
 import { LocalCatalog } from "../../regional/source/local";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import {
@@ -136,6 +137,40 @@ describe("decoded-block cache", () => {
       expect(meanAbsDiff(after, before)).toBeGreaterThan(50);
     } finally {
       await d.close();
+    }
+  });
+
+  it("holds its cap in memory, not more, with blocks of mixed sizes", () => {
+    // What a decoder serving viewers (512² RGB) beside a mosaic (256²) and gray sources feeds
+    // its cache. Each block decodes into `memory` with a row to spare, as the block reader asks.
+    const cap = 32 * 2 ** 20;
+    const cache = new DecodedBlockCache(cap);
+    let n = 0;
+    const feed = (side: number, channels: number) => {
+      const bytes = side * side * channels;
+      const slot = cache.memory(bytes + side * channels);
+      const block = { data: slot.subarray(0, bytes), width: side, height: side, channels, readers: 0, evicted: false, slot };
+      cache.set(`b${n++}`, block);
+    };
+    const held = () => {
+      collectGarbage();
+      return process.memoryUsage().arrayBuffers - baseline;
+    };
+    collectGarbage();
+    const baseline = process.memoryUsage().arrayBuffers;
+    let random = 1;
+    const next = () => (random = (random * 48271) % 2147483647) / 2147483647;
+    const phases: [string, () => void][] = [
+      ["512² RGB", () => feed(512, 3)],
+      ["256² RGB", () => feed(256, 3)],
+      ["512² RGB again", () => feed(512, 3)],
+      ["a random mix of sizes and bands", () => feed([256, 512][Math.floor(next() * 2)], [1, 3, 4][Math.floor(next() * 3)])],
+    ];
+    for (const [name, step] of phases) {
+      for (let i = 0; i < 600; i++) step();
+      expect(cache.bytes, name).toBeLessThanOrEqual(cap);
+      // The arena, plus at most the few spare blocks kept outside it (four of 1 MiB at most).
+      expect(held() / 2 ** 20, name).toBeLessThanOrEqual(cap / 2 ** 20 + 4);
     }
   });
 
