@@ -48,6 +48,10 @@ export default defineConfig({
         test: {
           name: "workers",
           isolate: true,
+          // Deadlines of one to three seconds (above) keep these tests short, and a descheduled
+          // workerd misses them when npm test's other stream takes both cores for a while: one
+          // retry. A test that fails for its code fails both times.
+          retry: 1,
           include: ["test/workers/**/*.test.ts"],
           exclude: ["test/workers/regions/**"],
           globalSetup: ["test/support/workers-global-setup.ts"],
