@@ -1,12 +1,15 @@
 // Memory returned once the decoder is idle after large work. A large render or a many-asset map
 // tile leaves hundreds of MB behind that nothing frees while the decoder is idle: pixel buffers
 // that only a collection frees (V8 collects when JavaScript allocates, and an idle decoder does
-// not), and the render pool's threads, which keep what they grew. SETTLE_IDLE_MS after the last
-// decode of a spell that reserved more than SETTLE_ABOVE_BYTES, with no decode running, the
-// decoder runs its settle steps: the render pool replaced by a fresh one, a full collection of
-// the main thread's heap. Measured after the largest png or jp2 (5800²) or a spell of 32-asset
-// map tiles, the process stayed 100–358 MiB above its idle figure for good; settled (with the
-// allocator settings, allocator.ts), −7 to +67 MiB within 30 s.
+// not), and the render pool's threads, which keep what they grew. So does a spell of many small
+// decodes: a few dozen 32-asset 256² map tiles, each reserving a few MiB, left the main heap and
+// its buffers 120 MiB larger. SETTLE_IDLE_MS after the last decode of a spell that reserved more
+// than SETTLE_ABOVE_BYTES at once, or that grew the main thread's heap and buffers by as much
+// since the last settle, with no decode running, the decoder runs its settle steps: the render
+// pool replaced by a fresh one, a full collection of the main thread's heap. Measured after the
+// largest png or jp2 (5800²) or a spell of 32-asset map tiles, the process stayed 100–358 MiB
+// above its idle figure for good; settled (with the allocator settings, allocator.ts), −7 to
+// +67 MiB within 30 s.
 
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -21,7 +24,15 @@ export class Settle {
   private largestBytes = 0;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly steps: (() => void)[]) {}
+  /** The main thread's heap and buffers after the last settle (or at the start). */
+  private heldBefore: number;
+
+  constructor(
+    private readonly steps: (() => void)[],
+    private readonly held: () => number = mainThreadBytes,
+  ) {
+    this.heldBefore = held();
+  }
 
   /** Counts in a decode that reserved `bytes`; the returned function counts it out (once). */
   start(bytes: number): () => void {
@@ -32,7 +43,10 @@ export class Settle {
     return () => {
       if (!running) return;
       running = false;
-      if (--this.running === 0 && this.largestBytes > SETTLE_ABOVE_BYTES) this.timer = setTimeout(() => this.settle(), SETTLE_IDLE_MS).unref();
+      if (--this.running > 0) return;
+      if (this.largestBytes > SETTLE_ABOVE_BYTES || this.held() - this.heldBefore > SETTLE_ABOVE_BYTES) {
+        this.timer = setTimeout(() => this.settle(), SETTLE_IDLE_MS).unref();
+      }
     };
   }
 
@@ -40,7 +54,14 @@ export class Settle {
     if (this.running > 0) return;
     this.largestBytes = 0;
     for (const step of this.steps) step();
+    this.heldBefore = this.held();
   }
+}
+
+/** What a collection of the main thread may return: its heap and the buffers its objects hold. */
+function mainThreadBytes(): number {
+  const { heapTotal, external } = process.memoryUsage();
+  return heapTotal + external;
 }
 
 /** A full collection of this thread's heap. V8 exposes it only on a flag, set here, not at the process's start. */
