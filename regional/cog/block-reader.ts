@@ -232,32 +232,40 @@ export class BlockReader {
 
   private async decode(r: Range, stored: Uint8Array): Promise<DecodedBlock> {
     const { tileWidth: width, tileHeight: height, params } = this.layout;
+    // Every block lies in the cache's memory (one-bit blocks unpacked, a byte a sample), with a
+    // row to spare after it: a window at its bottom edge can then be encoded in place with the
+    // block's row stride (jpeg-encode.ts). Blocks in memory of their own would sit beside the
+    // cache's, uncounted by its cap.
+    const bytes = params.bitsPerSample[0] === 1 ? width * height : blockBytes(params);
+    const slot = this.cache.memory(bytes + bytes / height);
+    try {
+      const data = await this.decodeInto(r, stored, slot.subarray(0, bytes));
+      // One reader from the start: the fetch's, until its waiters hold the block (startFetch).
+      return { data, width, height, channels: params.samplesPerPixel, readers: 1, evicted: false, slot };
+    } catch (e) {
+      this.cache.reuse(slot);
+      throw e;
+    }
+  }
+
+  private async decodeInto(r: Range, stored: Uint8Array, data: Uint8Array): Promise<Uint8Array> {
+    const { tileWidth: width, tileHeight: height, params } = this.layout;
+    if (r.count === 0) return data.fill(0); // a sparse block (GDAL's SPARSE_OK): all zeros
     const expected = blockBytes(params);
-    let data: Uint8Array;
-    let slot: Uint8Array | undefined;
-    if (r.count === 0) {
-      data = new Uint8Array(expected); // a sparse block (GDAL's SPARSE_OK): all zeros
-    } else if (this.layout.compression === COMPRESSION.jpeg) {
-      // Into the cache's memory, with a row to spare after the block: a window at its bottom
-      // edge can then be encoded in place with the block's row stride (jpeg-encode.ts).
-      slot = this.cache.memory(expected + width * params.samplesPerPixel);
-      data = await decodeJpegBlock(stored, params, slot).catch((e) => {
-        this.cache.reuse(slot!);
-        throw e;
-      });
-    } else {
-      // geotiff.js codecs take an ArrayBuffer: a block read alone is one already; a block cut
-      // from a coalesced read is copied out.
-      const whole = stored.byteOffset === 0 && stored.byteLength === stored.buffer.byteLength;
-      data = new Uint8Array(await this.decoder.decode((whole ? stored : stored.slice()).buffer));
+    const wrongSize = (got: number) => malformed(this.source.label, `block ${r.index} decodes to ${got} bytes, not the declared ${expected}`);
+    if (this.layout.compression === COMPRESSION.jpeg) {
+      const decoded = await decodeJpegBlock(stored, params, data);
+      if (decoded.byteLength !== expected) throw wrongSize(decoded.byteLength);
+      return decoded;
     }
-    if (data.byteLength !== expected) {
-      if (slot) this.cache.reuse(slot);
-      throw malformed(this.source.label, `block ${r.index} decodes to ${data.byteLength} bytes, not the declared ${expected}`);
-    }
-    if (params.bitsPerSample[0] === 1) data = unpackBits(data, width, height);
-    // One reader from the start: the fetch's, until its waiters hold the block (startFetch).
-    return { data, width, height, channels: params.samplesPerPixel, readers: 1, evicted: false, slot };
+    // geotiff.js codecs take an ArrayBuffer and answer one of their own, copied in: a block read
+    // alone is one already; a block cut from a coalesced read is copied out.
+    const whole = stored.byteOffset === 0 && stored.byteLength === stored.buffer.byteLength;
+    const decoded = new Uint8Array(await this.decoder.decode((whole ? stored : stored.slice()).buffer));
+    if (decoded.byteLength !== expected) throw wrongSize(decoded.byteLength);
+    if (params.bitsPerSample[0] === 1) unpackBits(decoded, data, width, height);
+    else data.set(decoded);
+    return data;
   }
 
   private range(tables: TileTables, index: number): { offset: number; count: number } {
@@ -325,13 +333,11 @@ export function coalesce(ranges: Range[]): Range[][] {
 }
 
 /** A 1-bit block (a transparency mask: rows padded to whole bytes, first pixel in the high bit) as a byte a pixel, 0 or 1. */
-function unpackBits(packed: Uint8Array, width: number, height: number): Uint8Array {
-  const out = new Uint8Array(width * height);
+function unpackBits(packed: Uint8Array, out: Uint8Array, width: number, height: number): void {
   const rowBytes = Math.ceil(width / 8);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) out[y * width + x] = (packed[y * rowBytes + (x >> 3)] >> (7 - (x & 7))) & 1;
   }
-  return out;
 }
 
 /** Copies the part of `block` (placed at bx, by in level pixels) inside `window` into `out`. */

@@ -153,10 +153,10 @@ describe("decoded-block cache", () => {
       cache.set(`b${n++}`, block);
     };
     const held = () => {
-      collectGarbage();
+      collectGarbage("sync");
       return process.memoryUsage().arrayBuffers - baseline;
     };
-    collectGarbage();
+    collectGarbage("sync");
     const baseline = process.memoryUsage().arrayBuffers;
     let random = 1;
     const next = () => (random = (random * 48271) % 2147483647) / 2147483647;
@@ -172,6 +172,21 @@ describe("decoded-block cache", () => {
       // The arena, plus at most the few spare blocks kept outside it (four of 1 MiB at most).
       expect(held() / 2 ** 20, name).toBeLessThanOrEqual(cap / 2 ** 20 + 4);
     }
+  });
+
+  it("holds its cap in memory, not more, with blocks of every codec (JPEG, deflate)", async () => {
+    const cap = 4 * 2 ** 20; // 21 of the fixtures' 256² RGB blocks; each source has 16
+    const cache = new DecodedBlockCache(cap);
+    collectGarbage("sync");
+    const baseline = process.memoryUsage().arrayBuffers;
+    for (const id of ["jpeg", "deflate", "jpeg", "deflate"]) {
+      const cog = await Cog.open(await new LocalCatalog(fixtures.dir).open(id, undefined), { cache, prefetchRing: 0 });
+      for (let y = 0; y < 1000; y += 256) for (let x = 0; x < 1000; x += 256) await cog.readWindow(0, { x, y, w: 16, h: 16 });
+      await cog.close();
+    }
+    collectGarbage("sync");
+    expect(cache.bytes).toBeGreaterThan(cap - 256 * 256 * 3);
+    expect((process.memoryUsage().arrayBuffers - baseline) / 2 ** 20).toBeLessThanOrEqual(cap / 2 ** 20 + 1);
   });
 
   it("identity includes version and size", () => {
