@@ -8,8 +8,8 @@
 // since the last settle, with no decode running, the decoder runs its settle steps: the render
 // pool replaced by a fresh one, a full collection of the main thread's heap. Measured after the
 // largest png or jp2 (5800²) or a spell of 32-asset map tiles, the process stayed 100–358 MiB
-// above its idle figure for good; settled (with the allocator settings, allocator.ts), −40 to
-// +37 MiB within 30 s.
+// above its idle figure for good; settled (with the allocator settings, allocator.ts), −4 to
+// +44 MiB within 30 s.
 
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -65,19 +65,18 @@ function mainThreadBytes(): number {
 }
 
 /**
- * A full collection of this thread's heap that also gives its spare pages back (V8's last-resort
- * flavour, repeated until nothing more is freed): a plain collection frees the objects but keeps
- * the heap at its high-water mark (173 MiB with 38 MiB in use, measured after the mosaic flood).
- * The decoder's runs in steps between other tasks (`async`), so a request arriving meanwhile is
- * not held up by all of it; a measurement waits for it (`sync`). V8 exposes it only on a flag,
- * set here, not at the process's start.
+ * A full collection of this thread's heap. The decoder's runs in steps between other tasks
+ * (`async`); a measurement waits for it (`sync`). Not V8's last-resort flavour, which also gives
+ * the heap's spare pages back at once (some 40 MiB more a decoder after a mosaic flood) but held
+ * the event loop for 160–220 ms, past what a viewer's tile may wait. V8 exposes it only on a
+ * flag, set here, not at the process's start.
  */
 export function collectGarbage(execution: "sync" | "async" = "async"): void {
   gc ??= exposedGc();
-  gc({ type: "major", execution, flavor: "last-resort" });
+  gc({ type: "major", execution });
 }
 
-type Gc = (options: { type: "major"; execution: "sync" | "async"; flavor: "last-resort" }) => void;
+type Gc = (options: { type: "major"; execution: "sync" | "async" }) => void;
 let gc: Gc | undefined;
 
 function exposedGc(): Gc {
