@@ -40,7 +40,7 @@ import jpegTurbo from "@julusian/jpeg-turbo";
 import { fromFile } from "geotiff";
 import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
 import { mergeJpegTables } from "../regional/cog/jpeg-tables";
-import { ALLOCATOR_ENV } from "../regional/runtime/allocator";
+import { ALLOCATOR_ENV, DECODER_NODE_FLAGS } from "../regional/runtime/allocator";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
@@ -204,11 +204,12 @@ async function startTessera(
 ): Promise<Server & { pid: number; metrics(): Promise<string> }> {
   // BENCH_DECODER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the decoder.
   const nodeArgs = (process.env.BENCH_DECODER_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  const decoder = spawn("taskset", ["-c", "0", node, ...nodeArgs, "--import", "tsx", "regional/main.ts"], {
+  const flags = root === ROOT ? DECODER_NODE_FLAGS : [];
+  const decoder = spawn("taskset", ["-c", "0", node, ...flags, ...nodeArgs, "--import", "tsx", "regional/main.ts"], {
     cwd: root,
     env: {
       ...process.env,
-      // As deployed: this checkout's allocator settings (another checkout runs as it did).
+      // As deployed: this checkout's allocator settings and flags (another checkout runs as it did).
       ...(root === ROOT && ALLOCATOR_ENV),
       TESSERA_DECODER_SECRET: SECRET,
       TESSERA_DECODER_PORT: String(port),

@@ -44,7 +44,7 @@ import { DecodedBlockCache } from "./cog/block-cache";
 import { Drain, LINGER_MS } from "./runtime/drain";
 import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig, type Heartbeats } from "./runtime/heartbeat";
 import { configureRenderPool } from "./render/render-pool";
-import { missingAllocatorSettings } from "./runtime/allocator";
+import { missingAllocatorSettings, missingNodeFlags } from "./runtime/allocator";
 import { RequestLimiter } from "./runtime/request-limiter";
 import type { DecoderOptions } from "./decoder";
 import { createDecoderServer } from "./http/server";
@@ -55,8 +55,13 @@ import { WorkBudget } from "./runtime/work-budget";
 /** A decoder started without the allocator settings runs, but keeps what large renders grew. */
 function warnOfAllocator(): void {
   const missing = missingAllocatorSettings(process.env);
-  if (missing.length === 0) return;
-  jsonLog({ level: "error", msg: "allocator settings missing: memory that large renders free stays resident; start the decoder with them", settings: missing.join(" ") });
+  if (missing.length > 0) {
+    jsonLog({ level: "error", msg: "allocator settings missing: memory that large renders free stays resident; start the decoder with them", settings: missing.join(" ") });
+  }
+  const flags = missingNodeFlags(process.execArgv, process.env.NODE_OPTIONS);
+  if (flags.length > 0) {
+    jsonLog({ level: "error", msg: "node flags missing: the heap keeps what map tiles grew; start the decoder's node with them", flags: flags.join(" ") });
+  }
 }
 
 /** How long past its deadline and linger a drain may run before the process exits regardless. */

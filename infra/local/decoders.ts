@@ -3,7 +3,7 @@
 // that what only starts decoders (the Worker tests' set-ups) loads neither Miniflare nor wrangler.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface, type Interface } from "node:readline";
-import { ALLOCATOR_ENV } from "../../regional/runtime/allocator.ts";
+import { ALLOCATOR_ENV, DECODER_NODE_FLAGS } from "../../regional/runtime/allocator.ts";
 import { ROOT } from "../root.ts";
 
 export interface DecoderProcess {
@@ -20,7 +20,7 @@ export interface DecoderProcess {
  */
 function decoderArgs(): string[] {
   const build = process.env.TESSERA_DECODER_BUILD;
-  return build ? [`${build.replace(/\/$/, "")}/main.js`] : ["--import", "tsx", "regional/main.ts"];
+  return [...DECODER_NODE_FLAGS, ...(build ? [`${build.replace(/\/$/, "")}/main.js`] : ["--import", "tsx", "regional/main.ts"])];
 }
 
 /** Starts one decoder process and resolves once it prints where it listens. */

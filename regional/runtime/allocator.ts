@@ -6,8 +6,11 @@
 // Buffers of tens of KiB (stored tiles, a codec's chunks) freed among ones that stay fragment a
 // heap that then cannot shrink: after a spell of 32-asset map tiles the heaps kept 80–94 MiB with
 // the threshold at 128 KiB, 30 at 64 KiB (22 at 32 KiB, at some 5 % of the native tile rate).
-// They must be in the environment when the process starts (the image, the systemd unit and the
-// local stack set them); a decoder started without them says so.
+// V8's young generation grows to 64 MiB under map tiles' allocations and no collection gives
+// it back: two decoders settled 120 MiB above their bound under bench:hostile; with its semi-spaces
+// at 8 MiB, within it, and native tiles no slower (bench:decode).
+// They must be given when the process starts (the image, the systemd unit and the local stack
+// do); a decoder started without them says so.
 
 /** The allocator settings every decoder process starts with. */
 export const ALLOCATOR_ENV = {
@@ -19,8 +22,17 @@ export const ALLOCATOR_ENV = {
   MALLOC_TRIM_THRESHOLD_: "131072",
 } as const;
 
+/** The flags every decoder's Node starts with, before its script. */
+export const DECODER_NODE_FLAGS = ["--max-semi-space-size=8"] as const;
+
 /** The settings `env` lacks or sets otherwise, on Linux (where glibc is the allocator). */
 export function missingAllocatorSettings(env: NodeJS.ProcessEnv, platform = process.platform): string[] {
   if (platform !== "linux") return [];
   return Object.entries(ALLOCATOR_ENV).flatMap(([name, value]) => (env[name] === value ? [] : [`${name}=${value}`]));
+}
+
+/** The flags neither Node's own arguments nor NODE_OPTIONS give. */
+export function missingNodeFlags(execArgv: readonly string[], nodeOptions = ""): string[] {
+  const given = [...execArgv, ...nodeOptions.split(/\s+/)];
+  return DECODER_NODE_FLAGS.filter((flag) => !given.includes(flag));
 }

@@ -9,7 +9,7 @@
 // pool replaced by a fresh one, a full collection of the main thread's heap. Measured after the
 // largest png or jp2 (5800²) or a spell of 32-asset map tiles, the process stayed 100–358 MiB
 // above its idle figure for good; settled (with the allocator settings, allocator.ts), −4 to
-// +44 MiB within 30 s.
+// +25 MiB within 30 s.
 
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
