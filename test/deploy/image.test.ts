@@ -64,7 +64,7 @@ it("registers with the edge, reporting its container's memory limit, and serves 
 });
 
 it("runs the decoder as a user other than root, on the pinned Node", async () => {
-  expect(podman("top", CONTAINER, "user", "args").split("\n").slice(1)).toEqual([expect.stringMatching(/^tessera\s+node dist\/decoder\/main\.js$/)]);
+  expect(podman("top", CONTAINER, "user", "args").split("\n").slice(1)).toEqual([expect.stringMatching(/^tessera\s+node --max-semi-space-size=8 dist\/decoder\/main\.js$/)]);
   const pinned = (await import("../../package.json", { with: { type: "json" } })).default.dependencies.node;
   expect(podman("exec", CONTAINER, "node", "--version")).toBe(`v${pinned}`);
 });

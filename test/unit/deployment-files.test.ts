@@ -58,7 +58,7 @@ describe("the systemd unit", () => {
   const unit = read("infra/systemd/tessera-decoder.service");
 
   it("runs the built decoder and waits out its drain", () => {
-    expect(unit).toMatch(/^ExecStart=\S+ \/opt\/tessera\/dist\/decoder\/main\.js$/m);
+    expect(unit).toMatch(/^ExecStart=\S+ --max-semi-space-size=8 \/opt\/tessera\/dist\/decoder\/main\.js$/m);
     expect(Number(/^TimeoutStopSec=(\d+)$/m.exec(unit)?.[1])).toBeGreaterThan(DRAIN_DEADLINE_SECONDS);
     expect(unit).toMatch(/^KillSignal=SIGTERM$/m);
   });
