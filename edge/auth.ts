@@ -4,9 +4,9 @@ import { errorResponse, HttpError } from "../shared/errors";
 import { constantTimeEqual } from "../shared/protocol";
 import { sha256Hex } from "../shared/registration";
 
-/** Whether the request carries `Authorization: Bearer <token>`. */
+/** Whether the request carries `Authorization: Bearer <token>` (the scheme in any case, as HTTP's are). */
 export async function bearerMatches(req: Request, token: string): Promise<boolean> {
-  const presented = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1] ?? "";
+  const presented = /^Bearer +(.+)$/i.exec(req.headers.get("authorization") ?? "")?.[1] ?? "";
   return constantTimeEqual(await sha256Hex(presented), await sha256Hex(token));
 }
 

@@ -2,7 +2,7 @@
 // Parse → resolve against cached metadata → cache key naming the pixels (+ pinned version) →
 // Cache API hit, or admission → decoder, then store.
 import type { IRequest } from "itty-router";
-import { badRequest } from "../../shared/errors";
+import { badRequest, notFound } from "../../shared/errors";
 import { parseImageRequest, type ApiVersion } from "../../shared/iiif/image-request";
 import { PROFILE_URI, servedLimits } from "../../shared/iiif/info";
 import { canonicalParts, pixelParts, resolveImageRequest } from "../../shared/iiif/resolve";
@@ -53,11 +53,30 @@ export const imageHandler =
     return cachedDecode({ route: "image", id, canonical: pixels, version: info.version, headers, cost }, req, env, config, ctx);
   };
 
+/** The segments of an image request after its identifier: {region}/{size}/{rotation}/{quality}.{format}. */
+const IMAGE_SEGMENTS = 4;
+
 /**
- * Any other path under /iiif/{2,3}/{id}/: an image request with segments missing or extra (a "\\"
- * that URL parsing read as "/" makes one more) is malformed, not an unknown resource.
+ * Any other path under /iiif/{2,3}/{id}/. More segments than the grammar, or an info.json after
+ * more than one, name an identifier with an unescaped "/" (a "\\" that URL parsing read as "/"
+ * makes one too): no image has such an identifier, so it is unknown (404), as the IIIF validator
+ * expects. Segments missing make a malformed request (400).
  */
 export function misshapenImageHandler(req: IRequest): never {
-  const rest = new URL(req.url).pathname.split("/").slice(4).join("/");
-  throw badRequest(`image request "${rest}" must be {region}/{size}/{rotation}/{quality}.{format}`);
+  const segments = new URL(req.url).pathname.split("/").slice(3);
+  const info = segments.at(-1) === "info.json";
+  const identifier = info ? segments.slice(0, -1) : segments.slice(0, -IMAGE_SEGMENTS);
+  if (identifier.length > 1) {
+    throw notFound(`no image "${identifier.map(decodeSegment).join("/")}": source ids are file names, never with a "/"`);
+  }
+  throw badRequest(`image request "${segments.slice(1).join("/")}" must be {region}/{size}/{rotation}/{quality}.{format}`);
+}
+
+/** A path segment as text, or as it came when it does not decode. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }

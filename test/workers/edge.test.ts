@@ -26,13 +26,10 @@ describe("edge worker in workerd", () => {
       ["/iiif/3/x/full/max/0/default.bmp", "format"],
       ["/iiif/3/x/full/max/999/default.jpg", "rotation"],
       ["/iiif/3/%E0%A4%A/info.json", "identifier"],
-      // Not the image route's shape: one segment too many or too few.
-      ["/iiif/3/x/full/max/0/0/default.jpg", shape],
+      // Not the image route's shape: a segment too few (more make an unknown image, below).
       ["/iiif/2/x/full/full/default.jpg", shape],
       ["/iiif/3/x/default.jpg", shape],
-      // URL parsing reads "\\" as "/": one segment becomes two.
-      ["/iiif/3/x/full/max\\0/0/default.jpg", shape],
-      ["/iiif/2/x/full/full/0/gray\\default.jpg", shape],
+      ["/iiif/3/x/full/max/default.jpg", shape],
       // Larger than the format's encoder writes: refused by the grammar alone, the (unknown)
       // source never looked up…
       ["/iiif/3/x/full/%5E100000000,/0/default.png", "exceeds 10000000 pixels a side"],
@@ -52,6 +49,29 @@ describe("edge worker in workerd", () => {
       const body = (await res.json()) as { error: string; message: string };
       expect(body.error).toBe("bad_request");
       expect(body.message, path).toContain(message);
+    }
+    expect(await metric("released_total")).toBe(0);
+  });
+
+  it("answers an identifier with an unescaped slash (more segments than the grammar) as an unknown image: 404, never 400", async () => {
+    await caches.default.put(infoKey({ id: "cached" }), Response.json(info, { headers: { "cache-control": "max-age=60" } }));
+    for (const [path, id] of [
+      ["/iiif/3/a/b/full/max/0/default.jpg", "a/b"],
+      ["/iiif/2/a/b/full/full/0/default.jpg", "a/b"],
+      ["/iiif/3/cached/x/full/max/0/default.jpg", "cached/x"], // a known source's id as a prefix
+      ["/iiif/3/a/b/c/full/max/0/default.jpg", "a/b/c"],
+      ["/iiif/3/a/b/info.json", "a/b"],
+      ["/iiif/2/a/b/info.json", "a/b"],
+      // URL parsing reads "\\" as "/": one segment becomes two.
+      ["/iiif/3/x/full/max\\0/0/default.jpg", "x/full"],
+      ["/iiif/3/a/b/full/nonsense/0/default.jpg", "a/b"], // the identifier is unknown before anything else
+    ]) {
+      const res = await get(path);
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+      const body = (await res.json()) as { error: string; message: string };
+      expect(body.error).toBe("not_found");
+      expect(body.message, path).toContain(`"${id}"`);
     }
     expect(await metric("released_total")).toBe(0);
   });
@@ -191,6 +211,19 @@ describe("the public address in ids and links", () => {
   });
 });
 
+describe("a misconfigured edge", () => {
+  it("answers REQUEST_TIMEOUT above the decoders' 600 s with a 502 naming it, never cached, before any admission", async () => {
+    const released = await metric("released_total");
+    for (const path of ["/iiif/3/x/info.json", "/iiif/3/x/full/max/0/default.jpg", "/tiles/x/WebMercatorQuad/0/0/0.png"]) {
+      const res = await worker.fetch(new Request(`${BASE}${path}`), { ...env, REQUEST_TIMEOUT: "601" }, createExecutionContext());
+      expect(res.status, path).toBe(502);
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      expect(((await res.json()) as { message: string }).message).toContain("REQUEST_TIMEOUT must be a whole number from 1 to 600");
+    }
+    expect(await metric("released_total")).toBe(released);
+  });
+});
+
 describe("GET /metrics", () => {
   const token = "metrics-test-token-4f1c";
   const scrape = (authorization?: string, vars: Partial<Env> = { METRICS_TOKEN: token }) =>
@@ -211,6 +244,15 @@ describe("GET /metrics", () => {
     const ok = await scrape(`Bearer ${token}`);
     expect(ok.status).toBe(200);
     expect(await ok.text()).toContain("tessera_admission_permits_total");
+  });
+
+  it("takes the scheme in any case and after any run of spaces, as HTTP authentication schemes are (RFC 7235)", async () => {
+    for (const authorization of [`bearer ${token}`, `BEARER ${token}`, `Bearer  ${token}`]) {
+      expect((await scrape(authorization)).status, authorization).toBe(200);
+    }
+    for (const authorization of [`Bearer${token}`, `Bearer ${token} extra`, `Bearerx ${token}`]) {
+      expect((await scrape(authorization)).status, authorization).toBe(401);
+    }
   });
 
   it("stays open when METRICS_TOKEN is unset", async () => {
