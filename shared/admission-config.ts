@@ -4,6 +4,7 @@
 // mode gauge shows it), because a stale value must never take the service down.
 
 import { badConfig, intVar, numberVar } from "./config";
+import { MAX_DEADLINE_MS } from "./protocol";
 
 export type AdmissionMode = "advanced" | "basic";
 
@@ -67,7 +68,7 @@ export const ADMISSION_DEFAULTS = {
 
 export function admissionConfig(vars: AdmissionVars): AdmissionConfig {
   const d = ADMISSION_DEFAULTS;
-  const int = (name: keyof AdmissionVars, min: number) => intVar(vars, name, { min, fallback: d[name] as number });
+  const int = (name: keyof AdmissionVars, min: number, max?: number) => intVar(vars, name, { min, max, fallback: d[name] as number });
   const ratio = (name: keyof AdmissionVars) => numberVar(vars, name, { fallback: d[name] as number });
   const configuredMode = (vars.ADMISSION_MODE ?? "").trim() || d.ADMISSION_MODE;
   const known = configuredMode === "advanced" || configuredMode === "basic";
@@ -80,7 +81,7 @@ export function admissionConfig(vars: AdmissionVars): AdmissionConfig {
     unrecognizedMode: known ? undefined : configuredMode,
     largeDecodeThresholdBytes: int("LARGE_DECODE_THRESHOLD_BYTES", 1),
     largeDecodeThresholdWork: int("LARGE_DECODE_THRESHOLD_WORK", 1),
-    requestTimeoutMs: int("REQUEST_TIMEOUT", 1) * 1000,
+    requestTimeoutMs: int("REQUEST_TIMEOUT", 1, MAX_DEADLINE_MS / 1000) * 1000,
     bodyReadTimeoutMs: int("BODY_READ_TIMEOUT", 1) * 1000,
     queueTimeoutMs: int("QUEUE_TIMEOUT", 0) * 1000,
     fullMaxWaiting: int("FULL_MAX_WAITING", 0),

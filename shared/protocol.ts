@@ -107,6 +107,13 @@ export const SIGNATURE_HEADER = "x-tessera-signature";
  * is the peak the DO admitted the decode with, in bytes.
  */
 export const TIMEOUT_HEADER = "x-tessera-timeout-ms";
+
+/**
+ * The longest deadline a decoder sets, from a variable or TIMEOUT_HEADER: ten minutes is more
+ * than any request deserves, and far below 2³¹ ms, past which Node's timers fire at once. The
+ * edge's REQUEST_TIMEOUT is held to it, so it never signs a deadline a decoder refuses.
+ */
+export const MAX_DEADLINE_MS = 600_000;
 export const GRANT_HEADER = "x-tessera-grant-bytes";
 /** The work (units, ≈ ms of one core) the DO admitted the decode with: its partition's most. */
 export const GRANT_WORK_HEADER = "x-tessera-grant-work";

@@ -17,7 +17,7 @@ import {
   verifyRequest,
   type SignedLimits,
 } from "../../shared/protocol";
-import { MAX_DEADLINE_MS } from "../runtime/deadlines";
+import { MAX_DEADLINE_MS } from "../../shared/protocol";
 
 /** Paths that must carry the signature, checked before the route is looked up. */
 export const SIGNED_PREFIX = "/v1/";

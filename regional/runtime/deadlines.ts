@@ -6,11 +6,6 @@ import { HttpError } from "../../shared/errors";
 /** Default bound on shared work (a source open, header and tile-table reads) and on each S3 call. */
 export const DEFAULT_SHARED_WORK_TIMEOUT_MS = 10_000;
 
-/**
- * The longest deadline the decoder sets, from a variable or a request's header: ten minutes is
- * more than any request deserves, and far below 2³¹ ms, past which Node's timers fire at once.
- */
-export const MAX_DEADLINE_MS = 600_000;
 
 /**
  * Runs work done once for many requests. No request's own signal may cancel it, so it has its

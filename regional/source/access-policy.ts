@@ -10,7 +10,7 @@ import { isIP, type LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
 import { badConfig, intVar } from "../../shared/config";
 import { HttpError } from "../../shared/errors";
-import { MAX_DEADLINE_MS } from "../runtime/deadlines";
+import { MAX_DEADLINE_MS } from "../../shared/protocol";
 
 export interface AssetConfig {
   /** A store key is allowed when it starts with one of these ("" = the whole store). */

@@ -209,6 +209,9 @@ describe("admission configuration", () => {
     expect(() => admissionConfig({ TILES_THREAD_RATIO: "1.5" })).toThrow(/TILES_THREAD_RATIO must be a number from 0 to 1/);
     expect(() => admissionConfig({ MEMORY_LIMIT: "4G" })).toThrow(/MEMORY_LIMIT must be a whole number/);
     expect(() => admissionConfig({ REQUEST_TIMEOUT: "5", QUEUE_TIMEOUT: "10" })).toThrow(/REQUEST_TIMEOUT must exceed/);
+    // Past the longest deadline a decoder accepts: every signed request would be refused.
+    expect(() => admissionConfig({ REQUEST_TIMEOUT: "601" })).toThrow(/REQUEST_TIMEOUT must be a whole number from 1 to 600/);
+    expect(admissionConfig({ REQUEST_TIMEOUT: "600" }).requestTimeoutMs).toBe(600_000);
   });
 });
 
