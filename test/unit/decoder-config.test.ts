@@ -122,6 +122,9 @@ describe("good values start it", () => {
     const config = start(LOCAL);
     expect(config).toMatchObject({ host: "127.0.0.1", port: 9100, requestTimeoutMs: 30_000, edgeUrl: undefined, intervalMs: 5000 });
     expect(config.catalog.description).toMatch(/samples\/?$/);
+    // The documented defaults of the limits: a 512 MiB work budget, 64 requests in flight, a
+    // 256 MiB block cache, eight header blocks kept per snapshot.
+    expect(config).toMatchObject({ workBudgetBytes: 512 * 2 ** 20, maxInFlight: 64, blockCacheBytes: 256 * 2 ** 20, prefetchRing: 8 });
     expect(refused({ ...LOCAL, TESSERA_DATA_DIR: tmpdir(), TESSERA_DECODER_HOST: "decoder-1.internal" })).toBeUndefined();
   });
 });
