@@ -3,13 +3,14 @@
 // only that asset of a mosaic is opened afresh: a member replaced while the document was not.
 import type { Command } from "commander";
 import type { Output } from "../output";
+import { sourceIdArgument } from "../source-id-argument";
 import { invalidateAtEdge } from "../publishing";
 
 export function addInvalidateCommand(program: Command, output: Output): void {
   program
     .command("invalidate")
     .description("make the edge serve a source's current version now")
-    .argument("<id>", "the source id")
+    .argument("<id>", "the source id", sourceIdArgument)
     .option("--member <asset>", "only this asset of the mosaic <id>, as its document writes it")
     .action(async (id: string, options: { member?: string }) => {
       const edge = await invalidateAtEdge(id, options.member);

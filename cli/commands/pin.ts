@@ -3,13 +3,14 @@
 import type { Command } from "commander";
 import type { CatalogEntry } from "../../shared/catalog";
 import type { Output } from "../output";
+import { sourceIdArgument } from "../source-id-argument";
 import { invalidateAtEdge, openStore, refusing } from "../publishing";
 
 export function addPinCommands(program: Command, output: Output): void {
   program
     .command("pin")
     .description("serve this version of a source under its plain id")
-    .argument("<id>", "the source id")
+    .argument("<id>", "the source id", sourceIdArgument)
     .argument("<version>", "a version, as `tessera versions` lists it")
     // An S3 version id may begin with "-": it is the version, not an option. What is not a
     // version is refused by the store.
@@ -18,7 +19,7 @@ export function addPinCommands(program: Command, output: Output): void {
   program
     .command("rollback")
     .description("serve the version pinned before the current one")
-    .argument("<id>", "the source id")
+    .argument("<id>", "the source id", sourceIdArgument)
     .action(async (id: string) => repinned(output, id, await refusing(openStore().rollback(id))));
 }
 

@@ -2,6 +2,7 @@
 // serve it now. Prints the new version. Ctrl-C during the upload aborts it, leaving no parts.
 import type { Command } from "commander";
 import type { Output } from "../output";
+import { sourceIdArgument } from "../source-id-argument";
 import { progressReporter } from "../output";
 import { invalidateAtEdge, openStore, refusing } from "../publishing";
 import { Refusal } from "../refusal";
@@ -11,7 +12,7 @@ export function addPublishCommand(program: Command, output: Output): void {
     .command("publish")
     .description("validate a COG, upload it as a new version of a source, pin that version and invalidate it at the edge")
     .argument("<file>", "the COG to publish")
-    .requiredOption("--id <id>", "the source id (letters, digits, '.', '_', '-')")
+    .requiredOption("--id <id>", "the source id (letters, digits, '.', '_', '-')", sourceIdArgument)
     .option("--no-invalidate", "pin only; the edge picks the version up within INFO_MAX_AGE")
     .action(async (file: string, options: { id: string; invalidate: boolean }) => {
       const { checkCog } = await import("../cog-check");

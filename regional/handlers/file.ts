@@ -6,7 +6,7 @@ import { mosaicIsMapOnly } from "../../shared/maps/mosaic-json";
 import { VERSION_HEADER } from "../../shared/protocol";
 import type { Handler } from "../http/router";
 import { sourceChunks } from "../source/chunks";
-import { knownSourceId } from "../source/source-id";
+import { knownSourceId } from "../../shared/source-id";
 
 export const file: Handler<{ id: string }> = async ({ params, version, signal, client }, decoder) => {
   const source = await decoder.catalog.open(knownSourceId(params.id), version, signal);

@@ -7,7 +7,7 @@ import type { Cog } from "../cog/cog";
 import type { DecoderContext } from "../decoder";
 import type { Answer } from "../http/answer";
 import type { Mosaic } from "../mosaic/mosaic";
-import { knownSourceId } from "../source/source-id";
+import { knownSourceId } from "../../shared/source-id";
 
 export async function withSnapshot(
   decoder: DecoderContext,

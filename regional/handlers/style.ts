@@ -6,7 +6,7 @@ import { MAX_STYLE_DOCUMENT_LENGTH, parseStyleDocument } from "../../shared/maps
 import { VERSION_HEADER } from "../../shared/protocol";
 import type { Handler } from "../http/router";
 import { readDocument } from "../mosaic/mosaic";
-import { knownSourceId } from "../source/source-id";
+import { knownSourceId } from "../../shared/source-id";
 
 export const style: Handler<{ name: string }> = async ({ params, signal }, { catalog }) => {
   const { name } = params;

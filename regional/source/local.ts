@@ -9,7 +9,7 @@ import { open, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { HttpError, notFound, versionGone } from "../../shared/errors";
 import { SOURCE_FILES, type Source, type SourceCatalog, type SourceDocument } from "./source";
-import { isValidSourceId, knownSourceId } from "./source-id";
+import { isValidSourceId, knownSourceId } from "../../shared/source-id";
 
 
 /** The snapshot identity of a local file: changes whenever its size or mtime does. */

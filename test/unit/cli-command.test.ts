@@ -1,9 +1,10 @@
 // The tessera command as a whole: help on every command, usage errors exit 2, the launcher's
-// answer on a Node older than the project's, and `invalidate --member` naming the member.
+// answer on a Node older than the project's, the id rule in every command, and `invalidate
+// --member` naming the member.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { run, tessera } from "./cli-helpers";
+import { run, SAMPLE, tessera } from "./cli-helpers";
 
 // Each test starts a process; on a busy machine that takes a few seconds.
 describe("tessera", { timeout: 20_000 }, () => {
@@ -38,6 +39,24 @@ describe("tessera", { timeout: 20_000 }, () => {
     expect(run.stderr).not.toContain("unknown option");
     expect(run.stderr).toContain("TESSERA_S3_BUCKET");
     expect(run.code).toBe(2);
+  });
+
+  it("refuses an id the decoder would never serve (a path, a hidden name) in every command, before any store or edge is asked: exit 2", async () => {
+    const runs = await Promise.all(
+      [
+        ["publish", SAMPLE, "--id", "../../x"], // would have written …/sources/../../x.tif
+        ["publish", SAMPLE, "--id", "shared/cogs/member"], // a key a mosaic may use
+        ["pin", "../x", "v1"],
+        ["rollback", "a/b"],
+        ["versions", ".hidden"],
+        ["invalidate", "x y"],
+      ].map((args) => tessera(args)),
+    );
+    for (const run of runs) {
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toContain("source ids are letters, digits, '.', '_' and '-', not starting with '.'");
+      expect(run.stderr).not.toContain("TESSERA_S3_BUCKET"); // refused before the store's settings are read
+    }
   });
 
   it("says which Node it needs when an older one runs the launcher, and exits 2", async () => {

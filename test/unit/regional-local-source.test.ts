@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LocalCatalog } from "../../regional/source/local";
-import { isValidSourceId } from "../../regional/source/source-id";
+import { isValidSourceId } from "../../shared/source-id";
 import { SAMPLES } from "./regional-helpers";
 import { failure } from "../support/failure";
 
