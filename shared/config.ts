@@ -45,7 +45,15 @@ export function numberVar<T extends object>(
 export function urlVar<T extends object>(vars: T, name: keyof T & string): string | undefined {
   const raw: unknown = vars[name];
   if (raw === undefined || raw === "") return undefined;
-  const protocol = URL.parse(String(raw))?.protocol;
-  if (protocol !== "http:" && protocol !== "https:") throw badConfig(name, `must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  const url = URL.parse(String(raw));
+  // Credentials in an address end up in every message and log line that names it: refused,
+  // and never repeated in the refusal.
+  if (url && (url.username || url.password)) {
+    throw badConfig(name, "must not carry credentials (user:password@): give tokens and keys in their own variables");
+  }
+  if (url?.protocol !== "http:" && url?.protocol !== "https:") {
+    const got = String(raw).includes("@") ? "a value with an '@' (not repeated)" : JSON.stringify(raw);
+    throw badConfig(name, `must be an http(s) URL, got ${got}`);
+  }
   return String(raw);
 }

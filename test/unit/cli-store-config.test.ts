@@ -22,6 +22,22 @@ describe("store and edge configuration", () => {
     expect(() => readEdgeConfig({ TESSERA_EDGE_URL: "https://iiif.example.org" })).toThrow(/^TESSERA_ADMIN_TOKEN is required/);
   });
 
+  it("refuses an address with credentials in it, and never repeats them", () => {
+    for (const url of ["http://user:s3cret-pw@iiif.example.org", "https://s3cret-pw@iiif.example.org", "ftp://user:s3cret-pw@iiif.example.org", "user:s3cret-pw@iiif.example.org"]) {
+      let message = "";
+      try {
+        readEdgeConfig({ TESSERA_EDGE_URL: url, TESSERA_ADMIN_TOKEN: "t" });
+      } catch (e) {
+        message = (e as Error).message;
+      }
+      expect(message, url).toMatch(/^TESSERA_EDGE_URL /);
+      expect(message, url).not.toContain("s3cret-pw");
+    }
+    expect(() => readEdgeConfig({ TESSERA_EDGE_URL: "http://user:pw@iiif.example.org", TESSERA_ADMIN_TOKEN: "t" })).toThrow(/must not carry credentials/);
+    // The decoder's addresses follow the same rule.
+    expect(() => readStoreConfig({ TESSERA_S3_BUCKET: "b", TESSERA_S3_ENDPOINT: "http://key:secret@rgw:7480" })).toThrow(/^TESSERA_S3_ENDPOINT must not carry credentials/);
+  });
+
   it("reads the edge's address and token", () => {
     expect(readEdgeConfig({ TESSERA_EDGE_URL: "https://iiif.example.org", TESSERA_ADMIN_TOKEN: "t" })).toEqual({ url: "https://iiif.example.org", adminToken: "t" });
   });
