@@ -41,6 +41,9 @@ export default defineConfig({
                 ADMIN_TOKEN: "admin-test-token",
                 // A hung (frozen) decoder's permit comes back 1 s after its deadline, not 10.
                 LEASE_GRACE: "1",
+                // Documents name the current snapshot, as these tests of snapshot URLs, TileJSON and
+                // WMTS expect; the default (revalidate) is tested by snapshots.test.ts and e2e.
+                PLAIN_ID_MODE: "snapshot",
               },
             },
           })),

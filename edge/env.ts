@@ -104,9 +104,9 @@ function parseConfig(env: Env): EdgeConfig {
   };
 }
 
-/** "snapshot" or "revalidate"; unset or empty is "snapshot", the one that never mixes versions. */
+/** "snapshot" or "revalidate"; unset or empty is "revalidate", the one the IIIF specification asks for (info.json's id is the URL asked). */
 function plainIdMode(raw: string | undefined): PlainIdMode {
-  const text = (raw ?? "").trim() || "snapshot";
+  const text = (raw ?? "").trim() || "revalidate";
   if (text === "snapshot" || text === "revalidate") return text;
   throw badConfig("PLAIN_ID_MODE", `must be snapshot or revalidate, got ${JSON.stringify(raw)}`);
 }

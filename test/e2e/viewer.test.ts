@@ -165,8 +165,8 @@ describe("the OpenSeadragon viewer on the test pattern", () => {
     expect(responses.find((r) => r.url === `${stack.url}/iiif/3/test-pattern/info.json`)?.status).toBe(200);
     homeTiles = tileRequests().length;
     expect(homeTiles).toBeGreaterThan(0);
-    // PLAIN_ID_MODE "snapshot": info.json's id is the current snapshot, so every tile is immutable.
-    expect(tileRequests().filter((r) => !r.url.startsWith(`${stack.url}/iiif/3/test-pattern@`))).toEqual([]);
+    // PLAIN_ID_MODE "revalidate", the default: info.json's id is the plain id, and so are the tiles.
+    expect(tileRequests().filter((r) => !r.url.startsWith(`${stack.url}/iiif/3/test-pattern/`))).toEqual([]);
     expect(await checkColours()).toBeGreaterThanOrEqual(80); // OSD's controls hide a few squares
     expect(responses.filter((r) => r.status !== 200)).toEqual([]);
   });

@@ -116,7 +116,21 @@ describe("snapshot URLs", () => {
 });
 
 describe("PLAIN_ID_MODE", () => {
-  it("snapshot (the default): a plain id's info.json names the current snapshot as its id, so viewers fetch only immutable URLs", async () => {
+  it("revalidate, the default: a plain id's info.json names the plain id, the base URI asked for, as the IIIF validator checks", async () => {
+    const { version } = await current();
+    const unset = { PLAIN_ID_MODE: undefined };
+    for (const v of [3, 2] as const) {
+      const res = await withVars(`/iiif/${v}/slow/info.json`, unset);
+      expect(res.headers.get("x-tessera-version")).toBe(version);
+      const doc = (await res.json()) as Record<string, string>;
+      expect(doc[v === 3 ? "id" : "@id"]).toBe(`${BASE}/iiif/${v}/slow`);
+    }
+    const image = await withVars("/iiif/3/slow/0,0,512,512/max/0/default.jpg", unset);
+    expect(image.headers.get("cache-control")).toBe("public, max-age=60");
+    await image.arrayBuffer();
+  });
+
+  it("snapshot (opted into here, vitest.config.ts): a plain id's info.json names the current snapshot as its id, so viewers fetch only immutable URLs", async () => {
     const { version, snapshot } = await current();
     for (const v of [3, 2] as const) {
       const res = await get(`/iiif/${v}/slow/info.json`);
