@@ -75,9 +75,9 @@ export class AdmissionDO extends DurableObject<Env> {
     this.resize();
   }
 
-  /** /file transfers streaming now (the metrics page shows them). */
-  get fileTransfers(): number {
-    return this.transfers.inProgress;
+  /** /file transfers streaming now, and those refused at the cap (the metrics page shows them). */
+  get fileTransfers(): { inProgress: number; shed: number } {
+    return this.transfers;
   }
 
   async fetch(request: Request): Promise<Response> {

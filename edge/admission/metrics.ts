@@ -49,7 +49,8 @@ export function admissionMetrics(d: AdmissionDO, now: number): string {
     [`${A}coalescing`, "gauge", "Decodes in flight that identical requests arriving now would wait for.", d.flights.size],
     [`${A}decoder_retries_total`, "counter", "Forwards retried on another decoder after a connect failure.", d.stats.decoderRetries],
     [`${A}draining_resends_total`, "counter", "Forwards sent again to another decoder because theirs was draining.", d.stats.drainingResends],
-    [`${A}file_transfers`, "gauge", "/file transfers streaming now (they hold no decode permit).", d.fileTransfers],
+    [`${A}file_transfers`, "gauge", "/file transfers streaming now (they hold no decode permit).", d.fileTransfers.inProgress],
+    [`${A}file_transfers_shed_total`, "counter", "/file transfers refused with 503 at MAX_FILE_TRANSFERS.", d.fileTransfers.shed],
     [`${A}file_transfers_limit`, "gauge", "MAX_FILE_TRANSFERS.", d.config.maxFileTransfers],
     [`${A}decoders_live`, "gauge", "Decoders that heartbeated within DECODER_TTL.", d.decoders.live(now).length],
     // The config fingerprint.

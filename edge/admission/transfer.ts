@@ -12,6 +12,8 @@ import { checkAnswer, failedWhileAnswering } from "./faults";
 export class FileTransfers {
   /** Transfers streaming now: they hold no decode permit, only a place under their own cap. */
   inProgress = 0;
+  /** Transfers refused with 503 because MAX_FILE_TRANSFERS were streaming. */
+  shed = 0;
 
   constructor(
     private readonly config: Pick<EdgeConfig, "maxFileTransfers" | "decoderSecret" | "admission">,
@@ -23,6 +25,7 @@ export class FileTransfers {
   async transfer(path: string, client: AbortSignal, requestId?: string): Promise<Response> {
     const { maxFileTransfers } = this.config;
     if (this.inProgress >= maxFileTransfers) {
+      this.shed++;
       throw new HttpError("overloaded", `${maxFileTransfers} file transfers in progress; retry shortly`, 1);
     }
     this.inProgress++;

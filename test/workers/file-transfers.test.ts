@@ -17,8 +17,10 @@ describe("file transfers", () => {
     let received = (await reader.read()).value!.byteLength;
     // Mid-transfer: a place under the transfer cap, no decode permit.
     expect([await metric("file_transfers"), await metric("permits_in_use")]).toEqual([1, 0]);
+    const shed = await metric("file_transfers_shed_total");
     const refused = await get("/iiif/3/noise/file");
     expect(refused.status).toBe(503);
+    expect(await metric("file_transfers_shed_total")).toBe(shed + 1);
     expect(refused.headers.get("retry-after")).toBe("1");
     expect(((await refused.json()) as { message: string }).message).toContain("1 file transfers in progress");
     // A decode is admitted meanwhile.

@@ -13,7 +13,9 @@ export const get = (path: string, init?: RequestInit) => exports.default.fetch(n
 export async function metric(name: string): Promise<number> {
   const text = await (await get("/metrics")).text();
   const line = text.split("\n").find((l) => l.startsWith(`${name} `) || l.startsWith(`tessera_admission_${name} `));
-  return Number(line?.split(" ")[1]);
+  // A metric that is not there is a test's mistake, never NaN: NaN + 1 would equal NaN.
+  if (line === undefined) throw new Error(`no metric ${name} on /metrics`);
+  return Number(line.split(" ")[1]);
 }
 
 /**
