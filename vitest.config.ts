@@ -38,6 +38,8 @@ export default defineConfig({
                 DECODER_TTL: "3",
                 BODY_READ_TIMEOUT: "1",
                 MAX_FILE_TRANSFERS: "1",
+                // 20 kB/s over each 2 s window: file-transfers' slow reader reads some 80, its trickle 8.
+                FILE_MIN_RATE: "20000",
                 ADMIN_TOKEN: "admin-test-token",
                 // A hung (frozen) decoder's permit comes back 1 s after its deadline, not 10.
                 LEASE_GRACE: "1",

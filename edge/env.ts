@@ -18,6 +18,7 @@ export interface Env extends AdmissionVars, PlacementVars {
   MAX_HEIGHT: string;
   MAX_AREA: string;
   MAX_FILE_TRANSFERS: string;
+  FILE_MIN_RATE?: string;
   STREAM_ANSWER_BYTES: string;
   PUBLIC_BASE_URL?: string;
   TRUST_FORWARDED_HEADERS?: string;
@@ -29,6 +30,9 @@ export interface Env extends AdmissionVars, PlacementVars {
 
 /** How answers under a plain id keep viewers from mixing versions (docs/operators.md). */
 export type PlainIdMode = "snapshot" | "revalidate";
+
+/** 128 KiB/s: a slow line's download still passes; a client trickling bytes to hold a place does not. */
+export const DEFAULT_FILE_MIN_RATE = 131072;
 
 export interface EdgeConfig {
   decoderSecret: string;
@@ -47,6 +51,8 @@ export interface EdgeConfig {
   limits: SizeLimits;
   /** /file transfers streaming at once, beside the decode permits. */
   maxFileTransfers: number;
+  /** Bytes a second a /file transfer must average over each REQUEST_TIMEOUT, or it is cut. */
+  fileMinRate: number;
   /**
    * Decoded answers of at least this many bytes (or of no declared length) pass through the
    * admission DO and the Worker as streams; smaller ones are read whole (docs/operators.md).
@@ -96,6 +102,7 @@ function parseConfig(env: Env): EdgeConfig {
       maxArea: intVar(env, "MAX_AREA", { min: 0 }) || undefined,
     },
     maxFileTransfers: intVar(env, "MAX_FILE_TRANSFERS", { min: 1 }),
+    fileMinRate: intVar(env, "FILE_MIN_RATE", { fallback: DEFAULT_FILE_MIN_RATE }),
     streamAnswerBytes: intVar(env, "STREAM_ANSWER_BYTES", { min: 1 }),
     publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL),
     trustForwardedHeaders: flag(env, "TRUST_FORWARDED_HEADERS", false),

@@ -1,7 +1,9 @@
 // A source's stored bytes (/file), streamed from a decoder. Nothing is decoded, so no decode
 // permit is taken; transfers have a cap of their own (MAX_FILE_TRANSFERS, then 503).
-// REQUEST_TIMEOUT bounds the wait for the decoder's headers; once the bytes flow, only a stall
-// that long cuts them (or the client leaving), so a large file is never cut short by the deadline.
+// REQUEST_TIMEOUT bounds the wait for the decoder's headers; once the bytes flow, a transfer is
+// cut only when a window of REQUEST_TIMEOUT passes with fewer than FILE_MIN_RATE a second in it
+// (a stall, or a client reading a trickle to keep its place), or the client leaves: a large file
+// read at any honest speed is never cut short by the deadline.
 import { HttpError } from "../../shared/errors";
 import type { SignedLimits } from "../../shared/protocol";
 import type { EdgeConfig } from "../env";
@@ -16,7 +18,7 @@ export class FileTransfers {
   shed = 0;
 
   constructor(
-    private readonly config: Pick<EdgeConfig, "maxFileTransfers" | "decoderSecret" | "admission">,
+    private readonly config: Pick<EdgeConfig, "maxFileTransfers" | "fileMinRate" | "decoderSecret" | "admission">,
     private readonly calls: Pick<DecoderCalls, "reachableDecoder" | "resendFromDraining">,
     private readonly waitUntil: (promise: Promise<unknown>) => void,
   ) {}
@@ -30,15 +32,16 @@ export class FileTransfers {
     }
     this.inProgress++;
     const cut = new AbortController();
-    const stalled = () => cut.abort(new HttpError("deadline", "the transfer stalled past REQUEST_TIMEOUT"));
-    const stall = new Watchdog(this.config.admission.requestTimeoutMs, stalled);
+    const { requestTimeoutMs } = this.config.admission;
+    const slow = () => cut.abort(new HttpError("deadline", `the transfer moved under FILE_MIN_RATE (${this.config.fileMinRate} bytes/s) for REQUEST_TIMEOUT`));
+    const floor = new RateFloor(requestTimeoutMs, (this.config.fileMinRate * requestTimeoutMs) / 1000, slow);
     const onClient = () => cut.abort(client.reason);
     client.addEventListener("abort", onClient, { once: true });
     let finished = false;
     const finish = () => {
       if (finished) return;
       finished = true;
-      stall.stop();
+      floor.stop();
       client.removeEventListener("abort", onClient);
       this.inProgress--;
     };
@@ -49,10 +52,10 @@ export class FileTransfers {
         finish();
         return upstream;
       }
-      stall.reset();
-      const { readable, writable } = new TransformStream({
+      floor.restart(); // the first window starts with the body
+      const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, stream) {
-          stall.reset();
+          floor.count(chunk.byteLength);
           stream.enqueue(chunk);
         },
       });
@@ -84,20 +87,29 @@ export class FileTransfers {
   }
 }
 
-/** Calls `onIdle` once `ms` pass without a reset. */
-class Watchdog {
-  private timer: ReturnType<typeof setTimeout> | null = null;
+/** Calls `onSlow` when a window of `ms` ends with no bytes counted in it, or fewer than `minBytes`. */
+class RateFloor {
+  private counted = 0;
+  private timer: ReturnType<typeof setInterval> | null = null;
   constructor(
     private readonly ms: number,
-    private readonly onIdle: () => void,
+    private readonly minBytes: number,
+    private readonly onSlow: () => void,
   ) {
-    this.reset();
+    this.restart();
   }
-  reset(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(this.onIdle, this.ms);
+  restart(): void {
+    clearInterval(this.timer);
+    this.counted = 0;
+    this.timer = setInterval(() => {
+      if (this.counted === 0 || this.counted < this.minBytes) this.onSlow();
+      this.counted = 0;
+    }, this.ms);
+  }
+  count(bytes: number): void {
+    this.counted += bytes;
   }
   stop(): void {
-    clearTimeout(this.timer);
+    clearInterval(this.timer);
   }
 }
