@@ -102,7 +102,7 @@ class RateFloor {
     clearInterval(this.timer);
     this.counted = 0;
     this.timer = setInterval(() => {
-      if (this.counted === 0 || this.counted < this.minBytes) this.onSlow();
+      if (this.counted < Math.max(1, this.minBytes)) this.onSlow(); // a stall is slow at any floor
       this.counted = 0;
     }, this.ms);
   }

@@ -24,18 +24,20 @@ export class Settle {
   private largestBytes = 0;
   private timer: NodeJS.Timeout | undefined;
 
-  /** The main thread's heap and buffers after the last settle (or at the start). */
-  private heldBefore: number;
+  /**
+   * The main thread's heap and buffers when the first decode since the last settle started: by
+   * then the settle's collection (which runs in steps) has given back what it frees.
+   */
+  private heldBefore: number | undefined;
 
   constructor(
     private readonly steps: (() => void)[],
     private readonly held: () => number = mainThreadBytes,
-  ) {
-    this.heldBefore = held();
-  }
+  ) {}
 
   /** Counts in a decode that reserved `bytes`; the returned function counts it out (once). */
   start(bytes: number): () => void {
+    this.heldBefore ??= this.held();
     this.running++;
     this.largestBytes = Math.max(this.largestBytes, bytes);
     clearTimeout(this.timer);
@@ -44,7 +46,7 @@ export class Settle {
       if (!running) return;
       running = false;
       if (--this.running > 0) return;
-      if (this.largestBytes > SETTLE_ABOVE_BYTES || this.held() - this.heldBefore > SETTLE_ABOVE_BYTES) {
+      if (this.largestBytes > SETTLE_ABOVE_BYTES || this.held() - this.heldBefore! > SETTLE_ABOVE_BYTES) {
         this.timer = setTimeout(() => this.settle(), SETTLE_IDLE_MS).unref();
       }
     };
@@ -54,7 +56,7 @@ export class Settle {
     if (this.running > 0) return;
     this.largestBytes = 0;
     for (const step of this.steps) step();
-    this.heldBefore = this.held();
+    this.heldBefore = undefined;
   }
 }
 
