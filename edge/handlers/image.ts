@@ -6,7 +6,7 @@ import { badRequest, notFound } from "../../shared/errors";
 import { parseImageRequest, type ApiVersion } from "../../shared/iiif/image-request";
 import { PROFILE_URI, servedLimits } from "../../shared/iiif/info";
 import { canonicalParts, pixelParts, resolveImageRequest } from "../../shared/iiif/resolve";
-import { ASSUMED_CHANNELS, estimateRequest } from "../../shared/cost";
+import { ASSUMED_CHANNELS, estimateRequest, IMAGE_WORK_HELP, tooMuchWork } from "../../shared/cost";
 import { imageWork } from "../../shared/work";
 import { coarseCost } from "../admission-client";
 import { edgeConfig, type Env } from "../env";
@@ -46,10 +46,14 @@ export const imageHandler =
     };
     // Coarse tile/full classification from the cached metadata (its channels and codec once a
     // decoder has said them); the decoder tells the DO its precise estimate.
-    const cost = () => {
-      const channels = info.channels ?? ASSUMED_CHANNELS;
-      return coarseCost({ bytes: estimateRequest(info, resolved, channels), work: imageWork({ ...info, ...resolved, channels }) }, config);
-    };
+    const channels = info.channels ?? ASSUMED_CHANNELS;
+    const work = imageWork({ ...info, ...resolved, channels });
+    // With the decoder's channels and codec this work is the decoder's own estimate, and what no
+    // grant can cover is refused here: a flood of such URLs never reaches the DO, through which
+    // every admission of its shard passes, nor a decoder.
+    const limitMs = config.admission.requestTimeoutMs;
+    if (info.channels !== undefined && work > limitMs) throw tooMuchWork(work, limitMs, IMAGE_WORK_HELP);
+    const cost = () => coarseCost({ bytes: estimateRequest(info, resolved, channels), work }, config);
     return cachedDecode({ route: "image", id, canonical: pixels, version: info.version, headers, cost }, req, env, config, ctx);
   };
 

@@ -50,9 +50,11 @@ describe("work across the tiers", () => {
     expect(await metric("classifier_disagreement_total")).toBe(disagreements);
   });
 
-  it("refuses with 413, before any pixel, a request one core could not finish within REQUEST_TIMEOUT", async () => {
+  it("refuses with 413 at the edge, before the DO or a decoder, a request one core could not finish within REQUEST_TIMEOUT", async () => {
     expect(slowWork(1000, "gif")).toBeGreaterThan(2000);
+    expect((await get("/iiif/3/slow/info.json")).status).toBe(200); // the edge knows its channels and codec
     const decoded = await decoderMetric("tessera_decoder_blocks_decoded_total");
+    const seen = await decoderMetric("tessera_decoder_requests_total", '{route="image",status="413"}');
     const res = await get("/iiif/3/slow/full/max/0/default.gif");
     expect(res.status).toBe(413);
     expect(res.headers.get("retry-after")).toBeNull();
@@ -60,6 +62,9 @@ describe("work across the tiers", () => {
     expect(error).toBe("too_large");
     expect(message).toMatch(/would take about [\d.]+ s of one decoder core, more than the 2 s a request may take; ask for a smaller size/);
     expect(await decoderMetric("tessera_decoder_blocks_decoded_total")).toBe(decoded);
+    // The edge's estimate is the decoder's (the same formula, channels and codec): a flood of
+    // such URLs costs neither the DO, which every admission of the shard goes through, nor a decoder.
+    expect(await decoderMetric("tessera_decoder_requests_total", '{route="image",status="413"}')).toBe(seen);
     expect(await metric("permits_in_use")).toBe(0);
   });
 
