@@ -10,6 +10,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import createOpenJpeg, { type J2KEncoder } from "@cornerstonejs/codec-openjpeg/wasmjs";
 import { IDLE, RETIRED } from "./encoder-claim";
+import { runInBackground } from "../runtime/priority";
 
 /** How to code a tile whose samples are in the tile buffer (J2kWorkerData). */
 export interface J2kTile {
@@ -54,6 +55,8 @@ const IDLE_RETIRE_MS = 10_000;
 /** OpenJPEG's last message: it prints why an encode failed (when it says), then throws a bare C++ exception pointer. */
 let lastMessage = "";
 const keepMessage = (text: string) => (lastMessage = text.trim());
+// An encode is seconds of CPU for a large image: it yields the CPU to the decoder's tiles.
+runInBackground();
 const codec = await createOpenJpeg({ print: keepMessage, printErr: keepMessage });
 
 const { claim, pixels } = workerData as J2kWorkerData;

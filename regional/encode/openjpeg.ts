@@ -93,7 +93,8 @@ class EncoderThread {
   constructor() {
     const script = workerScript("encode/openjpeg-worker");
     const workerData: J2kWorkerData = { claim: this.claim, pixels: this.pixels };
-    this.worker = new Worker(script.url, { execArgv: script.execArgv, workerData });
+    // Named, so that a thread listing (top -H, /proc) shows the encodes and their priority.
+    this.worker = new Worker(script.url, { execArgv: script.execArgv, workerData, name: "openjpeg" });
     this.worker.on("message", (reply: J2kReply) => this.answered(reply));
     const fail = (err: Error) => {
       if (current === this) current = undefined;

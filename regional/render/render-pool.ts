@@ -16,13 +16,11 @@ import { workerScript } from "../decoder-files";
 import { chooseLevel, windowAtLevel } from "../../shared/levels";
 import type { RenderedImage } from "./render";
 import { fromWire, toWire, type MainMessage, type ReadRequest, type RenderOutcome, type RenderTask } from "./render-worker";
+import { BACKGROUND_NICE_INCREMENT } from "../runtime/priority";
 import type { Reservation } from "../runtime/work-budget";
 
 /** Idle threads beyond the first end after this long; a busier moment starts them again. */
 const IDLE_TIMEOUT_MS = 60_000;
-
-/** Added to the pool threads' nice value (Linux: per thread): fulls yield the CPU to tiles. */
-const NICE_INCREMENT = 10;
 
 let threads = availableParallelism();
 let pool: Piscina<RenderTask, RenderOutcome> | undefined;
@@ -57,7 +55,7 @@ function startPool(): Piscina<RenderTask, RenderOutcome> {
     idleTimeout: IDLE_TIMEOUT_MS,
     // A full is throughput, a tile is latency: on a busy machine the scheduler runs the event
     // loop and the libuv pool (tiles' decodes and encodes) first; idle CPU still goes to fulls.
-    niceIncrement: NICE_INCREMENT,
+    niceIncrement: BACKGROUND_NICE_INCREMENT,
     // From source the worker is TypeScript: tsx's loader, whether or not this process started with it.
     execArgv: script.execArgv,
     // geotiff.js loads web-worker, which on any thread but the main one reads workerData to

@@ -2,6 +2,8 @@
 // same request answered as tif (the same pipeline, lossless and without alpha, like jp2), lossy
 // for colour and lossless for gray and bitonal, and the work estimate of the encode.
 
+import { readdirSync, readFileSync } from "node:fs";
+import { getPriority } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jp2File } from "../../regional/encode/jp2";
 import { encodeJ2k } from "../../regional/encode/openjpeg";
@@ -135,6 +137,25 @@ describe("the pixels, decoded by GDAL, against the same request as tif", () => {
     expect(difference(jp2, tif).max).toBeGreaterThan(0);
     const elsewhere = await rawPixels(await bytesOf("170,250,200,100/max/0/default.tif"));
     expect(difference(jp2, elsewhere).mean).toBeGreaterThan(10);
+  });
+});
+
+/** The nice value of each thread of this process named `name` (Linux: the nice value is per thread). */
+function threadNice(name: string): number[] {
+  return readdirSync("/proc/self/task").flatMap((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+    if (readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim() !== name) return [];
+    return [Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16])]; // field 19, after pid and (comm)
+  });
+}
+
+describe("the encode's priority", () => {
+  it("runs on a thread 10 below the event loop's priority, so a jp2 takes the CPU viewers' tiles leave", async () => {
+    await bytesOf("full/64,/0/default.jp2"); // the thread lives on for a while after an encode
+    // Each: an encoder started by a render-pool thread (itself at +10) is not lowered twice.
+    const nice = threadNice("openjpeg");
+    expect(nice.length).toBeGreaterThan(0);
+    expect(new Set(nice)).toEqual(new Set([getPriority() + 10]));
   });
 });
 
