@@ -16,7 +16,6 @@ import { jsonLog, type Log } from "./runtime/log";
 import { registry } from "./runtime/metrics";
 import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./runtime/request-limiter";
 import { serverMetrics, type ServerMetrics } from "./runtime/server-metrics";
-import { yieldFullsTo } from "./runtime/slices";
 import { collectGarbage, Settle } from "./runtime/settle";
 import { recycleRenderPool } from "./render/render-pool";
 import { WorkBudget } from "./runtime/work-budget";
@@ -110,7 +109,6 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
     opening,
   );
   const metrics = serverMetrics(budget, limiters.requests, limiters.transfers, blockCache, () => snapshots.size);
-  yieldFullsTo(() => metrics.decodes.now.tile);
   return {
     secret: options.secret,
     capacity: options.capacity,

@@ -4,6 +4,8 @@
 // by pixel selection in paint order; the colouring then runs once on the result. The plan is
 // made and costed before any pixel I/O, so a mosaic tile is admitted like any tile: one
 // reservation, permit and deadline for all of its child reads.
+import { isMainThread } from "node:worker_threads";
+import type { Partition } from "../../shared/cost";
 import { badRequest } from "../../shared/errors";
 import { expressionEvaluation, expressionNodes, parseExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
 import { composeWork, TILE_WORK_HELP } from "../../shared/maps/tile-cost";
@@ -93,7 +95,21 @@ export async function composeTile(assets: TileAsset[], req: TileRequest, what: s
   const channelCount = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? first.channels.length) - (lastband ? 1 : 0);
   const ranges = valueRanges(first.bands[0].cog, req, channelCount);
   const composition: Composition = { assets, reads, req, program, stage, mode, components, side, ranges };
-  return { cost, what, workHelp: TILE_WORK_HELP, render: (signal, work, partition) => paint(composition, new Slices(signal, partition), work) };
+  return { cost, what, workHelp: TILE_WORK_HELP, render: (signal, work, partition) => render(composition, what, signal, work, partition) };
+}
+
+/**
+ * A tile of the full partition (a mosaic of many assets, an expression at the node cap) paints on
+ * the render pool's threads, at their lower priority, so that viewers' tiles on this decoder take
+ * the CPU first; a tile paints here, in slices of the event loop.
+ */
+async function render(composition: Composition, what: string, signal: AbortSignal, work: Reservation, partition: Partition): Promise<RenderedTile> {
+  if (partition === "full" && isMainThread) {
+    // Loaded here, not above: the pool's threads paint and never load the pool.
+    const { paintInPool } = await import("../render/render-pool");
+    return paintInPool(composition.assets, composition.req, what, signal, work);
+  }
+  return paint(composition, new Slices(signal), work);
 }
 
 /** A tile composed and planned, ready to paint. */

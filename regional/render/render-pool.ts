@@ -1,11 +1,11 @@
-// The render pool: worker threads (piscina) that render large IIIF requests (render-worker.ts),
-// so that a full decode of seconds never holds the decoder's event loop, and the loop keeps
-// answering tiles, heartbeats and deadlines while it runs. The main thread keeps what it owns:
-// the work reservation (held until the render returns), the request's signal (passed on as an
-// abort), and the source's I/O (the worker's reads are served here and their bytes
-// transferred). Fulls bypass the shared decoded-block cache: their blocks are read once, band
-// by band, and would only evict the blocks viewers come back to; sharing it would move every
-// decoded block between threads.
+// The render pool: worker threads (piscina) that render the full partition's decodes, large IIIF
+// requests and costly map tiles (render-worker.ts), so that a decode of seconds never holds the
+// decoder's event loop, and the loop keeps answering tiles, heartbeats and deadlines while it
+// runs, at a lower priority than tiles' work. The main thread keeps what it owns: the work
+// reservation (held until the render returns), the request's signal (passed on as an abort),
+// and the sources' I/O (the worker's reads are served here and their bytes transferred). Fulls
+// bypass the shared decoded-block cache: their blocks are read once, and would only evict the
+// blocks viewers come back to; sharing it would move every decoded block between threads.
 
 import { availableParallelism } from "node:os";
 import { MessageChannel, type MessagePort } from "node:worker_threads";
@@ -15,7 +15,9 @@ import type { Cog } from "../cog/cog";
 import { workerScript } from "../decoder-files";
 import { chooseLevel, windowAtLevel } from "../../shared/levels";
 import type { RenderedImage } from "./render";
-import { fromWire, toWire, type MainMessage, type ReadRequest, type RenderOutcome, type RenderTask } from "./render-worker";
+import { fromWire, toWire, type MainMessage, type ReadRequest, type RenderOutcome, type RenderTask, type WireSource } from "./render-worker";
+import type { TileAsset } from "../maps/compose-tile";
+import type { TileRequest } from "../../shared/maps/tile-request";
 import { BACKGROUND_NICE_INCREMENT } from "../runtime/priority";
 import type { Reservation } from "../runtime/work-budget";
 
@@ -79,29 +81,44 @@ export function renderPoolStats(): { threads: number; busy: number; queued: numb
   return { threads: pool?.threads.length ?? 0, busy: Math.max(0, inPool - queued), queued, renders, recycles };
 }
 
+/** Renders `req` on a pool thread, its reads served from `cog`'s source. */
+export function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: AbortSignal, work: Reservation): Promise<RenderedImage> {
+  return runInPool({ kind: "image", source: wireSource(cog), req, cacheBytes: blockRowsBytes(cog, req) }, [cog], signal, work);
+}
+
 /**
- * Renders `req` on a pool thread. The reservation stays held on this thread for the whole
- * render; the worker's reads are served from `cog`'s source under `signal`.
+ * Paints a map tile of the full partition on a pool thread, its assets' sources read from the
+ * COGs open here. Its reservation counts every asset's decoded blocks: the thread's own block
+ * cache may hold them all, so that a tile's bands never decode a block twice.
  */
-export async function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: AbortSignal, work: Reservation): Promise<RenderedImage> {
+export function paintInPool(assets: TileAsset[], req: TileRequest, what: string, signal: AbortSignal, work: Reservation): Promise<RenderedImage> {
+  const cogs = [...new Set(assets.flatMap((a) => a.bands.map((b) => b.cog)))];
+  const wired = assets.map(({ label, channels, bands }) => ({ label, channels, bands: bands.map(({ name, cog, band }) => ({ name, band, source: cogs.indexOf(cog) })) }));
+  return runInPool({ kind: "tile", sources: cogs.map(wireSource), assets: wired, req, what, cacheBytes: work.bytes }, cogs, signal, work);
+}
+
+const wireSource = ({ source: { version, size, label, firstBytes } }: Cog): WireSource => ({ version, size, label, firstBytes });
+
+/**
+ * Runs `task` on a pool thread. The reservation stays held on this thread for the whole render;
+ * the worker's reads are served from `cogs`' sources under `signal`.
+ */
+async function runInPool(
+  task: DistributiveOmit<RenderTask, "workBytes" | "budgetBytes" | "port">,
+  cogs: Cog[],
+  signal: AbortSignal,
+  work: Reservation,
+): Promise<RenderedImage> {
   signal.throwIfAborted();
   const { port1, port2 } = new MessageChannel();
-  port1.on("message", (m: ReadRequest) => void serveRead(cog, m, signal, port1));
+  port1.on("message", (m: ReadRequest) => void serveRead(cogs[m.source], m, signal, port1));
   const abort = () => port1.postMessage({ abort: toWire(signal.reason) } satisfies MainMessage);
   signal.addEventListener("abort", abort, { once: true });
-  const { version, size, label, firstBytes } = cog.source;
-  const task: RenderTask = {
-    source: { version, size, label, firstBytes },
-    req,
-    workBytes: work.bytes,
-    budgetBytes: cog.budget.limitBytes,
-    cacheBytes: blockRowsBytes(cog, req),
-    port: port2,
-  };
   inPool++;
   renders++;
   try {
-    const out = await renderPool().run(task, { transferList: [port2] });
+    const handed = { ...task, workBytes: work.bytes, budgetBytes: cogs[0].budget.limitBytes, port: port2 } as RenderTask;
+    const out = await renderPool().run(handed, { transferList: [port2] });
     signal.throwIfAborted();
     if ("error" in out) throw fromWire(out.error);
     return { body: Buffer.from(out.body.buffer, out.body.byteOffset, out.body.byteLength), contentType: out.contentType };
@@ -111,6 +128,9 @@ export async function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: 
     port1.close();
   }
 }
+
+/** Omit over each member of a union, keeping it a union. */
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /**
  * Replaces the pool, when idle and it has rendered since it started, by a fresh one (its first

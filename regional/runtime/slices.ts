@@ -8,19 +8,13 @@
 // passes ends the computation within a chunk. A cheap tile finishes within its first slice and
 // never waits.
 //
-// A computation of the full partition (a 32-asset mosaic, an expression at the node cap) yields
-// to tiles as the render pool's niced threads do: while a tile-partition decode runs on this
-// decoder, it waits FULL_YIELD_MS between its slices, so it takes about a fifth of the loop's core
-// and viewers' decodes the rest; with no tile running it goes at full speed.
-//
-// Why not the render pool's threads, as large IIIF renders do: a tile's inputs are the blocks of
-// the decoder's shared block cache (neighbouring tiles read the same blocks), which a pool thread
-// cannot reach; a tile's answer is wanted in milliseconds, not behind a full's seconds on the
-// pool's niced threads; and one path serves every tile. The price: the compute still runs on the
-// loop's core, so a heavy tile slows the others' (its share of the turns), never stops them.
+// A computation of the full partition (a 32-asset mosaic, an expression at the node cap) does
+// not run here but on the render pool's threads, at their lower priority (compose-tile.ts): its
+// slices there keep that thread's reads and abort answered. A tile stays on the loop: its
+// inputs are the decoder's shared block cache (neighbouring tiles read the same blocks), which
+// a pool thread cannot reach, and its answer is wanted in milliseconds.
 
-import { setImmediate as nextIteration, setTimeout as sleep } from "node:timers/promises";
-import type { Partition } from "../../shared/cost";
+import { setImmediate as nextIteration } from "node:timers/promises";
 
 /** The most a computation holds the event loop before it lets other work in. */
 export const SLICE_MS = 4;
@@ -30,17 +24,6 @@ export const SLICE_MS = 4;
  * clock and the signal: some 0.1–0.5 ms, so a slice ends close to SLICE_MS.
  */
 const CHUNK_UNITS = 1 << 17;
-
-/** What a full's computation waits between its slices while tiles run: four slices' time. */
-export const FULL_YIELD_MS = 4 * SLICE_MS;
-
-/** Tile-partition decodes running now; the decoder says how to count them (yieldFullsTo). */
-let tilesRunning = () => 0;
-
-/** Tells computations of the full partition how many tiles run, to yield to while any does. */
-export function yieldFullsTo(count: () => number): void {
-  tilesRunning = count;
-}
 
 /** Computations waiting for their next turn, in the order they stopped. */
 const waiting: (() => void)[] = [];
@@ -58,10 +41,7 @@ export class Slices {
   /** When its slice began; undefined until it first runs (it then waits behind those waiting). */
   private since: number | undefined;
 
-  constructor(
-    readonly signal: AbortSignal,
-    private readonly partition: Partition = "tile",
-  ) {}
+  constructor(readonly signal: AbortSignal) {}
 
   /**
    * Runs `work` over items [0, count) in chunks, each of about CHUNK_UNITS units at `unitsPerItem`
@@ -81,7 +61,6 @@ export class Slices {
     const now = performance.now();
     if (this.since === undefined && waiting.length === 0) this.since = now;
     if (this.since !== undefined && now - this.since < SLICE_MS) return;
-    if (this.partition === "full" && tilesRunning() > 0) await sleep(FULL_YIELD_MS, undefined, { signal: this.signal });
     await new Promise<void>((resolve) => {
       waiting.push(resolve);
       if (waiting.length === 1) void takeTurns();

@@ -6,7 +6,7 @@
 // Why CPU time and not latency: on a loaded two-core machine a timed assertion (event-loop lag,
 // a tile answered within N ms) passes or fails with the neighbours' load, while the share of the
 // process's CPU time the main thread spends on a render depends only on where its work runs.
-import { mkdtemp, rm } from "node:fs/promises";
+import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
@@ -17,9 +17,10 @@ import { LocalCatalog } from "../../regional/source/local";
 import { WorkBudget } from "../../regional/runtime/work-budget";
 import { resolveImageRequest } from "../../shared/iiif/resolve";
 import { parseImageRequest } from "../../shared/iiif/image-request";
-import { DECODER, signRequest, type SourceInfo } from "../../shared/protocol";
+import { DECODER, GRANT_HEADER, GRANT_WORK_HEADER, GRANTED_PARTITION_HEADER, signRequest, type SourceInfo } from "../../shared/protocol";
 import { patternCog } from "../support/pattern-cog";
-import { metricValue, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+import { expressionBomb } from "../support/expression-bomb";
+import { metricValue, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 const SIDE = 4000;
 const FULL = "full/3000,/0/default.jpg";
@@ -29,6 +30,7 @@ let version: string;
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "tessera-render-pool-"));
   patternCog(path.join(dir, "big.tif"), SIDE);
+  await copyFile(path.join(SAMPLES, "utm-quadrants.tif"), path.join(dir, "utm-quadrants.tif"));
   d = await startDecoder(new LocalCatalog(dir), 3, { budget: new WorkBudget() });
   version = ((await (await signedGet(d, DECODER.info("big"))).json()) as SourceInfo).version;
   // The pool's first thread starts with the first large render: started here, not timed below.
@@ -89,5 +91,38 @@ describe("a full render", () => {
     await expect.poll(() => metricValue(d, "tessera_decoder_render_pool_busy"), { timeout: 20_000 }).toBe(0);
     await expect.poll(() => metricValue(d, "tessera_decoder_work_budget_used_bytes"), { timeout: 20_000 }).toBe(0);
     expect((await signedGet(d, DECODER.image("big", FULL, version))).status).toBe(200);
+  }, 60_000);
+});
+
+describe("a map tile of the full partition", () => {
+  // An expression at the node cap on a @2x tile: its work (about 185 units) makes it a full.
+  const bomb = `utm-quadrants/WebMercatorQuad/12/2220/1427@2x.png?expression=${encodeURIComponent(expressionBomb())}&rescale=-4,4`;
+  const tile = async (partition?: "tile") => {
+    const grant: Record<string, string> = partition ? { [GRANT_HEADER]: String(2 ** 30), [GRANT_WORK_HEADER]: "100000", [GRANTED_PARTITION_HEADER]: partition } : {};
+    const res = await signedGet(d, `/v1/tiles/${bomb}&version=${encodeURIComponent(utmVersion)}`, undefined, grant);
+    expect(res.status, await res.clone().text()).toBe(200);
+    return sharp(Buffer.from(await res.arrayBuffer())).ensureAlpha().raw().toBuffer();
+  };
+  let utmVersion: string;
+  beforeAll(async () => {
+    utmVersion = ((await (await signedGet(d, DECODER.info("utm-quadrants"))).json()) as SourceInfo).version;
+  });
+
+  it("paints on a pool thread, at its lower priority: the main thread spends a small share of the CPU time", async () => {
+    const renders = await metricValue(d, "tessera_decoder_render_pool_renders_total");
+    const before = { thread: process.threadCpuUsage(), process: process.cpuUsage() };
+    await tile();
+    const thread = cpuMicros(process.threadCpuUsage(before.thread));
+    const whole = cpuMicros(process.cpuUsage(before.process));
+    // Painted in slices of the event loop, the expression's passes were most of the main thread's time.
+    expect(thread / whole).toBeLessThan(0.2);
+    expect(await metricValue(d, "tessera_decoder_render_pool_renders_total")).toBe(renders + 1);
+  }, 60_000);
+
+  it("has the pixels of the same tile painted as a tile, on the event loop", async () => {
+    const renders = await metricValue(d, "tessera_decoder_render_pool_renders_total");
+    const here = await tile("tile");
+    expect(await metricValue(d, "tessera_decoder_render_pool_renders_total")).toBe(renders);
+    expect((await tile()).equals(here)).toBe(true);
   }, 60_000);
 });

@@ -2,8 +2,7 @@
 // long one lets the loop's other work in, several take turns, a short one never waits, and an
 // abort ends one within a chunk. The decoder under hostile tiles is decoder-event-loop's.
 import { describe, expect, it } from "vitest";
-import { FULL_YIELD_MS, SLICE_MS, Slices, yieldFullsTo } from "../../regional/runtime/slices";
-import type { Partition } from "../../shared/cost";
+import { SLICE_MS, Slices } from "../../regional/runtime/slices";
 
 /** Keeps the thread busy for `ms`. */
 function busy(ms: number): void {
@@ -12,9 +11,9 @@ function busy(ms: number): void {
 }
 
 /** A computation of `chunks` chunks of `ms` each, recording `name` at every chunk into `log`. */
-function computation(name: string, chunks: number, ms: number, log: string[], signal = new AbortController().signal, partition: Partition = "tile"): Promise<void> {
+function computation(name: string, chunks: number, ms: number, log: string[], signal = new AbortController().signal): Promise<void> {
   // One item a chunk: each item is worth a whole chunk's units.
-  return new Slices(signal, partition).each(chunks, Number.MAX_SAFE_INTEGER, () => {
+  return new Slices(signal).each(chunks, Number.MAX_SAFE_INTEGER, () => {
     log.push(name);
     busy(ms);
   });
@@ -61,23 +60,5 @@ describe("computations in slices", () => {
     await new Promise((r) => setTimeout(r, 30));
     expect(log.length).toBe(chunks); // nothing ran after
     expect(chunks).toBeLessThan(200); // stopped long before its 10 s
-  });
-
-  it(`make a full's computation wait ${FULL_YIELD_MS} ms between its slices while a tile runs, and not otherwise`, async () => {
-    const timed = async (tilesRunning: number) => {
-      yieldFullsTo(() => tilesRunning);
-      const started = performance.now();
-      await computation("full", 40, 1, [], undefined, "full"); // 40 ms of work, ten slices
-      return performance.now() - started;
-    };
-    try {
-      const alone = await timed(0);
-      const beside = await timed(1);
-      // Ten slices, nine waits of FULL_YIELD_MS between them beside a tile: a fifth of the loop.
-      expect(beside - alone).toBeGreaterThan(7 * FULL_YIELD_MS);
-      expect(alone).toBeLessThan(40 + 5 * FULL_YIELD_MS);
-    } finally {
-      yieldFullsTo(() => 0);
-    }
   });
 });
