@@ -33,7 +33,7 @@ export function admissionMetrics(d: AdmissionDO, now: number): string {
     [
       `${A}full_shadow_rejected_total`,
       "counter",
-      "Basic mode: fulls advanced would have shed at once (full_max 0 or its full queue full).",
+      "Basic mode: fulls admitted while full_max fulls ran (or with full_max 0), which advanced would have queued or shed.",
       c.fullShadowRejected,
     ],
     [

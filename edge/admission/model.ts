@@ -103,6 +103,8 @@ export class AdmissionModel {
   /** The most one full may be granted: the full share of the largest decoder (none known: no cap). */
   fullRequestMax = Infinity;
   reservedBytes = 0;
+  /** Basic mode: the part of reservedBytes advanced would hold, which its memory shadow is measured against. */
+  private shadowHeldBytes = 0;
   /**
    * Held full-partition permits (full_in_use), waiting for a global one or not; in
    * basic mode, where fulls take none, the admitted fulls.
@@ -187,12 +189,17 @@ export class AdmissionModel {
           }
           fullPermit = await this.wait("fullWaiting", this.full, queue.signal);
           countInUse();
-        } else if (!shadowed && this.advancedWouldShed()) {
+        } else if (!shadowed && this.fullMax === 0) {
           this.counters.fullShadowRejected++;
           shadowed = true;
         }
         globalPermit = await this.wait("fullWaiting", this.global, queue.signal);
-        // Basic mode takes no full-partition permit: an admitted full counts as holding one.
+        // Basic mode takes no full-partition permit: an admitted full counts as holding one, and
+        // one admitted while full_max of them run is one advanced would not have run (queued or shed).
+        if (!advanced && !shadowed && this.fullInUse >= this.fullMax) {
+          this.counters.fullShadowRejected++;
+          shadowed = true;
+        }
         if (!advanced) countInUse();
       }
     } catch (err) {
@@ -211,17 +218,21 @@ export class AdmissionModel {
    */
   private reserve(partition: Partition, estimateBytes: number, advanced: boolean, { giveBack, shadowed }: Permits): Grant {
     let reserved = 0;
+    // Basic mode: the bytes advanced would hold for this full (none for one it would have refused).
+    let shadowHeld = 0;
     if (partition === "full") {
-      if (this.reservedBytes + estimateBytes > this.fullMem) {
-        if (advanced) {
-          giveBack();
-          this.counters.memoryRejected++;
-          throw new HttpError("overloaded", "the full-image decode memory budget is in use; retry shortly", 1);
-        }
-        if (!shadowed) this.counters.memoryShadowRejected++;
+      if (advanced && this.reservedBytes + estimateBytes > this.fullMem) {
+        giveBack();
+        this.counters.memoryRejected++;
+        throw new HttpError("overloaded", "the full-image decode memory budget is in use; retry shortly", 1);
+      }
+      if (!advanced && !shadowed) {
+        if (this.shadowHeldBytes + estimateBytes > this.fullMem) this.counters.memoryShadowRejected++;
+        else shadowHeld = estimateBytes;
       }
       reserved = estimateBytes;
       this.reservedBytes += reserved;
+      this.shadowHeldBytes += shadowHeld;
     }
     let released = false;
     return {
@@ -231,6 +242,7 @@ export class AdmissionModel {
         if (released) return;
         released = true;
         this.reservedBytes -= reserved;
+        this.shadowHeldBytes -= shadowHeld;
         giveBack();
       },
     };
@@ -255,12 +267,6 @@ export class AdmissionModel {
         ? `this request needs an estimated ${estimateBytes} bytes to decode, more than the ${fits}-byte full-image share of the largest decoder`
         : `this request needs an estimated ${estimateBytes} bytes to decode, more than the ${this.fullMem}-byte full-image budget`,
     );
-  }
-
-  /** Basic mode: would advanced shed this full at once (full_max 0, or its full queue full)? */
-  private advancedWouldShed(): boolean {
-    const beyondCap = this.fullInUse + this.fullWaiting - this.fullMax;
-    return this.fullMax === 0 || beyondCap >= this.settings.fullMaxWaiting;
   }
 
   private countShed(partition: Partition): void {

@@ -151,12 +151,13 @@ describe("two-partition admission model", () => {
     const m = model({ mode: "basic" }, 16, 100 * MiB);
     const grants: Grant[] = await admitMany(m, "full", 9, 40 * MiB);
     expect(m.fullInUse).toBe(9);
-    // The 9th would have waited in advanced (FULL_MAX_WAITING 16), not been rejected.
-    expect(m.counters.fullShadowRejected).toBe(0);
-    expect(m.counters.memoryShadowRejected).toBe(8); // every one after the first 40 MiB
+    // The 9th was admitted with full_max (8) fulls running: advanced would not have run it.
+    expect(m.counters.fullShadowRejected).toBe(1);
+    // Of the first eight, advanced would hold the first 40 MiB of its 75 and refuse the rest.
+    expect(m.counters.memoryShadowRejected).toBe(7);
     // Too large is counted as too large only, not also as over the cap or the budget.
     await m.admit("full", 200 * MiB, 1000, never);
-    expect([m.counters.memoryShadowTooLarge, m.counters.fullShadowRejected, m.counters.memoryShadowRejected]).toEqual([1, 0, 8]);
+    expect([m.counters.memoryShadowTooLarge, m.counters.fullShadowRejected, m.counters.memoryShadowRejected]).toEqual([1, 1, 7]);
     expect([m.counters.fullShed, m.counters.memoryRejected, m.counters.memoryTooLarge]).toEqual([0, 0, 0]);
     // The basic tier (the global cap) is still enforced.
     await admitMany(m, "tile", 6);
@@ -164,13 +165,30 @@ describe("two-partition admission model", () => {
     grants.forEach((g) => g.release());
   });
 
-  it("in basic mode counts a full past full_max and FULL_MAX_WAITING, which advanced sheds at once", async () => {
-    const m = model({ mode: "basic", fullMaxWaiting: 1 }, 16, 1024 * MiB);
-    await admitMany(m, "full", 9, 10 * MiB);
-    expect(m.counters.fullShadowRejected).toBe(0); // the 9th would have been the one waiting
-    await m.admit("full", 10 * MiB, 1000, never);
-    expect(m.counters.fullShadowRejected).toBe(1);
+  it("in basic mode counts every full admitted while full_in_use ≥ full_max, whatever FULL_MAX_WAITING", async () => {
+    // Advanced would have held the 9th and 10th back (queued or shed), never run them beside 8.
+    const m = model({ mode: "basic", fullMaxWaiting: 16 }, 16, 1024 * MiB);
+    const grants = await admitMany(m, "full", 8, 10 * MiB);
+    expect(m.counters.fullShadowRejected).toBe(0);
+    await admitMany(m, "full", 2, 10 * MiB);
+    expect(m.counters.fullShadowRejected).toBe(2);
     expect(m.counters.memoryShadowRejected).toBe(0);
+    // Below full_max again, a full is one advanced would run.
+    grants.slice(0, 3).forEach((g) => g.release());
+    await m.admit("full", 10 * MiB, 1000, never);
+    expect(m.counters.fullShadowRejected).toBe(2);
+  });
+
+  it("in basic mode measures the memory shadow against what advanced would hold, not all it admitted", async () => {
+    const m = model({ mode: "basic" }, 16, 100 * MiB); // full_mem 75 MiB
+    const first = await m.admit("full", 40 * MiB, 1000, never);
+    const second = await m.admit("full", 40 * MiB, 1000, never); // advanced: 503, holds nothing
+    expect(m.counters.memoryShadowRejected).toBe(1);
+    first.release();
+    // Advanced would now hold nothing: 40 MiB fits its budget, though basic still runs the second.
+    await m.admit("full", 40 * MiB, 1000, never);
+    expect(m.counters.memoryShadowRejected).toBe(1);
+    second.release();
   });
 
   it("frees a waiter's place when its client goes away", async () => {
