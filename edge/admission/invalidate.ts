@@ -16,12 +16,14 @@ export interface InvalidateHost {
 
 /**
  * Tells every live decoder to forget its opened snapshots of `id` (with `member`, of that
- * asset of the mosaic `id`: invalidate_source(mosaic, member)). Admitted like any costly
- * dynamic route, in the full partition (no memory: it decodes nothing). Answers how many
- * decoders confirmed and how many snapshots they dropped; 502 when none of several confirmed.
+ * asset of the mosaic `id`: invalidate_source(mosaic, member)). Admitted as a tile, like
+ * metadata: it decodes nothing and holds no memory, only a global permit for its fan-out, and
+ * as a full a publisher could never invalidate where full_max or the full memory is 0 (fulls
+ * shed or 413 there). The admin token bounds who may send it. Answers how many decoders
+ * confirmed and how many snapshots they dropped; 502 when none of several confirmed.
  */
 export async function invalidate(host: InvalidateHost, id: string, member: string | undefined, client: AbortSignal, requestId?: string): Promise<Response> {
-  const lease = await host.leases.lease("full", 0, client);
+  const lease = await host.leases.lease("tile", 0, client);
   try {
     const path = DECODER.invalidate(id, member);
     const live = host.decoders.live(Date.now());

@@ -23,7 +23,19 @@ describe("POST /admin/sources/{id}/invalidate", () => {
     expect(await metric("released_total")).toBe(0); // never admitted
   });
 
-  it("makes every decoder drop the source's snapshots and the edge its metadata, admitted as a full", async () => {
+  it("is admitted as a tile (it decodes nothing): a publisher invalidates with full_max 0 and with no full memory", async () => {
+    // One permit (full_max 0 at the default ratio), then a full budget of nothing: fulls are shed or 413.
+    for (const report of [{ capacity: 1 }, { capacity: 4, memoryBytes: 1 }]) {
+      expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, ...report })).status).toBe(204);
+      const [fullShed, tooLarge, released] = [await metric("full_shed_total"), await metric("tessera_decode_memory_too_large_total"), await metric("released_total")];
+      const res = await invalidate("published", env.ADMIN_TOKEN);
+      expect(res.status, JSON.stringify(report)).toBe(200);
+      expect(await res.json()).toMatchObject({ id: "published", decoders: 1, invalidated: 1 });
+      expect([await metric("full_shed_total"), await metric("tessera_decode_memory_too_large_total"), await metric("released_total")]).toEqual([fullShed, tooLarge, released + 1]);
+    }
+  });
+
+  it("makes every decoder drop the source's snapshots and the edge its metadata", async () => {
     expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);
     const info = await get("/iiif/3/published/info.json");
     expect(info.status).toBe(200);
