@@ -5,6 +5,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { ADMISSION_DEFAULTS } from "../../shared/admission-config";
+import { forgetSourceInfo } from "../../edge/source-info";
 import { imageWork } from "../../shared/work";
 import { get, heartbeat, metric } from "./helpers";
 
@@ -66,6 +67,16 @@ describe("work across the tiers", () => {
     // such URLs costs neither the DO, which every admission of the shard goes through, nor a decoder.
     expect(await decoderMetric("tessera_decoder_requests_total", '{route="image",status="413"}')).toBe(seen);
     expect(await metric("permits_in_use")).toBe(0);
+  });
+
+  it("admits info.json as a tile: answered where full_max is 0 and every full is shed", async () => {
+    expect((await heartbeat({ url: decoder(), capacity: 1 })).status).toBe(204); // 1 permit: full_max 0
+    await forgetSourceInfo({ id: "slow" }); // so that this info.json is admitted, not a cache hit
+    const [shed, released] = [await metric("full_shed_total"), await metric("released_total")];
+    const res = await get("/iiif/3/slow/info.json");
+    expect(res.status).toBe(200);
+    expect([await metric("full_shed_total"), await metric("released_total")]).toEqual([shed, released + 1]);
+    expect((await get("/iiif/3/slow/full/610,/0/default.gif")).status).toBe(503); // a full, uncached, here
   });
 
   it("declares a finite maxArea and refuses an upscale past it with 400 at the edge, before admission", async () => {
