@@ -1,4 +1,4 @@
-// The decoder's own Prometheus metrics (GET /metrics, unauthenticated like /health).
+// The decoder's own Prometheus metrics, process-wide (GET /metrics).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { renderPoolStats } from "../render/render-pool";
 

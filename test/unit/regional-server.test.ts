@@ -50,6 +50,47 @@ describe("GET /health", () => {
   });
 });
 
+describe("GET /metrics", () => {
+  const token = "metrics-test-token-4f1c";
+  let guarded: Decoder;
+  beforeAll(async () => {
+    guarded = await startDecoder(catalog, 3, { metricsToken: token });
+  });
+  afterAll(() => guarded?.close());
+  const scrape = (d: Decoder, authorization?: string) => fetch(`${d.url}/metrics`, { headers: authorization === undefined ? {} : { authorization } });
+
+  it("with a token set, answers 401 with a Bearer challenge and no metric without it (nor a wrong, partial or other-scheme one)", async () => {
+    for (const authorization of [undefined, "", "Bearer", "Bearer wrong", `Bearer ${token.slice(0, -1)}`, `Bearer ${token}x`, token, `Basic ${token}`]) {
+      const res = await scrape(guarded, authorization);
+      expect(res.status, authorization).toBe(401);
+      expect(res.headers.get("www-authenticate")).toBe('Bearer realm="metrics"');
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      expect(await res.text()).not.toContain("tessera_decoder_");
+    }
+  });
+
+  it("with a token set, answers its bearer, the scheme in any case, and counts the refusals it answered", async () => {
+    await scrape(guarded, "Bearer wrong");
+    for (const authorization of [`Bearer ${token}`, `bearer ${token}`, `BEARER  ${token}`]) {
+      const res = await scrape(guarded, authorization);
+      expect(res.status, authorization).toBe(200);
+      expect(await res.text()).toMatch(/^tessera_decoder_requests_total\{route="metrics",status="401"\} [1-9]/m);
+    }
+  });
+
+  it("with a token set, leaves /health open to the probes", async () => {
+    const res = await fetch(guarded.url + DECODER.health);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true, capacity: 3 });
+  });
+
+  it("without a token, is open to anyone", async () => {
+    const res = await scrape(decoder);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toMatch(/^tessera_decoder_requests_total\{/m);
+  });
+});
+
 describe("GET /v1/info", () => {
   it("describes the pinned source", async () => {
     const res = await signedGet(decoder, DECODER.info("jpeg"));
