@@ -19,6 +19,7 @@ import {
   startDecoder,
   type Decoder,
 } from "./regional-helpers";
+import { histogram, longestSince } from "../support/metrics";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
 let decoder: Decoder;
@@ -82,6 +83,24 @@ describe("GET /metrics", () => {
     const res = await fetch(guarded.url + DECODER.health);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ ok: true, capacity: 3 });
+  });
+
+  it("keeps an event-loop stall on the page however many scrapers read it, and goes on sampling", async () => {
+    const delays = async () => histogram(await (await scrape(decoder)).text(), "tessera_decoder_eventloop_delay_seconds");
+    const before = await delays();
+    const end = performance.now() + 200;
+    while (performance.now() < end); // the decoder's loop (this process's) held 200 ms
+    await new Promise((r) => setTimeout(r, 30));
+    const scrapes = [];
+    for (let i = 0; i < 4; i++) {
+      scrapes.push(await delays());
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    for (const after of scrapes) expect(longestSince(before, after)).toBeGreaterThan(0.1);
+    const counts = scrapes.map((s) => s.at(-1)!.count);
+    expect(counts[3]).toBeGreaterThan(counts[0]);
+    // No figure that a scrape resets is left on the page.
+    expect(await (await scrape(decoder)).text()).not.toMatch(/eventloop_lag/);
   });
 
   it("without a token, is open to anyone", async () => {
