@@ -125,6 +125,9 @@ export async function decodersRss(stack: Stack): Promise<number> {
 /** Peak of the decoders' summed resident memory, sampled every 20 ms. */
 export const rssSampler = (stack: Stack) => sampler(20, () => decodersRss(stack));
 
+/** Decoders inherit the environment: with TESSERA_METRICS_TOKEN in it, their /metrics asks for it. */
+const METRICS_AUTHORIZATION: Record<string, string> = process.env.TESSERA_METRICS_TOKEN ? { authorization: `Bearer ${process.env.TESSERA_METRICS_TOKEN}` } : {};
+
 /**
  * The longest event-loop stall of any decoder since the sampler started, in seconds: their delay
  * histograms read every 500 ms, each time the longest delay since the last reading, as closely as
@@ -135,7 +138,7 @@ export function loopLagSampler(stack: Stack) {
   const read = async () => {
     let max = 0;
     for (const { url } of stack.decoders) {
-      const text = await fetch(`${url}/metrics`).then((r) => r.text()).catch(() => "");
+      const text = await fetch(`${url}/metrics`, { headers: METRICS_AUTHORIZATION }).then((r) => r.text()).catch(() => "");
       const now = histogram(text, "tessera_decoder_eventloop_delay_seconds");
       if (now.length === 0) continue; // a failed scrape: the next one covers the time
       const before = last.get(url);
