@@ -5,6 +5,7 @@
 
 import { readFile } from "node:fs/promises";
 import type { Stack } from "../infra/local/stack";
+import { histogram, longestSince, type Bucket } from "../test/support/metrics";
 
 export interface Phase {
   latencies: number[];
@@ -124,19 +125,31 @@ export async function decodersRss(stack: Stack): Promise<number> {
 /** Peak of the decoders' summed resident memory, sampled every 20 ms. */
 export const rssSampler = (stack: Stack) => sampler(20, () => decodersRss(stack));
 
+/** Decoders inherit the environment: with TESSERA_METRICS_TOKEN in it, their /metrics asks for it. */
+const METRICS_AUTHORIZATION: Record<string, string> = process.env.TESSERA_METRICS_TOKEN ? { authorization: `Bearer ${process.env.TESSERA_METRICS_TOKEN}` } : {};
+
 /**
- * The longest event-loop stall of any decoder: their lag maximum (prom-client resets it at each
- * scrape), read every 500 ms, in seconds. A stall is what every request on that decoder waits out.
+ * The longest event-loop stall of any decoder since the sampler started, in seconds: their delay
+ * histograms read every 500 ms, each time the longest delay since the last reading, as closely as
+ * the buckets tell (their upper bound). A stall is what every request on that decoder waits out.
  */
-export const loopLagSampler = (stack: Stack) =>
-  sampler(500, async () => {
+export function loopLagSampler(stack: Stack) {
+  const last = new Map<string, Bucket[]>();
+  const read = async () => {
     let max = 0;
-    for (const d of stack.decoders) {
-      const text = await fetch(`${d.url}/metrics`).then((r) => r.text()).catch(() => "");
-      max = Math.max(max, Number(/^tessera_decoder_nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1] ?? 0));
+    for (const { url } of stack.decoders) {
+      const text = await fetch(`${url}/metrics`, { headers: METRICS_AUTHORIZATION }).then((r) => r.text()).catch(() => "");
+      const now = histogram(text, "tessera_decoder_eventloop_delay_seconds");
+      if (now.length === 0) continue; // a failed scrape: the next one covers the time
+      const before = last.get(url);
+      if (before) max = Math.max(max, longestSince(before, now));
+      last.set(url, now);
     }
     return max;
-  });
+  };
+  void read(); // where each decoder's stalls are counted from
+  return sampler(500, read);
+}
 
 /** The slowest `/health` of any decoder, asked every 50 ms, in ms: what a probe or a heartbeat waits. */
 export const healthSampler = (stack: Stack) =>

@@ -1,12 +1,13 @@
 // The Tessera edge Worker. The route table below is the public API.
 import { Router, type IRequest } from "itty-router";
+import { bearerMatches } from "../shared/bearer";
 import { ConfigError } from "../shared/config";
 import { errorResponse, HttpError, notFound } from "../shared/errors";
 import { HEARTBEAT_PATH } from "../shared/registration";
 import { AdmissionDO } from "./admission/admission-do";
 import { heartbeatHandler } from "./admission/heartbeat-route";
 import { shardMetrics } from "./admission/shard-metrics";
-import { bearerMatches, unauthorized } from "./auth";
+import { unauthorized } from "./auth";
 import { corsify, preflight } from "./cors";
 import { edgeConfig, type Env } from "./env";
 import { invalidateHandler } from "./handlers/admin";
@@ -57,7 +58,7 @@ router
 
 async function metricsHandler(req: IRequest, env: Env): Promise<Response> {
   const config = edgeConfig(env); // a bad variable is named here, not lost inside the DO
-  if (config.metricsToken && !(await bearerMatches(req, config.metricsToken))) {
+  if (config.metricsToken && !(await bearerMatches(req.headers.get("authorization"), config.metricsToken))) {
     return unauthorized("GET /metrics needs Authorization: Bearer <METRICS_TOKEN>", "metrics");
   }
   return shardMetrics(env, config.placement);

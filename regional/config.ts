@@ -40,6 +40,8 @@ export interface DecoderConfig {
   renderThreads: number;
   /** On SIGTERM, how long held requests may run on before they are cancelled (runtime/drain.ts). */
   drainTimeoutMs: number;
+  /** The bearer token GET /metrics requires; undefined: /metrics is open. */
+  metricsToken: string | undefined;
 }
 
 const KIB = 1024;
@@ -72,6 +74,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): DecoderConfig 
     renderThreads: intVar(env, "TESSERA_RENDER_THREADS", { fallback: capacity, min: 1, max: MAX_THREADS }),
     // No request outlives the longest deadline, so neither need a drain.
     drainTimeoutMs: intVar(env, "TESSERA_DRAIN_TIMEOUT_MS", { fallback: DEFAULT_DRAIN_TIMEOUT_MS, min: 0, max: MAX_DEADLINE_MS }),
+    metricsToken: metricsToken(env),
   };
 }
 
@@ -80,6 +83,30 @@ function listenHost(env: NodeJS.ProcessEnv): string {
   const host = env.TESSERA_DECODER_HOST || "127.0.0.1";
   if (isIP(host) || /^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(host)) return host;
   throw badConfig("TESSERA_DECODER_HOST", `must be an IP address or a host name, got ${JSON.stringify(host)}`);
+}
+
+/** Fewer characters would be guessed in time: nothing limits how often a client may try. */
+const MIN_TOKEN_LENGTH = 16;
+
+/**
+ * The bearer token of GET /metrics, unset or empty for none. A value no client can send after
+ * "Bearer " (a space, a file's trailing newline) would refuse every scraper with no hint why.
+ * The message never shows the value: it is a secret.
+ */
+function metricsToken(env: NodeJS.ProcessEnv): string | undefined {
+  const token = env.TESSERA_METRICS_TOKEN;
+  if (!token) return undefined;
+  if (!/^[A-Za-z0-9._~+/-]+=*$/.test(token)) {
+    throw badConfig("TESSERA_METRICS_TOKEN", "must be a bearer token: letters, digits and -._~+/ (then any =), no spaces or line breaks");
+  }
+  if (token.length < MIN_TOKEN_LENGTH) throw badConfig("TESSERA_METRICS_TOKEN", `must be at least ${MIN_TOKEN_LENGTH} characters (openssl rand -hex 32 makes one)`);
+  return token;
+}
+
+/** Whether GET /metrics is open to other machines: no token, and an address beyond loopback. */
+export function metricsOpenToOthers(config: Pick<DecoderConfig, "host" | "metricsToken">): boolean {
+  const loopback = config.host === "localhost" || config.host === "::1" || (isIP(config.host) === 4 && config.host.startsWith("127."));
+  return !config.metricsToken && !loopback;
 }
 
 /** libuv reads UV_THREADPOOL_SIZE itself and takes what is not a number for one thread. */

@@ -56,6 +56,8 @@ export interface DecoderOptions {
   drain?: Drain;
   /** Receives one structured record per line (default: JSON on stdout, errors on stderr). */
   log?: Log;
+  /** The bearer token GET /metrics requires (default: none, /metrics is open). */
+  metricsToken?: string;
 }
 
 /** The limiters a route may run under: public requests, and /file transfers beside them. */
@@ -80,6 +82,8 @@ export interface DecoderContext {
   readonly settle: Settle;
   /** Everything GET /metrics reports: the process's metrics, this server's and the drain's. */
   readonly metricsPage: Registry;
+  /** What GET /metrics requires as `Authorization: Bearer …`; undefined: anyone may read it. */
+  readonly metricsToken: string | undefined;
   readonly log: Log;
   /** Closes every opened snapshot and the mosaics' asset connections (the server's close). */
   close(): void;
@@ -123,6 +127,7 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
     metrics,
     settle: new Settle([recycleRenderPool, collectGarbage]),
     metricsPage: Registry.merge([registry, metrics.registry, drain.registry]),
+    metricsToken: options.metricsToken,
     log: options.log ?? jsonLog,
     close() {
       snapshots.closeAll();

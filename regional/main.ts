@@ -24,6 +24,7 @@
 //   TESSERA_MOSAIC_MAX_ASSETS       most assets a mosaic tile may paint; more is 413 (32)
 //   TESSERA_RENDER_THREADS          large renders at once, on worker threads off the event loop (capacity)
 //   TESSERA_DRAIN_TIMEOUT_MS        on SIGTERM, how long held requests may finish before cancelled (30000)
+//   TESSERA_METRICS_TOKEN           GET /metrics answers only `Authorization: Bearer <it>`; unset: open to anyone
 //   UV_THREADPOOL_SIZE              libuv pool: decodes/encodes at once; = the decoder's cores
 //   TESSERA_ASSET_PREFIXES          mosaics: store key prefixes assets may name, each ending "/"
 //                                   (s3: TESSERA_S3_PREFIX; local: the whole data directory)
@@ -39,7 +40,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ConfigError } from "../shared/config";
-import { readConfig, type DecoderConfig } from "./config";
+import { metricsOpenToOthers, readConfig, type DecoderConfig } from "./config";
 import { DecodedBlockCache } from "./cog/block-cache";
 import { Drain, LINGER_MS } from "./runtime/drain";
 import { detectMemoryLimit, readHeartbeatConfig, startHeartbeat, type HeartbeatConfig, type Heartbeats } from "./runtime/heartbeat";
@@ -64,12 +65,20 @@ function warnOfAllocator(): void {
   }
 }
 
+/** An open /metrics where other machines reach the decoder: named at start, not found out later. */
+function warnOfOpenMetrics(config: DecoderConfig): void {
+  if (metricsOpenToOthers(config)) {
+    jsonLog({ level: "error", msg: "GET /metrics is open to anyone who reaches the decoder's port; set TESSERA_METRICS_TOKEN", host: config.host });
+  }
+}
+
 /** How long past its deadline and linger a drain may run before the process exits regardless. */
 const FORCED_EXIT_GRACE_MS = 5000;
 
 async function main(): Promise<void> {
   const { config, heartbeat } = configOrExit();
   warnOfAllocator();
+  warnOfOpenMetrics(config);
   configureRenderPool(config.renderThreads);
   const drain = new Drain();
   const server = createDecoderServer(decoderOptions(config, drain));
@@ -119,6 +128,7 @@ function decoderOptions(config: DecoderConfig, drain: Drain): DecoderOptions {
     blockCache: new DecodedBlockCache(config.blockCacheBytes),
     mosaicMaxAssets: config.mosaicMaxAssets,
     assets: new AssetSources(config.assets, (key, signal) => config.catalog.openKey(key, signal)),
+    metricsToken: config.metricsToken,
   };
 }
 

@@ -4,7 +4,7 @@
 
 export type ErrorKind =
   | "bad_request" // 400: malformed request, message names the bad part
-  | "unauthorized" // 401: decoder request without a valid edge signature
+  | "unauthorized" // 401: a decoder request without a valid edge signature, an operator's route without its token
   | "not_found" // 404: unknown source
   | "version_gone" // 404: a known source's requested version no longer exists
   | "deadline" // 408: deadline exceeded

@@ -13,7 +13,8 @@ import { INVALIDATE_DO_PATH } from "../admission/admission-do";
 import { NO_DECODERS_HEADER, shard, type Shard } from "../admission/placement";
 import { shardOf } from "../../shared/regions";
 import { readBodyWithin } from "../request-body";
-import { bearerMatches, unauthorized } from "../auth";
+import { unauthorized } from "../auth";
+import { bearerMatches } from "../../shared/bearer";
 import { edgeConfig, type Env } from "../env";
 import { forgetSourceInfo } from "../source-info";
 import { badRequest, errorFromResponse, HttpError } from "../../shared/errors";
@@ -22,7 +23,7 @@ import { sourceRef } from "./params";
 
 export async function invalidateHandler(req: IRequest, env: Env): Promise<Response> {
   const config = edgeConfig(env);
-  if (!config.adminToken || !(await bearerMatches(req, config.adminToken))) {
+  if (!config.adminToken || !(await bearerMatches(req.headers.get("authorization"), config.adminToken))) {
     return unauthorized("POST /admin/… needs Authorization: Bearer <ADMIN_TOKEN>", "admin");
   }
   await readBodyWithin(req, config.admission.bodyReadTimeoutMs);

@@ -32,6 +32,8 @@ export interface RouteRequest<P> {
   client: AbortSignal;
   /** The admission DO's grant, when the request carries one (the limited routes only). */
   grant: Grant | undefined;
+  /** The Authorization header: the operator's token, on /metrics. */
+  authorization: string | undefined;
   requestId: string;
 }
 

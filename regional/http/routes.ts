@@ -1,4 +1,5 @@
-// The decoder's API. Two open routes for the operator's probes; everything under /v1 is the
+// The decoder's API. Two routes of the operator's: /health, open to its probes, and /metrics, to
+// the bearer of TESSERA_METRICS_TOKEN once that is set; everything under /v1 is the
 // edge's (the admission DO's), signed, its signature checked before the route is looked up. A
 // route with a limiter holds a permit of it until its answer's last byte is written, runs under
 // a deadline (the DO's, else the decoder's own), and the DO may cancel it by its id; the others

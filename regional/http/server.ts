@@ -93,6 +93,7 @@ async function answer(decoder: DecoderContext, exchange: Exchange): Promise<Answ
     signal: exchange.controller.signal,
     client: exchange.controller.signal,
     grant: undefined,
+    authorization: req.headers.authorization,
     requestId: exchange.requestId,
   };
   if (!route.limiter) return route.handler(request, decoder);

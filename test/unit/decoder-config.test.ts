@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
-import { readConfig } from "../../regional/config";
+import { metricsOpenToOthers, readConfig } from "../../regional/config";
 import { readHeartbeatConfig } from "../../regional/runtime/heartbeat";
 import { ConfigError } from "../../shared/config";
 
@@ -70,6 +70,10 @@ const BAD: [string, string | undefined, RegExp, NodeJS.ProcessEnv?][] = [
   ["TESSERA_REGION", "Europe West", /must be a region name/],
   ["TESSERA_DRAIN_TIMEOUT_MS", "700000", /from 0 to 600000/],
   ["TESSERA_DECODER_MEMORY_LIMIT", "2Gi", /whole number/],
+  // A file's trailing newline (kubectl create secret --from-file) would refuse every scraper unexplained.
+  ["TESSERA_METRICS_TOKEN", "a-long-enough-metrics-token\n", /must be a bearer token/],
+  ["TESSERA_METRICS_TOKEN", "a long enough metrics token", /must be a bearer token/],
+  ["TESSERA_METRICS_TOKEN", "short-token", /at least 16 characters/],
 ];
 
 describe("a bad value stops the decoder, naming its variable", () => {
@@ -82,6 +86,18 @@ describe("a bad value stops the decoder, naming its variable", () => {
     expect(refusal?.message).toMatch(new RegExp(`^${variable} `));
     expect(refusal?.message).toMatch(message);
   });
+});
+
+it("calls /metrics open to other machines only without a token, on an address beyond loopback", () => {
+  const open = (host: string, token?: string) => metricsOpenToOthers(readConfig({ ...LOCAL, TESSERA_DECODER_HOST: host, TESSERA_METRICS_TOKEN: token }));
+  for (const host of ["0.0.0.0", "::", "10.0.0.7", "decoder-1.internal"]) expect(open(host), host).toBe(true);
+  for (const host of ["127.0.0.1", "127.0.0.53", "::1", "localhost"]) expect(open(host), host).toBe(false);
+  expect(open("0.0.0.0", "a-long-enough-metrics-token")).toBe(false);
+});
+
+it("never prints the metrics token it refuses", () => {
+  const token = "a-long-enough-metrics-token ";
+  expect(refused({ ...LOCAL, TESSERA_METRICS_TOKEN: token })?.message).not.toContain(token.trim());
 });
 
 describe("good values start it", () => {
@@ -104,6 +120,7 @@ describe("good values start it", () => {
       TESSERA_DECODER_PUBLIC_URL: "http://10.0.0.7:9100",
       TESSERA_HEARTBEAT_INTERVAL: "2",
       TESSERA_DECODER_MEMORY_LIMIT: "2147483648",
+      TESSERA_METRICS_TOKEN: "3f9a-Metrics.Token_~+/==",
     });
     expect(config).toMatchObject({
       host: "0.0.0.0",
@@ -115,12 +132,13 @@ describe("good values start it", () => {
       publicUrl: "http://10.0.0.7:9100",
       intervalMs: 2000,
       memoryLimit: 2 ** 31,
+      metricsToken: "3f9a-Metrics.Token_~+/==",
     });
   });
 
   it("with none but the secret: the sample images, on loopback", () => {
     const config = start(LOCAL);
-    expect(config).toMatchObject({ host: "127.0.0.1", port: 9100, requestTimeoutMs: 30_000, edgeUrl: undefined, intervalMs: 5000 });
+    expect(config).toMatchObject({ host: "127.0.0.1", port: 9100, requestTimeoutMs: 30_000, edgeUrl: undefined, intervalMs: 5000, metricsToken: undefined });
     expect(config.catalog.description).toMatch(/samples\/?$/);
     // The documented defaults of the limits: a 512 MiB work budget, 64 requests in flight, a
     // 256 MiB block cache, eight header blocks kept per snapshot.

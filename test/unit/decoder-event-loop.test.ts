@@ -17,6 +17,7 @@ import { MAX_EXPRESSION_NODES } from "../../shared/maps/expression";
 import { tileToQuadkey } from "../../shared/maps/mosaic-json";
 import { signRequest } from "../../shared/protocol";
 import { expressionBomb } from "../support/expression-bomb";
+import { histogram, longestSince, type Bucket } from "../support/metrics";
 import { gridPixel, MOSAIC_FIXTURES, MOSAIC_PARENT, MOSAIC_Z, mosaicFixtures } from "../support/mosaic-fixtures";
 import { SAMPLES } from "./regional-helpers";
 
@@ -100,7 +101,7 @@ async function decodesRunning(): Promise<number> {
  * gap between heartbeats that both began and ended within the load.
  */
 async function underLoad(load: () => Promise<void>): Promise<{ loopLagMaxMs: number; slowestHealthMs: number; samples: number; longestBeatGapMs: number; gaps: number }> {
-  await loopLagMaxMs(); // a scrape starts the decoder's lag maximum again
+  const delaysBefore = await loopDelays();
   let running = true;
   const latencies: number[] = [];
   const sampler = (async () => {
@@ -121,7 +122,8 @@ async function underLoad(load: () => Promise<void>): Promise<{ loopLagMaxMs: num
   }
   const during = beats.filter((t) => t >= start);
   const gaps = during.slice(1).map((t, i) => t - during[i]);
-  return { loopLagMaxMs: await loopLagMaxMs(), slowestHealthMs: Math.max(...latencies), samples: latencies.length, longestBeatGapMs: Math.max(0, ...gaps), gaps: gaps.length };
+  const loopLagMaxMs = 1000 * longestSince(delaysBefore, await loopDelays());
+  return { loopLagMaxMs, slowestHealthMs: Math.max(...latencies), samples: latencies.length, longestBeatGapMs: Math.max(0, ...gaps), gaps: gaps.length };
 }
 
 /**
@@ -132,7 +134,7 @@ async function underLoad(load: () => Promise<void>): Promise<{ loopLagMaxMs: num
  */
 async function underLoadBestOfThree(load: () => Promise<void>): ReturnType<typeof underLoad> {
   let best = await underLoad(load);
-  for (let run = 2; run <= 3 && !(best.loopLagMaxMs < LOOP_BOUND_MS && best.slowestHealthMs < CLIENT_SLACK * LOOP_BOUND_MS); run++) {
+  for (let run = 2; run <= 3 && !(best.loopLagMaxMs <= LOOP_BOUND_MS && best.slowestHealthMs < CLIENT_SLACK * LOOP_BOUND_MS); run++) {
     console.log(`event loop held past the bound, measuring again: ${JSON.stringify(best)}`);
     const again = await underLoad(load);
     if (again.loopLagMaxMs < best.loopLagMaxMs) best = again;
@@ -140,10 +142,10 @@ async function underLoadBestOfThree(load: () => Promise<void>): ReturnType<typeo
   return best;
 }
 
-/** The decoder's longest event-loop delay since its last scrape, as it measured it itself. */
-async function loopLagMaxMs(): Promise<number> {
+/** The event-loop delays the decoder measured itself, as its histogram's buckets. */
+async function loopDelays(): Promise<Bucket[]> {
   const text = await (await fetch(`${decoder.url}/metrics`)).text();
-  return 1000 * Number(/^tessera_decoder_nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)![1]);
+  return histogram(text, "tessera_decoder_eventloop_delay_seconds");
 }
 
 /** Keeps `inFlight` requests for `tile` going until LOAD_MS have passed; checks each with `check`. */
@@ -166,7 +168,8 @@ function expectLoopFree(figures: Awaited<ReturnType<typeof underLoad>>): void {
   expect(figures.samples).toBeGreaterThan(20);
   // The bound holds on the decoder's own loop; what this process sees of /health adds its own
   // and the machine's scheduling (the suite runs two streams on two cores), allowed for apart.
-  expect(figures.loopLagMaxMs).toBeLessThan(LOOP_BOUND_MS);
+  // The delay histogram has a bucket at the bound: at most the bound is none over it.
+  expect(figures.loopLagMaxMs).toBeLessThanOrEqual(LOOP_BOUND_MS);
   expect(figures.slowestHealthMs).toBeLessThan(CLIENT_SLACK * LOOP_BOUND_MS);
   expect(figures.gaps).toBeGreaterThanOrEqual(2);
   expect(figures.longestBeatGapMs).toBeLessThan(HEARTBEAT_INTERVAL_MS + LOOP_BOUND_MS);

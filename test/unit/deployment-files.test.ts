@@ -1,8 +1,8 @@
 // The deployment files agree with the decoder they deploy: the port it listens on by default,
-// the health route it serves, the user its image runs as, the file the build makes, and a stop
-// timeout longer than its drain deadline (30 s by default), and a liveness probe that a drain's
-// 503s on the health route cannot fail before that deadline. The systemd unit is checked by
-// systemd's own parser.
+// the health route it serves, the token its /metrics asks for, the user its image runs as, the
+// file the build makes, and a stop timeout longer than its drain deadline (30 s by default), and
+// a liveness probe that a drain's 503s on the health route cannot fail before that deadline. The
+// systemd unit is checked by systemd's own parser.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,6 +37,13 @@ describe("the Kubernetes Deployment", () => {
     const period = Number(/periodSeconds: (\d+)/.exec(liveness)?.[1]);
     const failures = Number(/failureThreshold: (\d+)/.exec(liveness)?.[1]);
     expect(period * failures).toBeGreaterThanOrEqual(DRAIN_DEADLINE_SECONDS);
+  });
+
+  it("closes /metrics with a token from the secret its header says to create", () => {
+    const key = /- name: TESSERA_METRICS_TOKEN\n\s+valueFrom: \{ secretKeyRef: \{ name: tessera-decoder, key: ([\w-]+) \} \}/.exec(manifest)?.[1];
+    expect(key).toBeDefined();
+    expect(manifest).toContain(`kubectl create secret generic tessera-decoder --from-literal=secret="$DECODER_SECRET"`);
+    expect(manifest).toContain(`--from-literal=${key}=`);
   });
 
   it("limits memory to what it requests, the figure the decoder reports to the edge", () => {

@@ -19,6 +19,7 @@ import {
   startDecoder,
   type Decoder,
 } from "./regional-helpers";
+import { histogram, longestSince } from "../support/metrics";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
 let decoder: Decoder;
@@ -47,6 +48,65 @@ describe("GET /health", () => {
     const res = await fetch(decoder.url + DECODER.health);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ ok: true, capacity: 3 });
+  });
+});
+
+describe("GET /metrics", () => {
+  const token = "metrics-test-token-4f1c";
+  let guarded: Decoder;
+  beforeAll(async () => {
+    guarded = await startDecoder(catalog, 3, { metricsToken: token });
+  });
+  afterAll(() => guarded?.close());
+  const scrape = (d: Decoder, authorization?: string) => fetch(`${d.url}/metrics`, { headers: authorization === undefined ? {} : { authorization } });
+
+  it("with a token set, answers 401 with a Bearer challenge and no metric without it (nor a wrong, partial or other-scheme one)", async () => {
+    for (const authorization of [undefined, "", "Bearer", "Bearer wrong", `Bearer ${token.slice(0, -1)}`, `Bearer ${token}x`, token, `Basic ${token}`]) {
+      const res = await scrape(guarded, authorization);
+      expect(res.status, authorization).toBe(401);
+      expect(res.headers.get("www-authenticate")).toBe('Bearer realm="metrics"');
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      expect(await res.text()).not.toContain("tessera_decoder_");
+    }
+  });
+
+  it("with a token set, answers its bearer, the scheme in any case, and counts the refusals it answered", async () => {
+    await scrape(guarded, "Bearer wrong");
+    for (const authorization of [`Bearer ${token}`, `bearer ${token}`, `BEARER  ${token}`]) {
+      const res = await scrape(guarded, authorization);
+      expect(res.status, authorization).toBe(200);
+      expect(await res.text()).toMatch(/^tessera_decoder_requests_total\{route="metrics",status="401"\} [1-9]/m);
+    }
+  });
+
+  it("with a token set, leaves /health open to the probes", async () => {
+    const res = await fetch(guarded.url + DECODER.health);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true, capacity: 3 });
+  });
+
+  it("keeps an event-loop stall on the page however many scrapers read it, and goes on sampling", async () => {
+    const delays = async () => histogram(await (await scrape(decoder)).text(), "tessera_decoder_eventloop_delay_seconds");
+    const before = await delays();
+    const end = performance.now() + 200;
+    while (performance.now() < end); // the decoder's loop (this process's) held 200 ms
+    await new Promise((r) => setTimeout(r, 30));
+    const scrapes = [];
+    for (let i = 0; i < 4; i++) {
+      scrapes.push(await delays());
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    for (const after of scrapes) expect(longestSince(before, after)).toBeGreaterThan(0.1);
+    const counts = scrapes.map((s) => s.at(-1)!.count);
+    expect(counts[3]).toBeGreaterThan(counts[0]);
+    // No figure that a scrape resets is left on the page.
+    expect(await (await scrape(decoder)).text()).not.toMatch(/eventloop_lag/);
+  });
+
+  it("without a token, is open to anyone", async () => {
+    const res = await scrape(decoder);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toMatch(/^tessera_decoder_requests_total\{/m);
   });
 });
 
