@@ -260,6 +260,19 @@ describe("authentication", () => {
     expect(res.status).toBe(401);
   });
 
+  it("answers 401 for a signature expiring later than one made now would", async () => {
+    const path = DECODER.info("jpeg");
+    // Correctly signed, by a clock an hour or 40 s ahead: replayable that long were it taken.
+    for (const ahead of [3_600_000, 40_000]) {
+      const res = await signedGet(decoder, path, await signRequest(decoder.secret, "GET", path, Date.now() + ahead));
+      expect(res.status, String(ahead)).toBe(401);
+      expect(((await res.json()) as { message: string }).message).toMatch(/expires too far ahead/);
+    }
+    // A signer's clock a few seconds ahead is allowed for.
+    const skewed = await signRequest(decoder.secret, "GET", path, Date.now() + 5_000);
+    expect((await signedGet(decoder, path, skewed)).status).toBe(200);
+  });
+
   it("answers 401 for granted limits that were not signed as sent", async () => {
     const path = imagePath("jpeg", "full/100,100/0/default.jpg");
     const limits = { timeoutMs: "5000", grantBytes: "1000000" };
