@@ -124,7 +124,10 @@ export const GRANTED_PARTITION_HEADER = "x-tessera-granted-partition";
  * sends the same request to another decoder.
  */
 export const DRAINING_HEADER = "x-tessera-draining";
-/** The DO's id for one forwarded request: what a later cancel names. */
+/**
+ * The id of one signed call, signed with it: a decoder takes each id once (a replay is refused),
+ * and a later cancel names the forwarded request by it.
+ */
 export const REQUEST_ID_HEADER = "x-tessera-request-id";
 
 /** The grant as sent: header values, absent (null or undefined) when not granted. */
@@ -219,6 +222,22 @@ export async function signRequest(
 ) {
   const expires = now + SIGNATURE_TTL_MS;
   return `${expires}.${await hmac(secret, signedText(method, pathAndQuery, expires, limits))}`;
+}
+
+/**
+ * The headers of one signed call to a decoder: its signature, its limits, and its request id,
+ * the limits' own or a fresh one. A decoder takes each id once, so a call sent again (a retry,
+ * to the same decoder or the next) goes through here again.
+ */
+export async function signedHeaders(
+  secret: string,
+  method: string,
+  pathAndQuery: string,
+  limits: SignedLimits = NO_LIMITS,
+  now = Date.now(),
+): Promise<Record<string, string>> {
+  const signed = { ...limits, requestId: limits.requestId ?? crypto.randomUUID() };
+  return { [SIGNATURE_HEADER]: await signRequest(secret, method, pathAndQuery, now, signed), ...limitHeaders(signed) };
 }
 
 /**

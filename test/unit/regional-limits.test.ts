@@ -14,7 +14,7 @@ import { RequestLimiter } from "../../regional/runtime/request-limiter";
 import { LocalCatalog } from "../../regional/source/local";
 import { ResourceLimitError, WorkBudget } from "../../regional/runtime/work-budget";
 import { ESTIMATE_HEADER, NEEDED_HEADER } from "../../shared/cost";
-import { DECODER, GRANT_HEADER, limitHeaders, signRequest, TIMEOUT_HEADER, type SourceInfo } from "../../shared/protocol";
+import { DECODER, GRANT_HEADER, limitHeaders, signedHeaders, TIMEOUT_HEADER, type SourceInfo } from "../../shared/protocol";
 import { fixtureDir, GatedCatalog, metricValue, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
@@ -37,8 +37,7 @@ async function imageUrl(d: Decoder, canonical: string): Promise<string> {
 /** Starts a signed GET without awaiting it; `abort` disconnects the client. */
 async function start(d: Decoder, pathAndQuery: string, headers: Record<string, string> = {}) {
   const client = new AbortController();
-  const signature = await signRequest(d.secret, "GET", pathAndQuery);
-  const response = fetch(d.url + pathAndQuery, { signal: client.signal, headers: { "x-tessera-signature": signature, ...headers } });
+  const response = fetch(d.url + pathAndQuery, { signal: client.signal, headers: { ...headers, ...(await signedHeaders(d.secret, "GET", pathAndQuery)) } });
   response.catch(() => {});
   return { response, abort: () => client.abort() };
 }
@@ -299,11 +298,10 @@ describe("deadlines and cancellation", () => {
       expect(await metricValue(d, "tessera_decoder_decodes_running", '{partition="full"}')).toBe(1);
       const cancel = DECODER.cancel("r-1");
       // Only the edge may cancel: unsigned, or signed for another method, it is refused.
-      const post = (signature: string) => fetch(d.url + cancel, { method: "POST", headers: { "x-tessera-signature": signature } });
+      const post = async (method: string) => fetch(d.url + cancel, { method: "POST", headers: await signedHeaders(d.secret, method, cancel) });
       expect((await fetch(d.url + cancel, { method: "POST" })).status).toBe(401);
-      expect((await post(await signRequest(d.secret, "GET", cancel))).status).toBe(401);
-      const signature = await signRequest(d.secret, "POST", cancel);
-      expect((await post(signature)).status).toBe(204);
+      expect((await post("GET")).status).toBe(401);
+      expect((await post("POST")).status).toBe(204);
       const answer = await held;
       await answer.arrayBuffer();
       expect(String(catalog.aborted[0])).toContain("cancelled");
@@ -312,7 +310,7 @@ describe("deadlines and cancellation", () => {
       expect(await metricValue(d, "tessera_decoder_requests_in_flight")).toBe(0);
       expect(await metricValue(d, "tessera_decoder_work_budget_used_bytes")).toBe(0);
       // A cancel for a request that has ended, or never was, changes nothing.
-      expect((await post(await signRequest(d.secret, "POST", cancel))).status).toBe(204);
+      expect((await post("POST")).status).toBe(204);
     });
   });
 
@@ -325,9 +323,9 @@ describe("deadlines and cancellation", () => {
         .toFile(path.join(fixtures.dir, "noise.tif"));
       const info = (await (await signedGet(d, DECODER.info("noise"))).json()) as SourceInfo;
       const url = DECODER.image("noise", "full/max/0/default.tif", info.version);
-      const signature = await signRequest(d.secret, "GET", url);
+      const headers = await signedHeaders(d.secret, "GET", url);
       const { status, length, body } = await new Promise<{ status: number; length: number; body: IncomingMessage }>((resolve, reject) => {
-        const req = request(d.url + url, { headers: { "x-tessera-signature": signature } }, (res) => {
+        const req = request(d.url + url, { headers }, (res) => {
           res.pause(); // a slow client: reads nothing yet
           resolve({ status: res.statusCode ?? 0, length: Number(res.headers["content-length"]), body: res });
         });
