@@ -207,6 +207,29 @@ describe("work budget", () => {
     });
   });
 
+  it("a replayed grant reserves no memory and takes no permit, while its request runs or after it ended", async () => {
+    await withDecoder({}, async (d, catalog) => {
+      const url = await imageUrl(d, "full/max/0/default.jpg");
+      const headers = await signedHeaders(d.secret, "GET", url, { grantBytes: String(64 * MIB), partition: "full", requestId: "granted-once" });
+      const send = () => fetch(d.url + url, { headers });
+      const taken = async () => [await metricValue(d, "tessera_decoder_work_budget_used_bytes"), await metricValue(d, "tessera_decoder_requests_in_flight")];
+      const held = send();
+      await catalog.readsStarted(1);
+      const holding = await taken();
+      const replay = await send();
+      expect(replay.status).toBe(401);
+      expect(((await replay.json()) as { message: string }).message).toBe("replayed edge request: request id granted-once was taken already");
+      expect(await taken()).toEqual(holding);
+      catalog.pass();
+      const answer = await held;
+      expect(answer.status).toBe(200);
+      await answer.arrayBuffer();
+      expect((await send()).status).toBe(401);
+      expect(await metricValue(d, "tessera_decoder_decodes_total", '{partition="full"}')).toBe(1);
+      expect(await taken()).toEqual([0, 0]);
+    });
+  });
+
   it("direct low-level reads stay fail-fast", async () => {
     const budget = new WorkBudget(MIB);
     const cog = await Cog.open(await new LocalCatalog(fixtures.dir).open("deflate", undefined), { budget, prefetchRing: 0 });
@@ -292,11 +315,11 @@ describe("deadlines and cancellation", () => {
   it("a cancel from the admission DO stops the request's I/O; its answer, sent once the work has stopped, ends its permit", async () => {
     await withDecoder({}, async (d, catalog) => {
       const url = await imageUrl(d, "full/max/0/default.jpg");
-      const headers = limitHeaders({ grantBytes: String(64 * MIB), partition: "full", requestId: "r-1" });
+      const headers = limitHeaders({ grantBytes: String(64 * MIB), partition: "full", requestId: "cancelled-1" });
       const held = signedGet(d, url, undefined, headers);
       await catalog.readsStarted(1);
       expect(await metricValue(d, "tessera_decoder_decodes_running", '{partition="full"}')).toBe(1);
-      const cancel = DECODER.cancel("r-1");
+      const cancel = DECODER.cancel("cancelled-1");
       // Only the edge may cancel: unsigned, or signed for another method, it is refused.
       const post = async (method: string) => fetch(d.url + cancel, { method: "POST", headers: await signedHeaders(d.secret, method, cancel) });
       expect((await fetch(d.url + cancel, { method: "POST" })).status).toBe(401);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecodedBlockCache } from "../../regional/cog/block-cache";
 import { LocalCatalog } from "../../regional/source/local";
 import type { SourceCatalog } from "../../regional/source/source";
-import { DECODER, GRANT_HEADER, limitHeaders, signedHeaders, signRequest, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
+import { DECODER, GRANT_HEADER, limitHeaders, REQUEST_ID_HEADER, signedHeaders, signRequest, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
 import {
   decodeRgb,
   fixtureDir,
@@ -271,6 +271,32 @@ describe("authentication", () => {
     }
     // A signer's clock a few seconds ahead is allowed for.
     expect((await signedAhead(5_000)).status).toBe(200);
+  });
+
+  it("answers 401 to a signed request sent again, for as long as its signature is current", async () => {
+    const path = DECODER.info("jpeg");
+    const headers = await signedHeaders(decoder.secret, "GET", path);
+    expect((await fetch(decoder.url + path, { headers })).status).toBe(200);
+    const again = await fetch(decoder.url + path, { headers });
+    expect(again.status).toBe(401);
+    expect(((await again.json()) as { message: string }).message).toBe(`replayed edge request: request id ${headers[REQUEST_ID_HEADER]} was taken already`);
+    // The same call signed afresh is a new request.
+    expect((await signedGet(decoder, path)).status).toBe(200);
+  });
+
+  it("answers 401 to a signed request without a request id", async () => {
+    const path = DECODER.info("jpeg");
+    const res = await signedGet(decoder, path, await signRequest(decoder.secret, "GET", path));
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { message: string }).message).toMatch(/must carry its own x-tessera-request-id/);
+  });
+
+  it("takes one signed invalidation once, however often it is sent", async () => {
+    const path = DECODER.invalidate("jpeg");
+    const headers = await signedHeaders(decoder.secret, "POST", path);
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await fetch(decoder.url + path, { method: "POST", headers })).status);
+    expect(statuses).toEqual([200, 401, 401]);
   });
 
   it("answers 401 for granted limits that were not signed as sent", async () => {
