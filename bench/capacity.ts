@@ -19,7 +19,7 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { startStack } from "../infra/local/stack";
-import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
+import { DECODER, signedHeaders } from "../shared/protocol";
 import { workerdPid } from "../test/support/workerd-process";
 import { DIR, drive, FILE, get, grid, makeFixture, shuffled, type Tile } from "./decode";
 import { interleaved, PROBE_HOST, PROBE_WORKER } from "./do-probe";
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
     pin(pids.workerd, SERVER_CPUS);
     pin(pids.decoder, SERVER_CPUS);
     const infoPath = DECODER.info(id);
-    const info = await fetch(`${stack.decoders[0].url}${infoPath}`, { headers: { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", infoPath) } });
+    const info = await fetch(`${stack.decoders[0].url}${infoPath}`, { headers: await signedHeaders(SECRET, "GET", infoPath) });
     const { version } = (await info.json()) as { version: string };
     const probe = { host: PROBE_HOST };
     const miss = (t: Tile) => () => get(EDGE_PORT, DECODER.image(id, `${t.region.join(",")}/${t.out},${t.out}/0/default.jpg`, version), probe);

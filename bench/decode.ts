@@ -38,7 +38,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import jpegTurbo from "@julusian/jpeg-turbo";
 import { fromFile } from "geotiff";
-import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
+import { DECODER, signedHeaders } from "../shared/protocol";
 import { mergeJpegTables } from "../regional/cog/jpeg-tables";
 import { ALLOCATOR_ENV, DECODER_NODE_FLAGS } from "../regional/runtime/allocator";
 
@@ -229,8 +229,8 @@ async function startTessera(
     pid: decoder.pid!,
     async request(id, { region, out }) {
       const p = DECODER.image(id, `${region.join(",")}/${out},${out}/0/default.jpg`, versions.get(id)!);
-      const sig = await signRequest(SECRET, "GET", p); // signed ahead: the client's cost stays out of the timing
-      return () => get(port, p, { [SIGNATURE_HEADER]: sig });
+      const headers = await signedHeaders(SECRET, "GET", p); // signed ahead: the client's cost stays out of the timing
+      return () => get(port, p, headers);
     },
     metrics: () => fetchText(port, "/metrics", false),
     stop: () => stop(decoder),
@@ -244,7 +244,7 @@ export function cpuSeconds(pid: number): number {
 }
 
 async function fetchText(port: number, pathAndQuery: string, signed: boolean): Promise<string> {
-  const headers: Record<string, string> = signed ? { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", pathAndQuery) } : {};
+  const headers: Record<string, string> = signed ? await signedHeaders(SECRET, "GET", pathAndQuery) : {};
   const res = await fetch(`http://127.0.0.1:${port}${pathAndQuery}`, { headers });
   if (!res.ok) throw new Error(`${pathAndQuery}: HTTP ${res.status}`);
   return res.text();

@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
 import { startDecoder, stopDecoder, type DecoderProcess } from "../infra/local/decoders";
-import { DECODER, signRequest, SIGNATURE_HEADER, type SourceInfo } from "../shared/protocol";
+import { DECODER, signedHeaders, type SourceInfo } from "../shared/protocol";
 import { patternCog } from "../test/support/pattern-cog";
 
 const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
@@ -36,8 +36,7 @@ interface Figures {
 const log = (msg: string) => process.stdout.write(`${msg}\n`);
 
 async function signedGet(d: DecoderProcess, pathAndQuery: string): Promise<Response> {
-  const signature = await signRequest(SECRET, "GET", pathAndQuery);
-  const res = await fetch(d.url + pathAndQuery, { headers: { [SIGNATURE_HEADER]: signature } });
+  const res = await fetch(d.url + pathAndQuery, { headers: await signedHeaders(SECRET, "GET", pathAndQuery) });
   if (!res.ok) throw new Error(`${pathAndQuery}: HTTP ${res.status} ${await res.text()}`);
   return res;
 }

@@ -32,7 +32,7 @@
 import { execFileSync } from "node:child_process";
 import { copyFileSync, rmSync } from "node:fs";
 import path from "node:path";
-import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
+import { DECODER, signedHeaders } from "../shared/protocol";
 import { startStack } from "../infra/local/stack";
 import { workerdPid } from "../test/support/workerd-process";
 import { DIR, drive, FILE, get, grid, ID, makeFixture, shuffled, startIipsrv, WARM_ID, type Server, type Tile } from "./decode";
@@ -65,7 +65,7 @@ function freshCopy(name: string): string {
 const iiifPath = (id: string, { region, out }: Tile) => `/iiif/3/${id}/${region.join(",")}/${out},${out}/0/default.jpg`;
 
 async function signedDecoderPath(pathAndQuery: string): Promise<Record<string, string>> {
-  return { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", pathAndQuery) };
+  return signedHeaders(SECRET, "GET", pathAndQuery);
 }
 
 async function main(): Promise<void> {

@@ -20,7 +20,7 @@ import path from "node:path";
 import sharp from "sharp";
 import { ESTIMATE_WORK_HEADER } from "../shared/cost";
 import type { Format } from "../shared/iiif/image-request";
-import { DECODER, signRequest, SIGNATURE_HEADER } from "../shared/protocol";
+import { DECODER, signedHeaders } from "../shared/protocol";
 import { WORK_PER_MEGASAMPLE, type Codec } from "../shared/work";
 import { Cog } from "../regional/cog/cog";
 import { DecodedBlockCache } from "../regional/cog/block-cache";
@@ -117,7 +117,7 @@ async function validate(): Promise<number[]> {
   const server = createDecoderServer({ catalog: new LocalCatalog(DIR), secret: SECRET, capacity: 1, log: () => {}, blockCache: new DecodedBlockCache(0) });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const signed = async (target: string) => fetch(base + target, { headers: { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", target) } });
+  const signed = async (target: string) => fetch(base + target, { headers: await signedHeaders(SECRET, "GET", target) });
   const ratios: number[] = [];
   try {
     for (const request of requests()) {

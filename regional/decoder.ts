@@ -1,7 +1,7 @@
 // The decoder's state, built once when it starts: the caches of opened snapshots (sources and
-// mosaics, and mosaics' members), the work budget, the limiters, the drain, the cancellable
-// requests, the metrics and the log. Every handler gets it as its context; no request builds any
-// of it.
+// mosaics, and mosaics' members), the work budget, the limiters, the drain, the signed requests'
+// ids taken, the cancellable requests, the metrics and the log. Every handler gets it as its
+// context; no request builds any of it.
 
 import { Registry } from "prom-client";
 import { CogCache } from "./cog/cog-cache";
@@ -10,6 +10,7 @@ import { Cog, type CogOptions } from "./cog/cog";
 import { Mosaic, type MosaicAssets } from "./mosaic/mosaic";
 import { DEFAULT_MOSAIC_MAX_ASSETS, type MosaicTileOptions } from "./mosaic/mosaic-tile";
 import { configureSharp } from "./render/render";
+import { AcceptedIds } from "./http/accepted-ids";
 import { Cancellations } from "./runtime/cancellations";
 import { Drain } from "./runtime/drain";
 import { jsonLog, type Log } from "./runtime/log";
@@ -65,6 +66,8 @@ export type Limiter = "requests" | "transfers";
 
 export interface DecoderContext {
   readonly secret: string;
+  /** The signed requests' ids taken while their signatures are current: each is answered once. */
+  readonly acceptedIds: AcceptedIds;
   readonly capacity: number;
   readonly catalog: SourceCatalog;
   /** Opened snapshots of sources and mosaics, by id and version: each header is parsed once. */
@@ -115,6 +118,7 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
   const metrics = serverMetrics(budget, limiters.requests, limiters.transfers, blockCache, () => snapshots.size);
   return {
     secret: options.secret,
+    acceptedIds: new AcceptedIds(),
     capacity: options.capacity,
     catalog: options.catalog,
     snapshots,

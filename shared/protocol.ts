@@ -124,7 +124,10 @@ export const GRANTED_PARTITION_HEADER = "x-tessera-granted-partition";
  * sends the same request to another decoder.
  */
 export const DRAINING_HEADER = "x-tessera-draining";
-/** The DO's id for one forwarded request: what a later cancel names. */
+/**
+ * The id of one signed call, signed with it: a decoder takes each id once (a replay is refused),
+ * and a later cancel names the forwarded request by it.
+ */
 export const REQUEST_ID_HEADER = "x-tessera-request-id";
 
 /** The grant as sent: header values, absent (null or undefined) when not granted. */
@@ -162,6 +165,14 @@ export function limitsFrom(header: (name: string) => string | null): SignedLimit
 }
 /** How long a signature stays valid; bounds replay of a captured request. */
 const SIGNATURE_TTL_MS = 60_000;
+/**
+ * How far a signer's clock may run ahead of its verifier's: an expiry up to this much past what a
+ * signature made now would have is still taken. (A signer's clock behind only shortens the
+ * signature's life, by as much.)
+ */
+const CLOCK_SKEW_MS = 10_000;
+/** The longest a verifier takes a signature for: how long a decoder must remember its request id. */
+export const SIGNATURE_LIFETIME_MS = SIGNATURE_TTL_MS + CLOCK_SKEW_MS;
 
 const encoder = new TextEncoder();
 
@@ -213,7 +224,27 @@ export async function signRequest(
   return `${expires}.${await hmac(secret, signedText(method, pathAndQuery, expires, limits))}`;
 }
 
-/** Throws 401 unless the header is a current signature of this method, path and limits. */
+/**
+ * The headers of one signed call to a decoder: its signature, its limits, and its request id,
+ * the limits' own or a fresh one. A decoder takes each id once, so a call sent again (a retry,
+ * to the same decoder or the next) goes through here again.
+ */
+export async function signedHeaders(
+  secret: string,
+  method: string,
+  pathAndQuery: string,
+  limits: SignedLimits = NO_LIMITS,
+  now = Date.now(),
+): Promise<Record<string, string>> {
+  const signed = { ...limits, requestId: limits.requestId ?? crypto.randomUUID() };
+  return { [SIGNATURE_HEADER]: await signRequest(secret, method, pathAndQuery, now, signed), ...limitHeaders(signed) };
+}
+
+/**
+ * The expiry of the header's signature, when it is a current signature of this method, path and
+ * limits; 401 otherwise. Current: not expired, and expiring within SIGNATURE_LIFETIME_MS, so that
+ * no signature, even one made with the secret by a clock far ahead, is taken for longer.
+ */
 export async function verifyRequest(
   secret: string,
   method: string,
@@ -222,14 +253,16 @@ export async function verifyRequest(
   now = Date.now(),
   computeMac: Hmac = hmac,
   limits: SignedLimits = NO_LIMITS,
-): Promise<void> {
+): Promise<number> {
   const [expiresText, mac] = (header ?? "").split(".");
   const expires = Number(expiresText);
-  if (!mac || !Number.isFinite(expires) || expires < now || expires > now + 2 * SIGNATURE_TTL_MS) {
-    throw new HttpError("unauthorized", "missing or expired edge signature");
+  if (!mac || !Number.isFinite(expires) || expires < now) throw new HttpError("unauthorized", "missing or expired edge signature");
+  if (expires > now + SIGNATURE_LIFETIME_MS) {
+    throw new HttpError("unauthorized", `edge signature expires too far ahead (over ${SIGNATURE_LIFETIME_MS / 1000} s): is a clock wrong?`);
   }
   const expected = await computeMac(secret, signedText(method, pathAndQuery, expires, limits));
   if (!constantTimeEqual(mac, expected)) throw new HttpError("unauthorized", "bad edge signature");
+  return expires;
 }
 
 /** Equal strings, in a time that does not depend on where they differ (only on their length). */

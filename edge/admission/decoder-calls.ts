@@ -9,7 +9,7 @@ import { untilAborted } from "../../shared/abort";
 import { thresholdsOf } from "../../shared/admission-config";
 import { classify, ESTIMATE_HEADER, ESTIMATE_WORK_HEADER, GrantExceeded, NEEDED_HEADER, NEEDED_WORK_HEADER, type Partition } from "../../shared/cost";
 import { HttpError } from "../../shared/errors";
-import { DECODER, limitHeaders, signRequest, SIGNATURE_HEADER, type SignedLimits } from "../../shared/protocol";
+import { DECODER, signedHeaders, type SignedLimits } from "../../shared/protocol";
 import { X_REQUEST_ID } from "../../shared/request-id";
 import { declaredLength, lengthPipe, relay, streamedBody, type DecodedAnswer } from "./answers";
 import { ANSWER_VOUCHES_MS, type Decoder, type DecoderRegistry } from "./decoders";
@@ -35,7 +35,7 @@ export interface CallHost {
 interface OnDecoder {
   decoder: Decoder;
   lease: Lease;
-  /** The id the decoder knows the request by, to cancel it. */
+  /** The id the decoder knows this call by, to cancel it: each call's own, as a decoder takes an id once. */
   cancelId: string;
   requestId?: string;
   /** The decoder's part is over; the lease ends with it unless the request goes elsewhere. */
@@ -124,7 +124,7 @@ export class DecoderCalls {
         partition: lease.grant.partition,
         requestId: on.cancelId,
       };
-      const headers = await signedHeaders(this.host.decoderSecret, "GET", path, limits, requestId);
+      const headers = await decoderHeaders(this.host.decoderSecret, "GET", path, limits, requestId);
       // Not tied to the client: only the decoder's answer says when its work is over. A
       // decoder that never answers is cut off when the alarm ends the lease.
       answer = fetch(decoder.url + path, { headers, signal: lease.ended });
@@ -152,7 +152,7 @@ export class DecoderCalls {
     } catch (err) {
       if (lease.ended.aborted) throw lease.ended.reason; // the alarm ended it (finish has run)
       if (lease.signal.aborted) {
-        if (lease.client.aborted) this.cancel(decoder, on.cancelId);
+        if (lease.client.aborted) this.cancel(on);
         this.host.waitUntil(answer.then((late) => late.body?.cancel(), () => {}).finally(on.finish));
         throw lease.signal.reason;
       }
@@ -220,9 +220,9 @@ export class DecoderCalls {
    * Asks the decoder to stop a request's I/O. Best effort: whether it arrives or not, the
    * request's own answer (or its lease's end) is what frees the admission.
    */
-  private cancel(decoder: Decoder, cancelId: string): void {
+  private cancel({ decoder, cancelId, requestId }: OnDecoder): void {
     const path = DECODER.cancel(cancelId);
-    const sent = signedHeaders(this.host.decoderSecret, "POST", path).then((headers) =>
+    const sent = decoderHeaders(this.host.decoderSecret, "POST", path, undefined, requestId).then((headers) =>
       fetch(decoder.url + path, { method: "POST", headers, signal: AbortSignal.timeout(this.host.admission.leaseGraceMs) }),
     );
     this.host.waitUntil(sent.then((res) => res.body?.cancel(), () => {}));
@@ -237,10 +237,9 @@ export class DecoderCalls {
   }
 }
 
-/** The headers of a call to a decoder: its signature (over the limits, if any), the limits, the request id. */
-export async function signedHeaders(secret: string, method: string, path: string, limits?: SignedLimits, requestId?: string): Promise<Record<string, string>> {
-  const signature = await signRequest(secret, method, path, Date.now(), limits);
-  return { [SIGNATURE_HEADER]: signature, ...(limits && limitHeaders(limits)), ...(requestId && { [X_REQUEST_ID]: requestId }) };
+/** The headers of one call to a decoder: signed, with an id of its own, and the client's request id for the logs. */
+export async function decoderHeaders(secret: string, method: string, path: string, limits?: SignedLimits, requestId?: string): Promise<Record<string, string>> {
+  return { ...(await signedHeaders(secret, method, path, limits)), ...(requestId && { [X_REQUEST_ID]: requestId }) };
 }
 
 /** Counts a call on `decoder` until the returned `finish`, which runs once. */

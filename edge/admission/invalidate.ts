@@ -2,7 +2,7 @@
 // opened snapshots of the source, so the next request reads what the store holds now.
 import { HttpError } from "../../shared/errors";
 import { DECODER } from "../../shared/protocol";
-import { signedHeaders } from "./decoder-calls";
+import { decoderHeaders } from "./decoder-calls";
 import type { Decoder, DecoderRegistry } from "./decoders";
 import { logDecoderFailure } from "./faults";
 import type { Leases } from "./leases";
@@ -45,7 +45,7 @@ export async function invalidate(host: InvalidateHost, id: string, member: strin
 /** How many snapshots `decoder` dropped; undefined (logged) when it did not confirm. */
 async function tell(secret: string, decoder: Decoder, path: string, signal: AbortSignal, requestId?: string): Promise<number | undefined> {
   try {
-    const headers = await signedHeaders(secret, "POST", path, undefined, requestId);
+    const headers = await decoderHeaders(secret, "POST", path, undefined, requestId);
     const res = await fetch(decoder.url + path, { method: "POST", headers, signal });
     if (res.ok) return ((await res.json()) as { dropped: number }).dropped;
     logDecoderFailure(decoder.url, `invalidate answered ${res.status}: ${await res.text()}`, requestId);

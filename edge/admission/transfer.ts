@@ -7,7 +7,7 @@
 import { HttpError } from "../../shared/errors";
 import type { SignedLimits } from "../../shared/protocol";
 import type { EdgeConfig } from "../env";
-import { signedHeaders, type DecoderCalls } from "./decoder-calls";
+import { decoderHeaders, type DecoderCalls } from "./decoder-calls";
 import { isDrainingAnswer } from "./draining";
 import { checkAnswer, failedWhileAnswering } from "./faults";
 
@@ -72,7 +72,7 @@ export class FileTransfers {
     const limits: SignedLimits = { timeoutMs: String(this.config.admission.requestTimeoutMs) };
     for (;;) {
       const decoder = await this.calls.reachableDecoder(cut, requestId);
-      const headers = await signedHeaders(this.config.decoderSecret, "GET", path, limits, requestId);
+      const headers = await decoderHeaders(this.config.decoderSecret, "GET", path, limits, requestId); // a fresh id for each decoder tried
       const upstream = await fetch(decoder.url + path, { headers, signal: cut }).catch((err) => {
         if (cut.aborted) throw cut.reason;
         throw failedWhileAnswering(decoder.url, String(err), requestId);

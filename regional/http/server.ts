@@ -81,7 +81,7 @@ async function answer(decoder: DecoderContext, exchange: Exchange): Promise<Answ
   if (!URL.canParse(req.url ?? "/", "http://decoder")) throw badRequest("unparsable request target");
   const route = findRoute(ROUTES, req.method ?? "GET", url.pathname);
   if (decoder.drain.draining && !route?.whileDraining) return drainingAnswer(exchange.requestId);
-  const limits = url.pathname.startsWith(SIGNED_PREFIX) ? await verifiedLimits(req, decoder.secret) : {};
+  const limits = url.pathname.startsWith(SIGNED_PREFIX) ? await verifiedLimits(req, decoder.secret, decoder.acceptedIds) : {};
   if (!route) throw notFound(`no route ${url.pathname}`);
   const params = paramsOf(route, req.method, url.pathname);
   const query = new URLSearchParams(url.searchParams);

@@ -1,7 +1,8 @@
 // Every request under /v1 is the edge's: it carries the edge's HMAC signature over its method,
-// path, query and limits. The limits are what the admission DO granted (the peak memory and the
-// work, the partition they count in, what is left of its deadline, its id for a later cancel);
-// they replace this decoder's own defaults instead of stacking on them.
+// path, query and limits, and is taken once (accepted-ids.ts). The limits are what the admission
+// DO granted (the peak memory and the work, the partition they count in, what is left of its
+// deadline) and the call's own id; they replace this decoder's own defaults instead of stacking
+// on them.
 
 import { createHmac } from "node:crypto";
 import type { IncomingMessage } from "node:http";
@@ -18,6 +19,7 @@ import {
   type SignedLimits,
 } from "../../shared/protocol";
 import { MAX_DEADLINE_MS } from "../../shared/protocol";
+import type { AcceptedIds } from "./accepted-ids";
 
 /** Paths that must carry the signature, checked before the route is looked up. */
 export const SIGNED_PREFIX = "/v1/";
@@ -30,11 +32,13 @@ export interface Grant {
   partition?: Partition;
 }
 
-/** The request's signed limits, once its signature is verified (401 otherwise). */
-export async function verifiedLimits(req: IncomingMessage, secret: string): Promise<SignedLimits> {
+/** The request's signed limits, once its signature is verified and its id taken (401 otherwise: a replay among them). */
+export async function verifiedLimits(req: IncomingMessage, secret: string, ids: AcceptedIds): Promise<SignedLimits> {
   const limits = limitsFrom((name) => headerValue(req.headers[name]));
   const signature = headerValue(req.headers[SIGNATURE_HEADER]);
-  await verifyRequest(secret, req.method ?? "GET", req.url ?? "", signature, Date.now(), nodeHmac, limits);
+  const now = Date.now();
+  const expires = await verifyRequest(secret, req.method ?? "GET", req.url ?? "", signature, now, nodeHmac, limits);
+  ids.take(limits.requestId, expires, now);
   return limits;
 }
 

@@ -10,7 +10,7 @@ import sharp from "sharp";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ROOT } from "../../infra/root";
 import { FORMATS } from "../../shared/iiif/image-request";
-import { DECODER, signRequest, SIGNATURE_HEADER } from "../../shared/protocol";
+import { DECODER, signedHeaders } from "../../shared/protocol";
 import { patternCog } from "../support/pattern-cog";
 import { listeningUrl } from "../support/decoder-process";
 
@@ -29,7 +29,7 @@ beforeAll(async () => {
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 async function signedGet(url: string, target: string): Promise<Response> {
-  return fetch(url + target, { headers: { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", target) } });
+  return fetch(url + target, { headers: await signedHeaders(SECRET, "GET", target) });
 }
 
 /** Runs `test` against the copied bundle, started with its defaults, and stops it after. */

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, expect, it } from "vitest";
-import { DECODER, signRequest, SIGNATURE_HEADER } from "../../shared/protocol";
+import { DECODER, signedHeaders } from "../../shared/protocol";
 import { listeningUrl } from "../support/decoder-process";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -45,7 +45,7 @@ it("npm ci --omit=dev brings the pinned Node, and npm run decoder serves on it",
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(new RegExp(`^tessera_decoder_nodejs_version_info\\{version="v${pinned}"`, "m"));
     const info = DECODER.info("test-pattern");
-    const res = await fetch(url + info, { headers: { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", info) } });
+    const res = await fetch(url + info, { headers: await signedHeaders(SECRET, "GET", info) });
     expect(res.status).toBe(200);
   } finally {
     process.kill(-decoder.pid!, "SIGTERM");

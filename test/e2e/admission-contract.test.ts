@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../../infra/local/stack";
-import { DECODER, signRequest, SIGNATURE_HEADER, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
+import { DECODER, signedHeaders, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
 
 const SECRET = "contract-test-secret";
 
@@ -52,7 +52,7 @@ function withStack(decoderEnv: Record<string, string>): () => Stack {
 
 /** The decoder's route, signed as a caller without an edge signs it: no granted limits. */
 async function direct(stack: Stack, path: string): Promise<Response> {
-  return fetch(stack.decoders[0].url + path, { headers: { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", path) } });
+  return fetch(stack.decoders[0].url + path, { headers: await signedHeaders(SECRET, "GET", path) });
 }
 
 describe("the DO's deadline replaces the decoder's default", () => {

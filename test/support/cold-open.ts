@@ -8,7 +8,7 @@ import { makeS3Client, type LocalS3Config } from "../../infra/local/s3";
 import { createDecoderServer } from "../../regional/http/server";
 import { S3SourceCatalog } from "../../regional/source/s3";
 import { catalogKey, type CatalogEntry } from "../../shared/catalog";
-import { DECODER, SIGNATURE_HEADER, signRequest, VERSION_HEADER } from "../../shared/protocol";
+import { DECODER, signedHeaders, VERSION_HEADER } from "../../shared/protocol";
 import { sequentialRoundTrips, startRemoteRegion, type RemoteRegion, type StoreRequest } from "./remote-region";
 
 /** One request to the decoder: its answer, and what it cost at the store. */
@@ -69,7 +69,7 @@ export async function startColdDecoder(s3: LocalS3Config, bucket: string, delayM
     },
     step: async (path) => {
       const start = performance.now();
-      const res = await fetch(url + path, { headers: { [SIGNATURE_HEADER]: await signRequest(SECRET, "GET", path) } });
+      const res = await fetch(url + path, { headers: await signedHeaders(SECRET, "GET", path) });
       const body = Buffer.from(await res.arrayBuffer());
       const end = performance.now();
       // What ended after the answer (a background prefetch) was not waited for.

@@ -176,9 +176,9 @@ async function drainingDecoder(dir: string, assets: AssetServer): Promise<Decode
   // Imported by a computed URL: vitest.config.ts loads this file, and Vite's config loader warns
   // of every import without a file extension in the modules it follows (shared/ has them).
   const protocol = new URL("../../shared/protocol.ts", import.meta.url).href;
-  const { signRequest, SIGNATURE_HEADER }: typeof import("../../shared/protocol.ts") = await import(/* @vite-ignore */ protocol);
+  const { signedHeaders }: typeof import("../../shared/protocol.ts") = await import(/* @vite-ignore */ protocol);
   const tile = "/v1/tiles/stalled/WebMercatorQuad/12/2219/1427.png";
-  const held = fetch(decoder.url + tile, { headers: { [SIGNATURE_HEADER]: await signRequest(WORKERS_TEST_SECRET, "GET", tile) } });
+  const held = fetch(decoder.url + tile, { headers: await signedHeaders(WORKERS_TEST_SECRET, "GET", tile) });
   held.catch(() => {}); // cut when the decoder is killed at the end of the run
   const asked = assets.requests.length;
   while (assets.requests.length === asked) await new Promise((r) => setTimeout(r, 20));

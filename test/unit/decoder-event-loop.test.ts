@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDecoder as startDecoderProcess, stopDecoder, type DecoderProcess } from "../../infra/local/decoders";
 import { MAX_EXPRESSION_NODES } from "../../shared/maps/expression";
 import { tileToQuadkey } from "../../shared/maps/mosaic-json";
-import { signRequest } from "../../shared/protocol";
+import { signedHeaders } from "../../shared/protocol";
 import { expressionBomb } from "../support/expression-bomb";
 import { histogram, longestSince, type Bucket } from "../support/metrics";
 import { gridPixel, MOSAIC_FIXTURES, MOSAIC_PARENT, MOSAIC_Z, mosaicFixtures } from "../support/mosaic-fixtures";
@@ -77,7 +77,7 @@ afterAll(async () => {
 
 const get = async (tile: string, signal?: AbortSignal) => {
   const pathAndQuery = `/v1/tiles/${tile}`;
-  return fetch(decoder.url + pathAndQuery, { signal, headers: { "x-tessera-signature": await signRequest(SECRET, "GET", pathAndQuery) } });
+  return fetch(decoder.url + pathAndQuery, { signal, headers: await signedHeaders(SECRET, "GET", pathAndQuery) });
 };
 
 /** A tile's pixels (RGBA), after a 200. */

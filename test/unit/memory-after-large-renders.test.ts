@@ -14,7 +14,7 @@ import { ROOT } from "../../infra/root";
 import { SETTLE_IDLE_MS } from "../../regional/runtime/settle";
 import { DEFAULT_WORK_BUDGET_BYTES } from "../../regional/runtime/work-budget";
 import { estimatePeakBytes } from "../../shared/cost";
-import { DECODER, signRequest, type SourceInfo } from "../../shared/protocol";
+import { DECODER, signedHeaders, type SourceInfo } from "../../shared/protocol";
 import { jp2Header } from "../support/jp2";
 import { patternCog } from "../support/pattern-cog";
 
@@ -57,7 +57,7 @@ afterAll(async () => {
 });
 
 async function get(target: string): Promise<Response> {
-  return fetch(decoder.url + target, { headers: { "x-tessera-signature": await signRequest(SECRET, "GET", target) } });
+  return fetch(decoder.url + target, { headers: await signedHeaders(SECRET, "GET", target) });
 }
 
 async function residentBytes(): Promise<number> {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
-import { limitsFrom, signRequest } from "../../shared/protocol";
+import { limitsFrom, SIGNATURE_HEADER, signedHeaders } from "../../shared/protocol";
 import type { DecoderOptions } from "../../regional/decoder";
 import { createDecoderServer } from "../../regional/http/server";
 import type { LogRecord } from "../../regional/runtime/log";
@@ -67,23 +67,27 @@ export async function metricValue(d: Decoder, name: string, labels = ""): Promis
   return line ? Number(line.split(" ")[1]) : 0;
 }
 
-/** GET `pathAndQuery` with a valid edge signature (or the given header value), limit headers signed. */
+/**
+ * GET `pathAndQuery` signed as the edge signs (limit headers signed, a fresh request id unless
+ * they name one), or with the given signature header value (null: none) and the headers as given.
+ */
 export async function signedGet(
   d: Decoder,
   pathAndQuery: string,
   signature?: string | null,
   extraHeaders: Record<string, string> = {},
 ): Promise<Response> {
-  const headers: Record<string, string> = { ...extraHeaders };
   const limits = limitsFrom((name) => extraHeaders[name] ?? null);
-  const value = signature === undefined ? await signRequest(d.secret, "GET", pathAndQuery, Date.now(), limits) : signature;
-  if (value !== null) headers["x-tessera-signature"] = value;
+  const headers =
+    signature === undefined
+      ? { ...extraHeaders, ...(await signedHeaders(d.secret, "GET", pathAndQuery, limits)) }
+      : { ...extraHeaders, ...(signature !== null && { [SIGNATURE_HEADER]: signature }) };
   return fetch(d.url + pathAndQuery, { headers });
 }
 
-/** POST `path` with a valid edge signature. */
+/** POST `path` signed as the edge signs. */
 export async function signedPost(d: Decoder, path: string): Promise<Response> {
-  return fetch(d.url + path, { method: "POST", headers: { "x-tessera-signature": await signRequest(d.secret, "POST", path) } });
+  return fetch(d.url + path, { method: "POST", headers: await signedHeaders(d.secret, "POST", path) });
 }
 
 export interface Raster {

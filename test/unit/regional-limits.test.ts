@@ -14,7 +14,7 @@ import { RequestLimiter } from "../../regional/runtime/request-limiter";
 import { LocalCatalog } from "../../regional/source/local";
 import { ResourceLimitError, WorkBudget } from "../../regional/runtime/work-budget";
 import { ESTIMATE_HEADER, NEEDED_HEADER } from "../../shared/cost";
-import { DECODER, GRANT_HEADER, limitHeaders, signRequest, TIMEOUT_HEADER, type SourceInfo } from "../../shared/protocol";
+import { DECODER, GRANT_HEADER, limitHeaders, signedHeaders, TIMEOUT_HEADER, type SourceInfo } from "../../shared/protocol";
 import { fixtureDir, GatedCatalog, metricValue, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
@@ -37,8 +37,7 @@ async function imageUrl(d: Decoder, canonical: string): Promise<string> {
 /** Starts a signed GET without awaiting it; `abort` disconnects the client. */
 async function start(d: Decoder, pathAndQuery: string, headers: Record<string, string> = {}) {
   const client = new AbortController();
-  const signature = await signRequest(d.secret, "GET", pathAndQuery);
-  const response = fetch(d.url + pathAndQuery, { signal: client.signal, headers: { "x-tessera-signature": signature, ...headers } });
+  const response = fetch(d.url + pathAndQuery, { signal: client.signal, headers: { ...headers, ...(await signedHeaders(d.secret, "GET", pathAndQuery)) } });
   response.catch(() => {});
   return { response, abort: () => client.abort() };
 }
@@ -208,6 +207,29 @@ describe("work budget", () => {
     });
   });
 
+  it("a replayed grant reserves no memory and takes no permit, while its request runs or after it ended", async () => {
+    await withDecoder({}, async (d, catalog) => {
+      const url = await imageUrl(d, "full/max/0/default.jpg");
+      const headers = await signedHeaders(d.secret, "GET", url, { grantBytes: String(64 * MIB), partition: "full", requestId: "granted-once" });
+      const send = () => fetch(d.url + url, { headers });
+      const taken = async () => [await metricValue(d, "tessera_decoder_work_budget_used_bytes"), await metricValue(d, "tessera_decoder_requests_in_flight")];
+      const held = send();
+      await catalog.readsStarted(1);
+      const holding = await taken();
+      const replay = await send();
+      expect(replay.status).toBe(401);
+      expect(((await replay.json()) as { message: string }).message).toBe("replayed edge request: request id granted-once was taken already");
+      expect(await taken()).toEqual(holding);
+      catalog.pass();
+      const answer = await held;
+      expect(answer.status).toBe(200);
+      await answer.arrayBuffer();
+      expect((await send()).status).toBe(401);
+      expect(await metricValue(d, "tessera_decoder_decodes_total", '{partition="full"}')).toBe(1);
+      expect(await taken()).toEqual([0, 0]);
+    });
+  });
+
   it("direct low-level reads stay fail-fast", async () => {
     const budget = new WorkBudget(MIB);
     const cog = await Cog.open(await new LocalCatalog(fixtures.dir).open("deflate", undefined), { budget, prefetchRing: 0 });
@@ -293,17 +315,16 @@ describe("deadlines and cancellation", () => {
   it("a cancel from the admission DO stops the request's I/O; its answer, sent once the work has stopped, ends its permit", async () => {
     await withDecoder({}, async (d, catalog) => {
       const url = await imageUrl(d, "full/max/0/default.jpg");
-      const headers = limitHeaders({ grantBytes: String(64 * MIB), partition: "full", requestId: "r-1" });
+      const headers = limitHeaders({ grantBytes: String(64 * MIB), partition: "full", requestId: "cancelled-1" });
       const held = signedGet(d, url, undefined, headers);
       await catalog.readsStarted(1);
       expect(await metricValue(d, "tessera_decoder_decodes_running", '{partition="full"}')).toBe(1);
-      const cancel = DECODER.cancel("r-1");
+      const cancel = DECODER.cancel("cancelled-1");
       // Only the edge may cancel: unsigned, or signed for another method, it is refused.
-      const post = (signature: string) => fetch(d.url + cancel, { method: "POST", headers: { "x-tessera-signature": signature } });
+      const post = async (method: string) => fetch(d.url + cancel, { method: "POST", headers: await signedHeaders(d.secret, method, cancel) });
       expect((await fetch(d.url + cancel, { method: "POST" })).status).toBe(401);
-      expect((await post(await signRequest(d.secret, "GET", cancel))).status).toBe(401);
-      const signature = await signRequest(d.secret, "POST", cancel);
-      expect((await post(signature)).status).toBe(204);
+      expect((await post("GET")).status).toBe(401);
+      expect((await post("POST")).status).toBe(204);
       const answer = await held;
       await answer.arrayBuffer();
       expect(String(catalog.aborted[0])).toContain("cancelled");
@@ -312,7 +333,7 @@ describe("deadlines and cancellation", () => {
       expect(await metricValue(d, "tessera_decoder_requests_in_flight")).toBe(0);
       expect(await metricValue(d, "tessera_decoder_work_budget_used_bytes")).toBe(0);
       // A cancel for a request that has ended, or never was, changes nothing.
-      expect((await post(await signRequest(d.secret, "POST", cancel))).status).toBe(204);
+      expect((await post("POST")).status).toBe(204);
     });
   });
 
@@ -325,9 +346,9 @@ describe("deadlines and cancellation", () => {
         .toFile(path.join(fixtures.dir, "noise.tif"));
       const info = (await (await signedGet(d, DECODER.info("noise"))).json()) as SourceInfo;
       const url = DECODER.image("noise", "full/max/0/default.tif", info.version);
-      const signature = await signRequest(d.secret, "GET", url);
+      const headers = await signedHeaders(d.secret, "GET", url);
       const { status, length, body } = await new Promise<{ status: number; length: number; body: IncomingMessage }>((resolve, reject) => {
-        const req = request(d.url + url, { headers: { "x-tessera-signature": signature } }, (res) => {
+        const req = request(d.url + url, { headers }, (res) => {
           res.pause(); // a slow client: reads nothing yet
           resolve({ status: res.statusCode ?? 0, length: Number(res.headers["content-length"]), body: res });
         });

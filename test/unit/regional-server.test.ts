@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecodedBlockCache } from "../../regional/cog/block-cache";
 import { LocalCatalog } from "../../regional/source/local";
 import type { SourceCatalog } from "../../regional/source/source";
-import { DECODER, GRANT_HEADER, limitHeaders, signRequest, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
+import { DECODER, GRANT_HEADER, limitHeaders, REQUEST_ID_HEADER, signedHeaders, signRequest, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
 import {
   decodeRgb,
   fixtureDir,
@@ -269,7 +269,7 @@ describe("GET /v1/file", () => {
     try {
       const target = DECODER.file("deflate", versions.deflate);
       const client = new AbortController();
-      const res = fetch(d.url + target, { headers: { "x-tessera-signature": await signRequest(d.secret, "GET", target) }, signal: client.signal });
+      const res = fetch(d.url + target, { headers: await signedHeaders(d.secret, "GET", target), signal: client.signal });
       await openStarted;
       client.abort();
       await expect(res).rejects.toThrow();
@@ -320,9 +320,48 @@ describe("authentication", () => {
     expect(res.status).toBe(401);
   });
 
+  it("answers 401 for a signature expiring later than one made now would", async () => {
+    const path = DECODER.info("jpeg");
+    // Correctly signed, by a clock an hour or 40 s ahead: replayable that long were it taken.
+    const signedAhead = async (ms: number) => fetch(decoder.url + path, { headers: await signedHeaders(decoder.secret, "GET", path, {}, Date.now() + ms) });
+    for (const ahead of [3_600_000, 40_000]) {
+      const res = await signedAhead(ahead);
+      expect(res.status, String(ahead)).toBe(401);
+      expect(((await res.json()) as { message: string }).message).toMatch(/expires too far ahead/);
+    }
+    // A signer's clock a few seconds ahead is allowed for.
+    expect((await signedAhead(5_000)).status).toBe(200);
+  });
+
+  it("answers 401 to a signed request sent again, for as long as its signature is current", async () => {
+    const path = DECODER.info("jpeg");
+    const headers = await signedHeaders(decoder.secret, "GET", path);
+    expect((await fetch(decoder.url + path, { headers })).status).toBe(200);
+    const again = await fetch(decoder.url + path, { headers });
+    expect(again.status).toBe(401);
+    expect(((await again.json()) as { message: string }).message).toBe(`replayed edge request: request id ${headers[REQUEST_ID_HEADER]} was taken already`);
+    // The same call signed afresh is a new request.
+    expect((await signedGet(decoder, path)).status).toBe(200);
+  });
+
+  it("answers 401 to a signed request without a request id", async () => {
+    const path = DECODER.info("jpeg");
+    const res = await signedGet(decoder, path, await signRequest(decoder.secret, "GET", path));
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { message: string }).message).toMatch(/must carry its own x-tessera-request-id/);
+  });
+
+  it("takes one signed invalidation once, however often it is sent", async () => {
+    const path = DECODER.invalidate("jpeg");
+    const headers = await signedHeaders(decoder.secret, "POST", path);
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await fetch(decoder.url + path, { method: "POST", headers })).status);
+    expect(statuses).toEqual([200, 401, 401]);
+  });
+
   it("answers 401 for granted limits that were not signed as sent", async () => {
     const path = imagePath("jpeg", "full/100,100/0/default.jpg");
-    const limits = { timeoutMs: "5000", grantBytes: "1000000" };
+    const limits = { timeoutMs: "5000", grantBytes: "1000000", requestId: "limits-as-sent" };
     const signature = await signRequest(decoder.secret, "GET", path, Date.now(), limits);
     const send = (headers: Record<string, string>) =>
       fetch(decoder.url + path, { headers: { "x-tessera-signature": signature, ...headers } });
@@ -373,9 +412,9 @@ describe("unknown sources and routes", () => {
 
 /** A signed GET of `path` exactly as written (no URL normalization of dot segments). */
 async function rawGet(path: string): Promise<number> {
-  const signature = await signRequest(decoder.secret, "GET", path);
+  const headers = await signedHeaders(decoder.secret, "GET", path);
   return new Promise((resolve, reject) => {
-    const req = request(decoder.url + "/", { path, headers: { "x-tessera-signature": signature } }, (res) => {
+    const req = request(decoder.url + "/", { path, headers }, (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
     });

@@ -90,7 +90,7 @@ describe("client disconnect", () => {
       const client = new AbortController();
       const pending = fetch(d.url + DECODER.image("deflate", "full/max/0/default.jpg", info.version), {
         signal: client.signal,
-        headers: { "x-tessera-signature": await (await import("../../shared/protocol")).signRequest(d.secret, "GET", DECODER.image("deflate", "full/max/0/default.jpg", info.version)) },
+        headers: await (await import("../../shared/protocol")).signedHeaders(d.secret, "GET", DECODER.image("deflate", "full/max/0/default.jpg", info.version)),
       });
       await catalog.readStarted;
       client.abort();

@@ -17,7 +17,7 @@ import { LocalCatalog } from "../../regional/source/local";
 import { WorkBudget } from "../../regional/runtime/work-budget";
 import { resolveImageRequest } from "../../shared/iiif/resolve";
 import { parseImageRequest } from "../../shared/iiif/image-request";
-import { DECODER, GRANT_HEADER, GRANT_WORK_HEADER, GRANTED_PARTITION_HEADER, signRequest, type SourceInfo } from "../../shared/protocol";
+import { DECODER, GRANT_HEADER, GRANT_WORK_HEADER, GRANTED_PARTITION_HEADER, signedHeaders, type SourceInfo } from "../../shared/protocol";
 import { patternCog } from "../support/pattern-cog";
 import { expressionBomb } from "../support/expression-bomb";
 import { metricValue, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
@@ -82,7 +82,7 @@ describe("a full render", () => {
   it("cancelled by its client, frees its work memory and its thread for the next", async () => {
     const client = new AbortController();
     const target = DECODER.image("big", "full/3500,/0/default.jpg", version);
-    const headers = { "x-tessera-signature": await signRequest(d.secret, "GET", target) };
+    const headers = await signedHeaders(d.secret, "GET", target);
     const pending = fetch(d.url + target, { headers, signal: client.signal }).catch(() => undefined);
     // Cancelled once it runs on the pool (not while it is still being admitted).
     await expect.poll(() => metricValue(d, "tessera_decoder_render_pool_busy"), { interval: 20, timeout: 20_000 }).toBe(1);

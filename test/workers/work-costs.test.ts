@@ -1,11 +1,14 @@
 // The work a request buys, across the tiers: the edge classifies by it as by memory, the DO grants
 // it, and a request one decoder core could not finish within REQUEST_TIMEOUT (2 s here) is refused
-// before any pixel is read. In front of the working decoder (its sources: workers-global-setup.ts);
+// before any pixel is read; a decode the decoder sends back for a larger grant is signed afresh
+// when it is sent again. In front of the working decoder (its sources: workers-global-setup.ts);
 // the figures each case needs come from the one formula both tiers use (shared/work.ts).
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { ADMISSION_DEFAULTS } from "../../shared/admission-config";
 import { forgetSourceInfo } from "../../edge/source-info";
+import { PARTITION_HEADER } from "../../shared/cost";
+import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { imageWork } from "../../shared/work";
 import { get, heartbeat, metric } from "./helpers";
 
@@ -88,5 +91,25 @@ describe("work across the tiers", () => {
     expect(res.status).toBe(400);
     expect(((await res.json()) as { message: string }).message).toMatch(/exceeds the server's maxWidth\/maxHeight\/maxArea/);
     expect(await decoderMetric("tessera_decoder_requests_total", '{route="image",status="200"}')).toBe(requests);
+  });
+
+  it("sends a decode the decoder gave back for a larger grant once more, signed afresh, and the same decoder takes it", async () => {
+    // Straight to the DO, as a tile: the decoder's estimate (a full) exceeds the tile grant.
+    const admission = env.ADMISSION.get(env.ADMISSION.idFromName("default"));
+    const info = await admission.fetch(new Request(`https://admission${DECODER.info("published")}`));
+    expect(info.status).toBe(200);
+    const { version } = (await info.json()) as SourceInfo;
+    const [fulls, refused, disagreements] = [
+      await decoderMetric("tessera_decoder_decodes_total", '{partition="full"}'),
+      await decoderMetric("tessera_decoder_requests_total", '{route="image",status="401"}'),
+      await metric("classifier_disagreement_total"),
+    ];
+    const path = DECODER.image("published", "full/%5E2500,/0/default.jpg", version);
+    const res = await admission.fetch(new Request(`https://admission${path}`, { headers: { [PARTITION_HEADER]: "tile" } }));
+    expect(res.status, await res.clone().text()).toBe(200);
+    await res.arrayBuffer();
+    expect(await metric("classifier_disagreement_total")).toBe(disagreements + 1);
+    expect(await decoderMetric("tessera_decoder_decodes_total", '{partition="full"}')).toBe(fulls + 1);
+    expect(await decoderMetric("tessera_decoder_requests_total", '{route="image",status="401"}')).toBe(refused);
   });
 });
