@@ -243,4 +243,5 @@ const compressionName = (code: number) => Object.entries(COMPRESSION).find(([, v
 /** The decoder's refusals are 501 (a feature it lacks) or 502 (a file it cannot trust). */
 const codeOf = (e: unknown) => (e instanceof HttpError && e.kind === "unsupported" ? "unsupported" : "malformed");
 
-const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
+/** The decoder's whole account: the file is the publisher's own, so what an answer leaves out is theirs to read. */
+const messageOf = (e: unknown) => (e instanceof HttpError ? (e.detail ?? e.message) : e instanceof Error ? e.message : String(e));
