@@ -53,6 +53,11 @@ describe("a stalled store", () => {
       );
       expect(answers.map((r) => r.status)).toEqual([504, 504]);
       expect(performance.now() - started).toBeLessThan(2000);
+      // What was opened (a mosaic member's is a store key) is the log's to say, by the request id.
+      const late = "opening the source took longer than 300 ms";
+      expect(((await answers[0].json()) as { message: string }).message).toBe(late);
+      const logged = d.logs.find((r) => r.msg === "refused" && r.requestId === answers[0].headers.get("x-request-id"));
+      expect(logged).toMatchObject({ status: 504, detail: `a: ${late}` });
       // Retired, not remembered: the next request tries the store again, and is bounded again.
       expect((await signedGet(d, PINNED, undefined, { [TIMEOUT_HEADER]: "5000" })).status).toBe(504);
     } finally {
