@@ -45,7 +45,7 @@ export class HttpError extends Error {
   }
 }
 
-export const badRequest = (message: string) => new HttpError("bad_request", message);
+export const badRequest = (message: string, detail?: string) => new HttpError("bad_request", message, undefined, detail);
 export const notFound = (message: string, detail?: string) => new HttpError("not_found", message, undefined, detail);
 export const versionGone = (message: string) => new HttpError("version_gone", message);
 export const unsupported = (message: string, detail?: string) => new HttpError("unsupported", message, undefined, detail);

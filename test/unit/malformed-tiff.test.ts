@@ -16,7 +16,7 @@ import { LocalCatalog } from "../../regional/source/local";
 import type { Source } from "../../regional/source/source";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { buildTiff, type Tag } from "../support/tiff-builder";
-import { decodeRgb, fixtureDir, meanAbsDiff, referenceRgb, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+import { decodeRgb, fixtureDir, meanAbsDiff, referenceRgb, refusalLog, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
 let d: Decoder;
@@ -45,9 +45,7 @@ async function firstFailure(id: string, canonical = "0,0,16,16/max/0/default.jpg
     res = await signedGet(d, DECODER.image(id, canonical, version));
   }
   const body = res.headers.get("content-type")?.includes("json") ? ((await res.json()) as { error: string; message: string }) : undefined;
-  const requestId = res.headers.get("x-request-id");
-  const logged = d.logs.find((r) => r.msg === "refused" && r.requestId === requestId);
-  return { status: res.status, body, detail: logged?.detail as string | undefined };
+  return { status: res.status, body, detail: refusalLog(d, res.headers.get("x-request-id"))?.detail as string | undefined };
 }
 
 /** What no answer may tell a client: the source's label, the directory it is read from. */

@@ -12,7 +12,7 @@ import { makeS3Client } from "../../infra/local/s3";
 import { readConfig } from "../../regional/config";
 import { S3SourceCatalog } from "../../regional/source/s3";
 import { DECODER } from "../../shared/protocol";
-import { signedGet, startDecoder } from "./regional-helpers";
+import { refusalLog, signedGet, startDecoder } from "./regional-helpers";
 
 const SIZE = 64 << 20;
 const READ = 32 << 20;
@@ -123,8 +123,7 @@ describe("a store failure, as the client sees it", () => {
         expect(res.status).toBe(502);
         expect(JSON.parse(text).message).toBe(message);
         for (const internal of [bucket, prefix, "s3://"]) expect(text).not.toContain(internal);
-        const logged = d.logs.find((r) => r.msg === "refused" && r.requestId === res.headers.get("x-request-id"));
-        expect(logged).toMatchObject({ level: "error", status: 502, message, detail });
+        expect(refusalLog(d, res.headers.get("x-request-id"))).toMatchObject({ level: "error", status: 502, message, detail });
       } finally {
         store = {};
         await d.close();

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { readConfig } from "../../regional/config";
 import { HttpError } from "../../shared/errors";
 import { DECODER, TIMEOUT_HEADER } from "../../shared/protocol";
-import { signedGet, startDecoder } from "./regional-helpers";
+import { refusalLog, signedGet, startDecoder } from "./regional-helpers";
 
 let stalled: Server;
 const sockets = new Set<Socket>();
@@ -56,8 +56,7 @@ describe("a stalled store", () => {
       // What was opened (a mosaic member's is a store key) is the log's to say, by the request id.
       const late = "opening the source took longer than 300 ms";
       expect(((await answers[0].json()) as { message: string }).message).toBe(late);
-      const logged = d.logs.find((r) => r.msg === "refused" && r.requestId === answers[0].headers.get("x-request-id"));
-      expect(logged).toMatchObject({ status: 504, detail: `a: ${late}` });
+      expect(refusalLog(d, answers[0].headers.get("x-request-id"))).toMatchObject({ status: 504, detail: `a: ${late}` });
       // Retired, not remembered: the next request tries the store again, and is bounded again.
       expect((await signedGet(d, PINNED, undefined, { [TIMEOUT_HEADER]: "5000" })).status).toBe(504);
     } finally {
