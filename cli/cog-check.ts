@@ -14,6 +14,7 @@ import { readBands } from "../regional/cog/bands";
 import { readGeoreference } from "../regional/cog/georeference";
 import { openLocalFile } from "../regional/source/local";
 import type { Source } from "../regional/source/source";
+import { failureText } from "./refusal";
 
 export interface Problem {
   /** Stable name of the problem, for scripts. */
@@ -73,7 +74,7 @@ async function checkSource(file: string, source: Source): Promise<Report> {
   try {
     parsed = await parseTiff(source, { prefetchRing: 0 });
   } catch (e) {
-    const problem = (await startsLikeTiff(source)) ? { code: codeOf(e), message: messageOf(e) } : { code: "not_tiff", message: `${file} is not a TIFF file` };
+    const problem = (await startsLikeTiff(source)) ? { code: codeOf(e), message: failureText(e) } : { code: "not_tiff", message: `${file} is not a TIFF file` };
     return { file, valid: false, problems: [{ ...problem, fix: `convert it from the original with GDAL: ${translateLine(file)}` }], serves: NOTHING, info: null };
   }
   const pyramid = pyramidProblems(parsed.levels);
@@ -119,12 +120,12 @@ async function levelProblems(level: CogLevel): Promise<Finding[]> {
   try {
     params = await blockParameters(dir);
   } catch (e) {
-    return [...found, { code: "predictor", message: messageOf(e), action: "rewrite it without that predictor" }];
+    return [...found, { code: "predictor", message: failureText(e), action: "rewrite it without that predictor" }];
   }
   try {
     await getDecoder(compressionOf(level.image), params as never);
   } catch (e) {
-    found.push({ code: "compression", message: messageOf(e), action: "rewrite it with a compression the decoder reads" });
+    found.push({ code: "compression", message: failureText(e), action: "rewrite it with a compression the decoder reads" });
   }
   return found;
 }
@@ -188,7 +189,7 @@ async function decoderRefusal(source: Source): Promise<Finding[]> {
     }
     return [];
   } catch (e) {
-    return [{ code: codeOf(e), message: messageOf(e), action: "rewrite it with GDAL" }];
+    return [{ code: codeOf(e), message: failureText(e), action: "rewrite it with GDAL" }];
   }
 }
 
@@ -242,5 +243,3 @@ const compressionName = (code: number) => Object.entries(COMPRESSION).find(([, v
 
 /** The decoder's refusals are 501 (a feature it lacks) or 502 (a file it cannot trust). */
 const codeOf = (e: unknown) => (e instanceof HttpError && e.kind === "unsupported" ? "unsupported" : "malformed");
-
-const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));

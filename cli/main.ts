@@ -10,7 +10,7 @@ import { addPublishCommand } from "./commands/publish";
 import { addValidateCommand } from "./commands/validate";
 import { addVersionsCommand } from "./commands/versions";
 import { Output } from "./output";
-import { Refusal } from "./refusal";
+import { failureText, Refusal } from "./refusal";
 import { ENVIRONMENT_HELP } from "./store-config";
 
 const EXIT = { done: 0, refused: 1, failed: 1, usage: 2 } as const;
@@ -58,7 +58,7 @@ function stopped(e: unknown, output: Output): number {
     output.error("refused", e.message);
     return EXIT.refused;
   }
-  output.error("failed", e instanceof Error ? e.message : String(e));
+  output.error("failed", failureText(e));
   return EXIT.failed;
 }
 

@@ -143,19 +143,21 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
 
 /**
  * A mosaic's members: opened through the access policy, with zero prefetch (a tile reads a small
- * window of each of many files), each kept at one snapshot while cached.
+ * window of each of many files), each kept at one snapshot while cached. The documents a STAC
+ * catalog links to are opened as members are: one missing is the mosaic's 502, not a 404.
  */
 function mosaicMembers(options: DecoderOptions, opening: CogOptions) {
   const assets = options.assets ?? new AssetSources(readAssetConfig({}), (key, signal) => options.catalog.openKey(key, signal));
+  const members = assetCatalog(assets);
   const mosaicTiles: MosaicTileOptions = {
-    members: new CogCache<Cog>(assetCatalog(assets), (source) => Cog.open(source, { ...opening, prefetchRing: 0 }), options.cogCacheSize, {
+    members: new CogCache<Cog>(members, (source) => Cog.open(source, { ...opening, prefetchRing: 0 }), options.cogCacheSize, {
       ...opening,
       rememberVersions: true,
     }),
     maxAssets: options.mosaicMaxAssets ?? DEFAULT_MOSAIC_MAX_ASSETS,
   };
   const mosaicAssets: MosaicAssets = {
-    open: (asset, signal) => assets.open(asset, signal),
+    open: (asset, signal) => members.open(asset, undefined, signal),
     georeference: (asset, signal) => mosaicTiles.members.use(asset, undefined, signal, async (cog) => cog.geo?.info),
   };
   return { assets, mosaicTiles, mosaicAssets };

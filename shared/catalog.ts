@@ -4,7 +4,7 @@
 //   { "pin": "<version>", "policy": "RequireValidator", "pins": [{ "version": "…", "at": "…" }] }
 // No entry, or no pin, means the latest version under RequireValidator. Rolling back re-points
 // the pin to the one before it; no bytes are copied.
-import { HttpError } from "./errors";
+import { badGateway, HttpError } from "./errors";
 
 /**
  * RequireValidator (the default): a source is opened only if it has a validator (an S3
@@ -27,9 +27,9 @@ export const catalogKey = (prefix: string, id: string) => `${prefix}${id}.tesser
 
 export const NO_ENTRY: CatalogEntry = { policy: "RequireValidator", pins: [] };
 
-/** Parses a stored entry; a malformed one is the store's fault (502), named by `label`. */
+/** Parses a stored entry; a malformed one is the store's fault (502), `label` naming it in the log. */
 export function parseCatalogEntry(text: string, label: string): CatalogEntry {
-  const bad = (why: string) => new HttpError("bad_gateway", `catalog entry ${label} ${why}`);
+  const bad = (why: string) => badGateway(`the source's catalog entry ${why}`, `catalog entry ${label} ${why}`);
   let value: unknown;
   try {
     value = JSON.parse(text);

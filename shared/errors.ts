@@ -1,6 +1,9 @@
 // One error table for the edge and the decoder: each kind of failure has one HTTP status.
 // Everything thrown on purpose is an HttpError; anything else becomes a 502 at the edge
-// or a 500-free 502 at the decoder, never a stack trace on the wire.
+// or a 500-free 502 at the decoder, never a stack trace on the wire. An error's message is
+// the client's to read (the edge may cache it for anyone); what only an operator may read (a
+// source's label, a bucket and key, a library's own text) is its detail, which the decoder
+// logs with the request id and no answer carries.
 
 export type ErrorKind =
   | "bad_request" // 400: malformed request, message names the bad part
@@ -33,6 +36,8 @@ export class HttpError extends Error {
     readonly kind: ErrorKind,
     message: string,
     readonly retryAfterSeconds?: number,
+    /** For the decoder's log alone: the internal names and text the message leaves out. */
+    readonly detail?: string,
   ) {
     super(message);
     this.name = "HttpError";
@@ -40,10 +45,11 @@ export class HttpError extends Error {
   }
 }
 
-export const badRequest = (message: string) => new HttpError("bad_request", message);
-export const notFound = (message: string) => new HttpError("not_found", message);
+export const badRequest = (message: string, detail?: string) => new HttpError("bad_request", message, undefined, detail);
+export const notFound = (message: string, detail?: string) => new HttpError("not_found", message, undefined, detail);
 export const versionGone = (message: string) => new HttpError("version_gone", message);
-export const unsupported = (message: string) => new HttpError("unsupported", message);
+export const unsupported = (message: string, detail?: string) => new HttpError("unsupported", message, undefined, detail);
+export const badGateway = (message: string, detail?: string) => new HttpError("bad_gateway", message, undefined, detail);
 
 /** Kind for a status received from another tier (the decoder's answer seen by the edge). */
 export function kindOfStatus(status: number): ErrorKind {

@@ -11,6 +11,8 @@ export interface DecoderProcess {
   process: ChildProcess;
   /** Its log, one JSON line at a time (stdout), for a test to listen to. */
   lines: Interface;
+  /** Its error records (stderr: failures, refusals with their detail), the same way. */
+  errors: Interface;
 }
 
 /**
@@ -28,14 +30,16 @@ export function startDecoder(env: Record<string, string>, verbose = false): Prom
   const child = spawn(process.execPath, decoderArgs(), {
     cwd: ROOT,
     env: { ...process.env, ...ALLOCATOR_ENV, TESSERA_DECODER_EXIT_WITH_PARENT: "1", ...env },
-    stdio: ["pipe", "pipe", verbose ? "inherit" : "ignore"],
+    stdio: ["pipe", "pipe", "pipe"],
   });
+  const errors = createInterface({ input: child.stderr! });
+  if (verbose) errors.on("line", (line) => process.stderr.write(line + "\n"));
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     child.once("exit", (code) => reject(new Error(`decoder exited with ${code} before listening`)));
     lines.on("line", (line) => {
       const listening = /"listening":"([^"]+)"/.exec(line)?.[1];
-      if (listening) resolve({ url: listening, process: child, lines });
+      if (listening) resolve({ url: listening, process: child, lines, errors });
       else if (verbose) process.stderr.write(line + "\n");
     });
   });

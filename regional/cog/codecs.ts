@@ -22,7 +22,7 @@ import jpegTurbo from "@julusian/jpeg-turbo";
 import { addDecoder, BaseDecoder, type ImageFileDirectory } from "geotiff";
 import sharp from "sharp";
 import { ZSTDDecoder } from "zstddec";
-import { HttpError, unsupported } from "../../shared/errors";
+import { badGateway, HttpError, unsupported } from "../../shared/errors";
 import { jpegFrame, mergeJpegTables } from "./jpeg-tables";
 import type { Codec } from "../../shared/work";
 
@@ -67,6 +67,12 @@ export const COMPRESSION = {
   aperioJpeg2000Rgb: 33005,
 };
 
+/** The 501 for a Compression none of the codecs below is registered for, else undefined. */
+export function unknownCompression(compression: number | undefined, label: string): HttpError | undefined {
+  if (compression === undefined || Object.values(COMPRESSION).includes(compression)) return undefined;
+  return unsupported(`this source uses a TIFF compression the decoder does not read (code ${compression})`, `${label}: no codec for Compression ${compression}`);
+}
+
 /** The codec a Compression tag names, as the cost model counts its decode (shared/work.ts). */
 export function codecOf(compression: number | undefined): Codec {
   switch (compression ?? COMPRESSION.none) {
@@ -94,6 +100,12 @@ export class BlockTooLargeError extends HttpError {
   constructor(what: string, limit: number) {
     super("bad_gateway", `malformed TIFF: ${what} block decodes to more than the declared ${limit} bytes`);
   }
+}
+
+/** A block its codec's library refused: the library's words go to the log, not to the client. */
+function corrupt(codec: string, e: unknown): HttpError {
+  const message = `malformed TIFF: corrupt ${codec} block`;
+  return badGateway(message, `${message} (${(e as Error).message})`);
 }
 
 /** Bytes one decoded block must have: rows of the declared width, bit-packed, for one plane. */
@@ -160,7 +172,7 @@ class DeflateDecoder extends BoundedDecoder {
       return toArrayBuffer(out);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw new BlockTooLargeError(this.name, this.limit);
-      throw new HttpError("bad_gateway", `malformed TIFF: corrupt Deflate block (${(e as Error).message})`);
+      throw corrupt(this.name, e);
     }
   }
 }
@@ -212,9 +224,8 @@ class WebpDecoder extends BoundedDecoder {
       // WebP decodes to RGB or RGBA; match the channels the IFD declares.
       decoded = await (samplesPerPixel === 4 ? img.ensureAlpha() : img.removeAlpha()).raw().toBuffer({ resolveWithObject: true });
     } catch (e) {
-      const message = (e as Error).message;
-      if (/exceeds pixel limit/i.test(message)) throw new BlockTooLargeError(this.name, this.limit);
-      throw new HttpError("bad_gateway", `malformed TIFF: corrupt ${this.name} block (${message})`);
+      if (/exceeds pixel limit/i.test((e as Error).message)) throw new BlockTooLargeError(this.name, this.limit);
+      throw corrupt(this.name, e);
     }
     checkShape(this.name, this.parameters, decoded.info);
     return toArrayBuffer(decoded.data);
@@ -258,7 +269,7 @@ export async function decodeJpegBlock(stored: Uint8Array, params: BlockParameter
       const options = { format: frame.components === 1 ? FORMAT_GRAY : FORMAT_RGB };
       decoded = await decompressJpeg(input, into && Buffer.from(into.buffer, into.byteOffset, into.byteLength), options);
     } catch (e) {
-      throw new HttpError("bad_gateway", `malformed TIFF: corrupt JPEG block (${(e as Error).message})`);
+      throw corrupt("JPEG", e);
     }
     checkShape("JPEG", params, { width: decoded.width, height: decoded.height, channels: frame.components });
     return decoded.data;

@@ -133,7 +133,7 @@ export class CogCache<T extends Opened> {
   private async open(id: string, version: string, source?: Source): Promise<T> {
     const timeout = this.options.sharedWorkTimeoutMs ?? DEFAULT_SHARED_WORK_TIMEOUT_MS;
     const src =
-      source ?? (await withSharedDeadline(timeout, `opening ${id}`, (signal) => this.catalog.open(id, version, signal)));
+      source ?? (await withSharedDeadline(timeout, "opening the source", id, (signal) => this.catalog.open(id, version, signal)));
     try {
       return await this.parse(src);
     } catch (e) {

@@ -8,7 +8,7 @@
 // IIIF images of them are refused (501) by the 8-bit pipeline.
 
 import { GeoTIFF, getDecoder, type GeoTIFFImage, type ImageFileDirectory } from "geotiff";
-import { HttpError, unsupported } from "../../shared/errors";
+import { badGateway, HttpError, unsupported } from "../../shared/errors";
 import type { SourceInfo } from "../../shared/protocol";
 import type { Source } from "../source/source";
 import { untilAborted } from "../../shared/abort";
@@ -16,7 +16,7 @@ import { WorkBudget, type Reservation } from "../runtime/work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
 import { BlockReader, checkStoredRange, type LevelLayout } from "./block-reader";
 import { readGeoreference, type SourceGeo } from "./georeference";
-import { blockBytes, blockParameters, codecOf, COMPRESSION, registerCodecs, type BlockParameters } from "./codecs";
+import { blockBytes, blockParameters, codecOf, COMPRESSION, registerCodecs, unknownCompression, type BlockParameters } from "./codecs";
 import type { Codec } from "../../shared/work";
 import { GeoTiffSource } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "../../shared/levels";
@@ -90,6 +90,10 @@ export class Cog {
    */
   static async open(source: Source, options: CogOptions = {}, signal?: AbortSignal): Promise<Cog> {
     const { tiff, images, levels } = await parseTiff(source, options, signal);
+    for (const image of images) {
+      const refused = unknownCompression(image.getFileDirectory().getValue("Compression") as number | undefined, source.label);
+      if (refused) throw refused;
+    }
     // The first image IFD is the full resolution; an "overview" larger than it would become
     // the image everybody is served.
     const full = images.find((image) => levels.some((l) => l.image === image))!;
@@ -226,7 +230,7 @@ export class Cog {
       // next request, but this caller stops waiting for them at once.
       const { data, channels } = await untilAborted(readInterleaved(level.image, window, signal), signal);
       if (data.length !== width * height * channels) {
-        throw new HttpError("bad_gateway", `${this.source.label}: decoded block has the wrong size`);
+        throw malformed(this.source.label, "a decoded block has the wrong size");
       }
       into?.set(data);
       return { data: into ? into.subarray(0, data.length) : data, width, height, channels, crop: { left: 0, top: 0, width, height } };
@@ -486,12 +490,13 @@ export function unsupportedSamples(image: GeoTIFFImage): UnsupportedSamples[] {
   return found;
 }
 
-/** Failures of parsing or decoding: HttpErrors pass through, anything else is a 502. */
+/**
+ * Failures of parsing or decoding: HttpErrors pass through; geotiff.js's own errors are a 501
+ * (a feature it lacks) or a 502, their words (and the source's label) for the log alone.
+ */
 export function asHttpError(e: unknown, source: Source): HttpError {
   if (e instanceof HttpError) return e;
   const message = e instanceof Error ? e.message : String(e);
-  if (/unknown compression|unsupported/i.test(message)) {
-    return unsupported(`${source.label}: ${message}`);
-  }
-  return new HttpError("bad_gateway", `${source.label}: unreadable TIFF (${message})`);
+  if (/unsupported/i.test(message)) return unsupported("this source uses a TIFF feature the decoder does not read", `${source.label}: ${message}`);
+  return badGateway("unreadable TIFF", `${source.label}: unreadable TIFF (${message})`);
 }

@@ -104,7 +104,7 @@ export class GeoTiffSource {
    * without a signal (that is what marks it a header read); the store client's own timeouts end it.
    */
   private sharedRead(offset: number, length: number): Promise<Uint8Array> {
-    return withSharedDeadline(this.sharedReadTimeoutMs, `reading the header of ${this.source.label}`, () =>
+    return withSharedDeadline(this.sharedReadTimeoutMs, "reading the source's header", this.source.label, () =>
       this.source.read(offset, length),
     );
   }

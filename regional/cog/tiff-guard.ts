@@ -6,7 +6,7 @@
 // duplicate tags (geotiff.js keeps the last of two, libtiff the first: the file has no one
 // meaning) before anything larger than an IFD table is fetched or allocated.
 
-import { HttpError } from "../../shared/errors";
+import { sourceFault } from "../source/source";
 
 /** More IFDs than any real pyramid (levels plus masks) has. */
 export const MAX_IFDS = 256;
@@ -27,7 +27,8 @@ const TYPE_SIZE: Record<number, number> = {
 
 export type ReadBytes = (offset: number, length: number) => Promise<Uint8Array>;
 
-export const malformed = (label: string, what: string) => new HttpError("bad_gateway", `${label}: malformed TIFF: ${what}`);
+/** A 502 saying what is wrong with the file; the source's label goes to the log alone. */
+export const malformed = (label: string, what: string) => sourceFault(label, `malformed TIFF: ${what}`);
 
 /** Validates the header and the IFD chain; returns how many IFDs the file has. */
 export async function checkTiffStructure(read: ReadBytes, fileSize: number, label: string): Promise<number> {

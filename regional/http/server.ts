@@ -156,6 +156,20 @@ async function failure(decoder: DecoderContext, { req, url, controller, requestI
       stack: err instanceof Error ? err.stack : undefined,
     });
   }
+  // The answer says what is wrong in the client's terms; what it leaves out (the source's
+  // label, the store's key, the library's words) is logged here, found by the answer's request id.
+  if (err instanceof HttpError && err.detail !== undefined) {
+    decoder.log({
+      level: err.status >= 500 ? "error" : "info",
+      msg: "refused",
+      method: req.method,
+      path: url.pathname,
+      requestId,
+      status: err.status,
+      message: err.message,
+      detail: err.detail,
+    });
+  }
   if (err instanceof HttpError && REJECTIONS[err.kind]) decoder.metrics.rejected.inc({ reason: REJECTIONS[err.kind] });
   else if (aborted) decoder.metrics.rejected.inc({ reason: "cancelled" });
   // Anything not an HttpError is a generic 502, no detail on the wire.

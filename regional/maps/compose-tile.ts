@@ -76,7 +76,9 @@ export async function composeTile(assets: TileAsset[], req: TileRequest, what: s
   const components = stage === "before_channels" ? first.bands.length : (program?.channels.length ?? first.channels.length);
   for (const asset of assets) {
     if (asset.bands.length !== first.bands.length) {
-      throw badRequest(`the assets differ: ${first.label} brings ${first.bands.length} bands and ${asset.label} ${asset.bands.length}; choose the bands with bidx or an expression`);
+      // The assets by their labels (keys, URLs) for the log; the answer, cached for anyone, without.
+      const differ = (a: string, b: string) => `the assets differ: ${a} brings ${first.bands.length} bands and ${b} ${asset.bands.length}; choose the bands with bidx or an expression`;
+      throw badRequest(differ("one", "another"), differ(first.label, asset.label));
     }
   }
   const reads = await planAssets(assets, req, new Slices(signal));

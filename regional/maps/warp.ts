@@ -45,7 +45,7 @@ const GRID_SLACK = 1e-6;
  */
 export async function planTile(cog: Cog, req: TileRequest, slices: Slices): Promise<TilePlan> {
   const geo = cog.geo;
-  if (!geo) throw notFound(`source ${cog.source.label} is not georeferenced`);
+  if (!geo) throw notFound("the source is not georeferenced", `${cog.source.label} is not georeferenced`);
   const layout = bandLayout(cog.levels[0].image);
   const bands = req.bidx ?? layout.defaults;
   const past = bands.find((b) => b > layout.count);

@@ -2,7 +2,7 @@
 // leased from the members' cache (zero prefetch, pinned to one snapshot while cached), then one
 // composed decode over all of them. The members stay leased until the decode has run, so the
 // request's one reservation, permit and deadline cover every child read.
-import { HttpError } from "../../shared/errors";
+import { badGateway, HttpError } from "../../shared/errors";
 import { EMPTY_TILES } from "../../shared/maps/empty-tile";
 import { canonicalTile, type TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
@@ -52,7 +52,7 @@ export async function withMosaicTile<R>(
     }
     const cogOf = (asset: string) => {
       const cog = leases.get(asset)!.opened;
-      if (!cog.geo) throw new HttpError("bad_gateway", `mosaic "${id}": asset ${assetLabel(asset)} is not georeferenced`);
+      if (!cog.geo) throw badGateway(`mosaic "${id}": an asset is not georeferenced`, `mosaic "${id}": asset ${assetLabel(asset)} is not georeferenced`);
       return cog;
     };
     return await decode(await composeTile(refs.map((r) => tileAsset(r, req, cogOf)), req, what, signal));

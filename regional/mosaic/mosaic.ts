@@ -2,7 +2,7 @@
 // assets each tile paints. Its members are COGs opened on demand (store keys or HTTP(S) URLs,
 // under the access policy); a mosaic is tiled on WebMercatorQuad, the grid MosaicJSON's quadkeys
 // index, and is a map only: it has no IIIF image.
-import { HttpError } from "../../shared/errors";
+import { badGateway, HttpError } from "../../shared/errors";
 import { MOSAIC_TMS, mosaicAssets, parseMosaicJson, type MosaicJson } from "../../shared/maps/mosaic-json";
 import { parseExpressions } from "../../shared/maps/expression";
 import { assetBandNames, loadStac, type StacItem } from "../../shared/maps/stac";
@@ -10,7 +10,7 @@ import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import type { TileRequest } from "../../shared/maps/tile-request";
 import type { Georeference, MosaicSummary, SourceInfo } from "../../shared/protocol";
 import { conversion, LON_LAT, TMS_CRS } from "../maps/crs";
-import type { Source } from "../source/source";
+import { sourceFault, type Source } from "../source/source";
 
 /** One asset a tile paints: a COG whose bands the request chooses, or a STAC item's chosen bands. */
 export type AssetRef =
@@ -36,7 +36,8 @@ export class Mosaic {
   ) {}
 
   /**
-   * Reads and checks the document behind `source`; a broken document is the store's fault (502).
+   * Reads and checks the document behind `source`; a broken document is the store's fault (502),
+   * what is wrong with it for the log alone (it names the documents a catalog links to, and hrefs).
    * `assets` opens what the document links to (a STAC catalog's items, a member to learn zooms).
    */
   static async open(source: Source, assets: MosaicAssets, signal?: AbortSignal): Promise<Mosaic> {
@@ -45,7 +46,10 @@ export class Mosaic {
       const index = source.document?.kind === "stac" ? await stacIndex(text, source.document.key, assets, signal) : mosaicJsonIndex(parseMosaicJson(text));
       return new Mosaic(source, index);
     } catch (e) {
-      if (e instanceof HttpError && e.kind === "bad_request") throw new HttpError("bad_gateway", `mosaic document ${source.label}: ${e.message}`);
+      if (e instanceof HttpError && e.kind === "bad_request") {
+        const format = source.document?.kind === "stac" ? "STAC" : "MosaicJSON";
+        throw badGateway(`the mosaic's ${format} document is invalid`, `mosaic document ${source.label}: ${e.message}`);
+      }
       throw e;
     }
   }
@@ -89,7 +93,7 @@ export interface MosaicAssets {
 
 export async function readDocument(source: Source, signal?: AbortSignal): Promise<string> {
   if (source.size > MAX_DOCUMENT_BYTES) {
-    throw new HttpError("bad_gateway", `mosaic document ${source.label} is ${source.size} bytes, more than the ${MAX_DOCUMENT_BYTES} a document may be`);
+    throw sourceFault(source.label, `the mosaic's document is ${source.size} bytes, more than the ${MAX_DOCUMENT_BYTES} a document may be`);
   }
   // A small document came whole with the read that opened it: no second round trip for it.
   const opened = source.firstBytes?.length === source.size ? source.firstBytes : undefined;
@@ -129,11 +133,11 @@ async function stacIndex(text: string, key: string, assets: MosaicAssets, signal
     }
   };
   const items = await loadStac(text, key, load);
-  if (items.length === 0) throw new HttpError("bad_gateway", `STAC document ${key} has no items`);
+  if (items.length === 0) throw sourceFault(key, "the STAC document has no items");
   const firstAsset = Object.values(items[0].assets)[0];
-  if (!firstAsset) throw new HttpError("bad_gateway", `STAC item ${items[0].id} has no assets`);
+  if (!firstAsset) throw badGateway(`STAC item ${items[0].id} has no assets`);
   const tiling = (await assets.georeference(firstAsset.href, signal))?.tiling[MOSAIC_TMS];
-  if (!tiling) throw new HttpError("bad_gateway", `STAC item ${items[0].id}: its asset is not a georeferenced COG on ${MOSAIC_TMS}`);
+  if (!tiling) throw badGateway(`STAC item ${items[0].id}: its asset is not a georeferenced COG on ${MOSAIC_TMS}`);
   const bounds: [number, number, number, number] = [
     Math.min(...items.map((i) => i.bbox[0])),
     Math.min(...items.map((i) => i.bbox[1])),

@@ -53,12 +53,13 @@ export type ReadRequest = { id: number; source: number; offset: number; length: 
 export type ReadReply = { id: number; bytes: Uint8Array } | { id: number; error: WireError };
 export type MainMessage = ReadReply | { abort: WireError };
 
-/** An error as it crosses threads: an HttpError keeps its kind and Retry-After. */
+/** An error as it crosses threads: an HttpError keeps its kind, Retry-After and detail. */
 export interface WireError {
   message: string;
   name: string;
   kind?: ErrorKind;
   retryAfterSeconds?: number;
+  detail?: string;
 }
 
 export type RenderOutcome = RenderedImage | { error: WireError };
@@ -66,12 +67,12 @@ export type RenderOutcome = RenderedImage | { error: WireError };
 export function toWire(e: unknown): WireError {
   const err = e instanceof Error ? e : new Error(String(e));
   return e instanceof HttpError
-    ? { message: e.message, name: e.name, kind: e.kind, retryAfterSeconds: e.retryAfterSeconds }
+    ? { message: e.message, name: e.name, kind: e.kind, retryAfterSeconds: e.retryAfterSeconds, detail: e.detail }
     : { message: err.message, name: err.name };
 }
 
 export function fromWire(w: WireError): Error {
-  if (w.kind) return new HttpError(w.kind, w.message, w.retryAfterSeconds);
+  if (w.kind) return new HttpError(w.kind, w.message, w.retryAfterSeconds, w.detail);
   return w.name === "AbortError" || w.name === "TimeoutError" ? new DOMException(w.message, w.name) : new Error(w.message);
 }
 

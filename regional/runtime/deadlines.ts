@@ -10,18 +10,18 @@ export const DEFAULT_SHARED_WORK_TIMEOUT_MS = 10_000;
 /**
  * Runs work done once for many requests. No request's own signal may cancel it, so it has its
  * own deadline: past `timeoutMs` its signal aborts and it fails with 504, so a stalled store
- * fails it for everyone waiting instead of holding each of them until its own deadline.
+ * fails it for everyone waiting instead of holding each of them until its own deadline. `what`
+ * the work is goes to the client; `whose` (a source's label, a mosaic member's key) to the log.
  */
 export async function withSharedDeadline<T>(
   timeoutMs: number,
   what: string,
+  whose: string,
   work: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const controller = new AbortController();
-  const timer = setTimeout(
-    () => controller.abort(new HttpError("gateway_timeout", `${what} took longer than ${timeoutMs} ms`)),
-    timeoutMs,
-  );
+  const late = `${what} took longer than ${timeoutMs} ms`;
+  const timer = setTimeout(() => controller.abort(new HttpError("gateway_timeout", late, undefined, `${whose}: ${late}`)), timeoutMs);
   try {
     return await untilAborted(work(controller.signal), controller.signal);
   } finally {

@@ -9,7 +9,7 @@ import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP, type LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
 import { badConfig, intVar } from "../../shared/config";
-import { HttpError } from "../../shared/errors";
+import { badGateway, type HttpError } from "../../shared/errors";
 import { MAX_DEADLINE_MS } from "../../shared/protocol";
 
 export interface AssetConfig {
@@ -103,9 +103,13 @@ function parseCidr(text: string): Cidr | Invalid {
   }
 }
 
-/** The 502 every refusal is: the asset by its label, and why. */
+/**
+ * The 502 every refusal is. Why, and the asset's label, are for the log alone: they tell the
+ * policy's hosts and prefixes, and what a host name resolves to inside the deployment.
+ */
 export function refusal(label: string, why: string): HttpError {
-  return new HttpError("bad_gateway", `asset ${label} is refused by the access policy: ${why}`);
+  const message = "a mosaic asset is refused by the access policy";
+  return badGateway(message, `${label}: ${message}: ${why}`);
 }
 
 /** A refused address found while connecting; the HTTP reader turns it into the asset's refusal. */

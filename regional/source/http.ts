@@ -12,11 +12,11 @@
 
 import type { LookupFunction } from "node:net";
 import { Agent, request, type Dispatcher } from "undici";
-import { HttpError } from "../../shared/errors";
+import { badGateway, HttpError } from "../../shared/errors";
 import { AddressRefused, refusal } from "./access-policy";
 import { parseContentRange } from "./content-range";
 import { Slots } from "./slots";
-import type { Source } from "./source";
+import { sourceFault, type Source } from "./source";
 
 export interface HttpReaderOptions {
   /** Connections open at once over all hosts. */
@@ -48,10 +48,11 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
 
 const ignore = () => {};
-const badGateway = (message: string) => new HttpError("bad_gateway", message);
-const changed = (label: string, what: string) => badGateway(`source changed: asset ${label} ${what}`);
+/** A 502 about the asset: `what` it did, its label (the URL) for the log alone. */
+const assetFault = (label: string, what: string) => sourceFault(label, `a mosaic asset ${what}`);
+const changed = (label: string, what: string) => sourceFault(label, `source changed: a mosaic asset ${what}`);
 
-/** Where the reader sends, and the label every message names it by. */
+/** Where the reader sends, and the label the log names it by. */
 interface Target {
   url: URL;
   label: string;
@@ -79,27 +80,24 @@ export class HttpReader {
     });
   }
 
-  /** The object at `url` as a Source pinned to its current ETag, or a 502 naming `label`. */
+  /** The object at `url` as a Source pinned to its current ETag, or a 502 (`label` naming it in the log). */
   async open(url: URL, label: string, options: HttpOpenOptions = {}): Promise<Source> {
     const { signal, openBytes = DEFAULT_OPEN_BYTES, assumeImmutable = false } = options;
     if (!Number.isSafeInteger(openBytes) || openBytes < 1) throw new RangeError("openBytes must be a whole number ≥ 1");
     const target = { url, label };
     return this.exchange(target, { range: `bytes=0-${openBytes - 1}` }, signal, async (res) => {
       const status = res.statusCode;
-      if (status === 200) throw badGateway(`asset ${label} does not answer byte ranges (200, not 206)`);
-      if (status !== 206) throw redirected(label, status) ?? badGateway(`asset ${label} answered ${status}`);
+      if (status === 200) throw assetFault(label, "does not answer byte ranges (200, not 206)");
+      if (status !== 206) throw redirected(label, status) ?? assetFault(label, `answered ${status}`);
       const sent = header(res, "content-range");
       const range = parseContentRange(sent);
       if (!range || range.first !== 0 || range.last !== Math.min(openBytes, range.total) - 1) {
-        throw badGateway(`asset ${label} answered bytes=0-${openBytes - 1} with Content-Range ${sent ?? "(none)"}`);
+        throw assetFault(label, `answered bytes=0-${openBytes - 1} with Content-Range ${sent ?? "(none)"}`);
       }
       const etag = header(res, "etag");
       const strong = etag !== undefined && !etag.startsWith("W/");
       if (!strong && !assumeImmutable) {
-        throw badGateway(
-          `asset ${label} has ${etag ? "only a weak ETag" : "no ETag"}, and without a strong one ` +
-            `a changed object cannot be told from the one opened`,
-        );
+        throw assetFault(label, `has ${etag ? "only a weak ETag" : "no ETag"}, and without a strong one a changed object cannot be told from the one opened`);
       }
       const head = await readExactly(res.body, range.last + 1, label, signal);
       const version = etag ?? `unvalidated:${range.total}`;
@@ -167,7 +165,7 @@ class HttpSource implements Source {
     // Checked before any request: a range past the end comes from a broken header, not from I/O.
     const valid = Number.isSafeInteger(offset) && Number.isSafeInteger(length);
     if (!valid || offset < 0 || length < 0 || offset + length > this.size) {
-      throw badGateway(`read ${offset}+${length} is outside asset ${this.label} (${this.size} bytes)`);
+      throw sourceFault(this.label, `read ${offset}+${length} is outside the mosaic asset (${this.size} bytes)`);
     }
     signal?.throwIfAborted();
     if (offset + length <= this.head.length) return this.head.slice(offset, offset + length);
@@ -182,7 +180,7 @@ class HttpSource implements Source {
 /** The refusal of a redirect, which says why it is not followed; undefined for other statuses. */
 function redirected(label: string, status: number): HttpError | undefined {
   if (status < 300 || status >= 400) return undefined;
-  return badGateway(`asset ${label} answered a redirect (${status}), which is not followed: the access policy checked this host, not the redirect's`);
+  return assetFault(label, `answered a redirect (${status}), which is not followed: the access policy checked this host, not the redirect's`);
 }
 
 /** A single-valued response header (a repeated one counts as absent). */
@@ -207,8 +205,8 @@ async function readExactly(body: Dispatcher.ResponseData["body"], length: number
 
 /**
  * What a failed exchange is to the caller: the signal's reason when it aborted, the asset's
- * refusal when the checked lookup refused an address, 504 for a timeout, else a 502. Messages
- * name the label only; the transport's own text may hold the URL.
+ * refusal when the checked lookup refused an address, 504 for a timeout, else a 502. Details
+ * name the label and the transport's code only (its own text may hold the URL); messages neither.
  */
 function failure(e: unknown, label: string, signal?: AbortSignal): unknown {
   if (signal?.aborted) return signal.reason ?? e;
@@ -216,8 +214,10 @@ function failure(e: unknown, label: string, signal?: AbortSignal): unknown {
   const refused = causes(e).find((c) => c instanceof AddressRefused);
   if (refused) return refusal(label, refused.why);
   const code = causes(e).map((c) => (c as { code?: unknown }).code).find((c) => typeof c === "string");
-  if (code !== undefined && TIMEOUT_CODES.has(code)) return new HttpError("gateway_timeout", `asset ${label} did not answer in time (${code})`);
-  return badGateway(`asset ${label} could not be read: ${code ?? (e as Error)?.name ?? "error"}`);
+  if (code !== undefined && TIMEOUT_CODES.has(code)) {
+    return new HttpError("gateway_timeout", "a mosaic asset did not answer in time", undefined, `${label}: a mosaic asset did not answer in time (${code})`);
+  }
+  return badGateway("a mosaic asset could not be read", `${label}: a mosaic asset could not be read: ${code ?? (e as Error)?.name ?? "error"}`);
 }
 
 /** An error and its chain of causes. */

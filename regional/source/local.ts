@@ -7,8 +7,8 @@
 import { fstatSync } from "node:fs";
 import { open, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
-import { HttpError, notFound, versionGone } from "../../shared/errors";
-import { SOURCE_FILES, type Source, type SourceCatalog, type SourceDocument } from "./source";
+import { notFound, versionGone } from "../../shared/errors";
+import { SOURCE_FILES, sourceFault, type Source, type SourceCatalog, type SourceDocument } from "./source";
 import { isValidSourceId, knownSourceId } from "../../shared/source-id";
 
 
@@ -46,9 +46,9 @@ export class LocalCatalog implements SourceCatalog {
   async openKey(key: string, signal?: AbortSignal): Promise<Source> {
     // The access policy has refused keys that climb out; this keeps the directory a jail anyway.
     const file = path.resolve(this.dir, key);
-    if (!file.startsWith(path.resolve(this.dir) + path.sep)) throw notFound(`no object "${key}"`);
+    if (!file.startsWith(path.resolve(this.dir) + path.sep)) throw notFound("no such object", `no object "${key}"`);
     const source = await openLocalFile(file, `local:${key}`, signal);
-    if (!source) throw notFound(`no object "${key}"`);
+    if (!source) throw notFound("no such object", `no object "${key}"`);
     return source;
   }
 
@@ -108,12 +108,12 @@ class LocalSource implements Source {
 
   async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
     throwIfAborted(signal);
-    if (this.closed) throw new HttpError("bad_gateway", `${this.label}: source closed`);
+    if (this.closed) throw sourceFault(this.label, "source closed");
     if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0) {
-      throw new HttpError("bad_gateway", `${this.label}: invalid byte range`);
+      throw sourceFault(this.label, "invalid byte range");
     }
     if (offset + length > this.size) {
-      throw new HttpError("bad_gateway", `${this.label}: read past the end of the object`);
+      throw sourceFault(this.label, "read past the end of the object");
     }
     const buf = new Uint8Array(length);
     let done = 0;
@@ -129,7 +129,7 @@ class LocalSource implements Source {
     // whose bytes are still the pinned version; a new open then sees the new version.
     // Writes that restore both size and mtime are beyond what this validator can see.
     this.assertUnchanged();
-    if (done !== length) throw new HttpError("bad_gateway", `${this.label}: short read`);
+    if (done !== length) throw sourceFault(this.label, "short read");
     throwIfAborted(signal);
     return buf;
   }
@@ -139,7 +139,7 @@ class LocalSource implements Source {
     // on the JS thread, it saves every read a second round trip through the libuv pool.
     const st = fstatSync(this.handle.fd);
     if (st.size !== this.size || st.mtimeMs !== this.mtimeMs) {
-      throw new HttpError("bad_gateway", "source changed");
+      throw sourceFault(this.label, "source changed");
     }
   }
 

@@ -17,7 +17,7 @@ import {
 import { catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry, type SnapshotPolicy } from "../../shared/catalog.js";
 import { HttpError, notFound, versionGone } from "../../shared/errors.js";
 import { parseContentRange } from "./content-range.js";
-import { SOURCE_FILES, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
+import { SOURCE_FILES, sourceFault, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
 
 export interface S3CatalogConfig {
   client: S3Client;
@@ -38,20 +38,19 @@ interface SdkError {
 }
 const statusOf = (e: unknown) => (e as SdkError).$metadata?.httpStatusCode;
 const nameOf = (e: unknown) => (e as SdkError).name ?? "Error";
-const badGateway = (message: string) => new HttpError("bad_gateway", message);
 
 /** An aborted call rejects with the signal's reason (e.g. the deadline's own HttpError). */
 function rethrowIfAborted(signal: AbortSignal | undefined, e: unknown): void {
   if (signal?.aborted) throw signal.reason ?? e;
 }
 
+/** A failed S3 call: the client is told the store failed; the call, the object and the SDK's error name go to the log. */
 function storeFailure(what: string, label: string, e: unknown): HttpError {
   const status = statusOf(e);
-  const kind = nameOf(e) === "TimeoutError" ? "gateway_timeout" : "bad_gateway";
+  const timeout = nameOf(e) === "TimeoutError";
   const code = status === undefined ? "" : `${status} `;
-  const err = new HttpError(kind, `S3 ${what} failed for ${label}: ${code}${nameOf(e)}`);
-  err.cause = e; // for logs; the message above is what clients see
-  return err;
+  const message = timeout ? "the image store did not answer in time" : "the image store failed";
+  return new HttpError(timeout ? "gateway_timeout" : "bad_gateway", message, undefined, `S3 ${what} failed for ${label}: ${code}${nameOf(e)}`);
 }
 
 /**
@@ -124,7 +123,7 @@ export class S3SourceCatalog implements SourceCatalog {
 
   async openKey(key: string, signal?: AbortSignal): Promise<Source> {
     const snapshot = await this.snapshot(key, undefined, signal);
-    if (!snapshot) throw notFound(`no object s3://${this.cfg.bucket}/${key}`);
+    if (!snapshot) throw notFound("no such object", `no object s3://${this.cfg.bucket}/${key}`);
     return this.pinned(snapshot, NO_ENTRY.policy);
   }
 
@@ -164,7 +163,7 @@ export class S3SourceCatalog implements SourceCatalog {
     const range = parseContentRange(out.ContentRange);
     if (!range || range.first !== 0 || range.last !== Math.min(this.firstReadBytes, range.total) - 1) {
       body?.destroy?.();
-      throw badGateway(`S3 GetObject for ${label} answered ${input.Range} with Content-Range ${out.ContentRange ?? "(none)"}`);
+      throw sourceFault(label, `the image store answered ${input.Range} with Content-Range ${out.ContentRange ?? "(none)"}`);
     }
     const firstBytes = await readFully(body, range.last + 1, label, signal);
     return { key, size: range.total, versionId: out.VersionId, etag: out.ETag, firstBytes, document };
@@ -183,7 +182,7 @@ export class S3SourceCatalog implements SourceCatalog {
     }
     const size = head.ContentLength;
     if (size === undefined || !Number.isSafeInteger(size) || size < 0) {
-      throw badGateway(`S3 HeadObject for s3://${bucket}/${key} returned no object size`);
+      throw sourceFault(`s3://${bucket}/${key}`, "the image store gave no object size");
     }
     return { key, size, versionId: head.VersionId, etag: head.ETag, firstBytes: new Uint8Array(0), document };
   }
@@ -204,9 +203,10 @@ export class S3SourceCatalog implements SourceCatalog {
       const unvalidated = { ...snapshot, versionId: undefined, etag: undefined };
       return new S3Source(client, bucket, label, unvalidated, `${etag ?? "unvalidated"}:${snapshot.size}`);
     }
-    throw badGateway(
-      `${label} has neither a VersionId nor a strong ETag, and its policy RequireValidator refuses an object ` +
-        `every read cannot be checked against (set "policy": "AssumeImmutable" in its catalog entry only if it never changes)`,
+    throw sourceFault(
+      label,
+      "the source has neither a VersionId nor a strong ETag, and its policy RequireValidator refuses an object " +
+        'every read cannot be checked against (set "policy": "AssumeImmutable" in its catalog entry only if it never changes)',
     );
   }
 
@@ -257,7 +257,7 @@ class S3Source implements Source {
     // Validate before any fetch: a range past the end comes from a broken header, not from I/O.
     const valid = Number.isSafeInteger(offset) && Number.isSafeInteger(length);
     if (!valid || offset < 0 || length < 0 || offset + length > this.size) {
-      throw badGateway(`read ${offset}+${length} is outside ${this.label} (${this.size} bytes)`);
+      throw sourceFault(this.label, `read ${offset}+${length} is outside the source (${this.size} bytes)`);
     }
     signal?.throwIfAborted();
     if (length === 0) return new Uint8Array(0);
@@ -274,7 +274,7 @@ class S3Source implements Source {
     } catch (e) {
       rethrowIfAborted(signal, e);
       if (statusOf(e) === 412 || statusOf(e) === 404) {
-        throw badGateway(`source changed: ${this.label} version ${this.version} is gone`);
+        throw changed(this.label, `version ${this.version} is gone`);
       }
       throw storeFailure("GetObject", this.label, e);
     }
@@ -290,11 +290,11 @@ class S3Source implements Source {
   /** Why an answer is not the pinned snapshot's bytes offset..offset+length, if it is not. */
   private refusal(sentVersion: string | undefined, sentRange: string | undefined, offset: number, length: number): HttpError | undefined {
     if (this.versionId && sentVersion && sentVersion !== this.versionId) {
-      return badGateway(`source changed: ${this.label} sent version ${sentVersion}, not ${this.versionId}`);
+      return changed(this.label, `the store sent version ${sentVersion}, not ${this.versionId}`);
     }
     const want = `bytes ${offset}-${offset + length - 1}/${this.size}`;
     if (sentRange !== undefined && sentRange !== want) {
-      return badGateway(`source changed: ${this.label} sent ${sentRange}, not ${want}`);
+      return changed(this.label, `the store sent ${sentRange}, not ${want}`);
     }
     return undefined;
   }
@@ -306,6 +306,9 @@ class S3Source implements Source {
 
 type Body = AsyncIterable<Uint8Array> & { destroy?(e?: unknown): void }; // Node Readable
 
+/** A read that is not of the pinned snapshot: `what` it got, the object's label for the log. */
+const changed = (label: string, what: string) => sourceFault(label, `source changed: ${what}`);
+
 /** Copies a response body into one buffer; anything but exactly `length` bytes is an error. */
 async function readFully(
   body: Body | undefined,
@@ -313,7 +316,7 @@ async function readFully(
   label: string,
   signal?: AbortSignal,
 ): Promise<Uint8Array> {
-  if (!body) throw badGateway(`S3 GetObject for ${label} returned no body`);
+  if (!body) throw sourceFault(label, "the image store sent no body");
   const buf = new Uint8Array(length);
   let got = 0;
   // The SDK aborts the request on `signal`, but once headers are in, destroying the body stream
@@ -323,7 +326,7 @@ async function readFully(
   try {
     for await (const chunk of body) {
       if (got + chunk.byteLength > length) {
-        throw badGateway(`source changed: ${label} sent more than the ${length} bytes asked`);
+        throw changed(label, `the store sent more than the ${length} bytes asked`);
       }
       buf.set(chunk, got);
       got += chunk.byteLength;
@@ -340,7 +343,7 @@ async function readFully(
   }
   signal?.throwIfAborted();
   if (got !== length) {
-    throw badGateway(`short read from ${label}: ${got} of ${length} bytes`);
+    throw sourceFault(label, `the image store sent ${got} of the ${length} bytes asked`);
   }
   return buf;
 }

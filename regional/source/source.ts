@@ -1,12 +1,14 @@
 // All decoder I/O goes through this one small interface (after cogeotiff's Source):
 // a source is one pinned snapshot of one object, read by byte ranges.
 
+import { badGateway } from "../../shared/errors";
+
 export interface Source {
   /** Opaque snapshot identity (S3 VersionId, or a local file's size+mtime validator). */
   readonly version: string;
   /** Object size in bytes. */
   readonly size: number;
-  /** Human-safe description for logs and error labels: no credentials, no query strings. */
+  /** Human-safe description for the log (never an answer): no credentials, no query strings. */
   readonly label: string;
   /**
    * Reads `length` bytes at `offset` from exactly this snapshot. Fails (never returns bytes
@@ -22,6 +24,12 @@ export interface Source {
   /** Set when the source is a mosaic's document rather than a COG. */
   readonly document?: SourceDocument;
 }
+
+/**
+ * A 502 about one source: `message` for the client, and after the source's label (its bucket
+ * and key, its file, its URL) for the decoder's log alone.
+ */
+export const sourceFault = (label: string, message: string) => badGateway(message, `${label}: ${message}`);
 
 /**
  * What a source id names besides a COG (`{id}.tif`): a MosaicJSON document (`{id}.mosaic.json`)

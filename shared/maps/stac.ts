@@ -180,7 +180,9 @@ function parseBbox(bbox: unknown, path: string, id: string, at: string): [number
   if (!(south < north)) throw badRequest(`${at}${path} must have south < north`);
   // Single COGs across the antimeridian are not served either: the tiles' bounds and the warp
   // take longitudes within −180…180.
-  if (west > east) throw unsupported(`${at}item ${quoted(id)} crosses the antimeridian (${path} has west > east)`);
+  // A linked document's location (a store key, a URL) is for the log: the 501 goes to clients.
+  const crossing = `item ${quoted(id)} crosses the antimeridian (${path} has west > east)`;
+  if (west > east) throw unsupported(crossing, at ? `${at}${crossing}` : undefined);
   if (!(west < east)) throw badRequest(`${at}${path} must have west < east`);
   return [west, south, east, north];
 }

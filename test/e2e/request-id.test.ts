@@ -1,12 +1,14 @@
 // Following one request through the real stack: the id a client sends (or the edge gives) is on
-// the answer, in the decoder's log line for the decode it caused and in the error body; hostile
-// ids, sent as raw bytes the way an attacker sends them, are never echoed in an answer or a log.
-import { copyFile, mkdtemp, rm } from "node:fs/promises";
+// the answer, in the decoder's log line for the decode it caused and in the error body, which
+// says what is wrong while the decoder's error line of the same id says where; hostile ids, sent
+// as raw bytes the way an attacker sends them, are never echoed in an answer or a log.
+import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../../infra/local/stack";
+import { buildTiff } from "../support/tiff-builder";
 
 const SAMPLES = new URL("../../samples/", import.meta.url).pathname;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -17,6 +19,8 @@ let stack: Stack;
 let dir: string;
 const logged: Record<string, unknown>[] = [];
 const rawLog: string[] = [];
+/** The decoder's error records (stderr). */
+const errorLog: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "tessera-request-id-"));
@@ -25,6 +29,10 @@ beforeAll(async () => {
   stack.decoders[0].lines.on("line", (line) => {
     rawLog.push(line);
     logged.push(JSON.parse(line));
+  });
+  // Node may write lines of its own (a warning) among the records.
+  stack.decoders[0].errors.on("line", (line) => {
+    if (line.startsWith("{")) errorLog.push(JSON.parse(line));
   });
 });
 afterAll(async () => {
@@ -78,6 +86,23 @@ describe("one request id through every tier", () => {
     expect(res.headers.get("x-request-id")).toBe("missing-image-42");
     expect(await res.json()).toMatchObject({ error: "not_found", requestId: "missing-image-42" });
     await expect.poll(() => decoderLines("missing-image-42")).toEqual([expect.objectContaining({ msg: "request", path: "/v1/info/no-such-image", status: 404 })]);
+  });
+
+  it("is in a 501's body, which the edge lets anyone cache and which names neither file nor library, and in the decoder's error line that does", async () => {
+    const tiles = [new Uint8Array(16 * 16 * 3)];
+    await writeFile(`${dir}/weird-compression.tif`, buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression: 99, tiles }));
+    const res = await fetch(`${stack.url}/iiif/3/weird-compression/info.json`, { headers: { "x-request-id": "weird-compression-1" } });
+    expect([res.status, res.headers.get("cache-control")]).toEqual([501, expect.stringMatching(/^public/)]);
+    const text = await res.text();
+    expect(JSON.parse(text)).toEqual({
+      error: "unsupported",
+      message: "this source uses a TIFF compression the decoder does not read (code 99)",
+      requestId: "weird-compression-1",
+    });
+    for (const internal of ["local:", dir, "Unknown compression"]) expect(text).not.toContain(internal);
+    await expect.poll(() => errorLog.filter((l) => l.requestId === "weird-compression-1")).toEqual([
+      expect.objectContaining({ level: "error", msg: "refused", status: 501, detail: "local:weird-compression: no codec for Compression 99" }),
+    ]);
   });
 
   it("replaces hostile ids sent as raw bytes, and never echoes them in an answer or a log line", async () => {

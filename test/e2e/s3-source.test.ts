@@ -219,7 +219,7 @@ describe("catalog entries in the bucket", () => {
     expect((await catalog.open("pinned", b)).version).toBe(b);
   });
 
-  it("a pinned version that was deleted is a clean version_gone 404, and a malformed entry a 502 naming it", async () => {
+  it("a pinned version that was deleted is a clean version_gone 404, and a malformed entry a 502 (its key in the log alone)", async () => {
     const gone = (await put("dropped", V1)).VersionId!;
     await put("dropped", V2);
     await client.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: `${PREFIX}dropped.tif`, VersionId: gone }));
@@ -227,7 +227,8 @@ describe("catalog entries in the bucket", () => {
     const err = await expectHttpError(catalog.open("dropped", undefined), 404);
     expect(err.kind).toBe("version_gone");
     await entry("dropped", { pin: "", policy: "Whatever" });
-    await expectHttpError(catalog.open("dropped", undefined), 502, /dropped\.tessera\.json has a pin that is not a version/);
+    const noPin = await expectHttpError(catalog.open("dropped", undefined), 502, /^the source's catalog entry has a pin that is not a version$/);
+    expect(noPin.detail).toBe(`catalog entry s3://${BUCKET}/${PREFIX}dropped.tessera.json has a pin that is not a version`);
     await entry("dropped", { policy: "Whatever" });
     await expectHttpError(catalog.open("dropped", undefined), 502, /policy "Whatever", not RequireValidator or AssumeImmutable/);
   });

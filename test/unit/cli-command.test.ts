@@ -98,4 +98,27 @@ describe("tessera", { timeout: 20_000 }, () => {
       edge.close();
     }
   });
+
+  it("names the store's broken object in full: the publisher's own bucket, which a decoder's answer leaves out", async () => {
+    const store = createServer((req, res) => {
+      if (req.url?.includes("city.tessera.json")) return void res.end("{");
+      res.writeHead(404).end("<Error><Code>NoSuchKey</Code></Error>");
+    });
+    await new Promise<void>((resolve) => store.listen(0, "127.0.0.1", resolve));
+    const env = {
+      TESSERA_S3_ENDPOINT: `http://127.0.0.1:${(store.address() as AddressInfo).port}`,
+      TESSERA_S3_BUCKET: "publisher-bucket",
+      AWS_ACCESS_KEY_ID: "id",
+      AWS_SECRET_ACCESS_KEY: "secret",
+    };
+    Object.assign(process.env, env);
+    try {
+      const run = await tessera(["versions", "city"]);
+      expect(run.stderr).toContain("catalog entry s3://publisher-bucket/city.tessera.json is not JSON");
+      expect(run.code).toBe(1);
+    } finally {
+      for (const name of Object.keys(env)) delete process.env[name];
+      store.close();
+    }
+  });
 });

@@ -99,7 +99,9 @@ describe("RequireValidator", () => {
       server.misbehaviour = mode;
       const err = await failure(assets.open(`${base}/a.tif`));
       expect(err.status, mode).toBe(502);
-      expect(err.message, mode).toContain(`asset ${base}/a.tif has ${mode === "weak-etag" ? "only a weak ETag" : "no ETag"}`);
+      const etag = mode === "weak-etag" ? "only a weak ETag" : "no ETag";
+      expect(err.message, mode).toMatch(new RegExp(`^a mosaic asset has ${etag}, `));
+      expect(err.detail, mode).toBe(`${base}/a.tif: ${err.message}`);
     }
   });
 
@@ -121,7 +123,8 @@ describe("RequireValidator", () => {
     await writeFile(path.join(dir, "a.tif"), contentOf(2));
     const err = await failure(source.read(40_000, 100));
     expect(err.status).toBe(502);
-    expect(err.message).toMatch(/^source changed: asset http:\/\/127\.0\.0\.1:\d+\/a\.tif version "[0-9a-f]+" is gone$/);
+    expect(err.message).toMatch(/^source changed: a mosaic asset version "[0-9a-f]+" is gone$/);
+    expect(err.detail).toBe(`${base}/a.tif: ${err.message}`);
   });
 
   it("refuses the new version's bytes from a server that ignores If-Match", async () => {
@@ -130,20 +133,20 @@ describe("RequireValidator", () => {
     server.misbehaviour = "ignore-if-match";
     const err = await failure(source.read(40_000, 100));
     expect(err.status).toBe(502);
-    expect(err.message).toContain(`source changed: asset ${base}/a.tif sent ETag`);
+    expect(err.message).toContain("source changed: a mosaic asset sent ETag");
   });
 
   it("refuses a server that ignores Range, at the open and at a read", async () => {
     server.misbehaviour = "ignore-range";
     const atOpen = await failure(assets.open(`${base}/a.tif`));
     expect(atOpen.status).toBe(502);
-    expect(atOpen.message).toBe(`asset ${base}/a.tif does not answer byte ranges (200, not 206)`);
+    expect(atOpen).toMatchObject({ message: "a mosaic asset does not answer byte ranges (200, not 206)", detail: `${base}/a.tif: ${atOpen.message}` });
 
     server.misbehaviour = undefined;
     const source = await assets.open(`${base}/a.tif`);
     server.misbehaviour = "ignore-range";
     const atRead = await failure(source.read(40_000, 100));
-    expect(atRead.message).toBe(`source changed: asset ${base}/a.tif answered 200, not 206`);
+    expect(atRead.message).toBe("source changed: a mosaic asset answered 200, not 206");
   });
 
   it("refuses a range answered with another Content-Range or a body of another length", async () => {
@@ -166,7 +169,7 @@ describe("redirects", () => {
       server.redirectTo = `http://127.0.0.1:${target.port}/a.tif`;
       const atOpen = await failure(assets.open(`${base}/a.tif`));
       expect(atOpen.status).toBe(502);
-      expect(atOpen.message).toContain(`asset ${base}/a.tif answered a redirect (302), which is not followed`);
+      expect(atOpen.message).toContain("a mosaic asset answered a redirect (302), which is not followed");
 
       server.misbehaviour = undefined;
       const source = await assets.open(`${base}/a.tif`);
@@ -181,7 +184,7 @@ describe("redirects", () => {
 });
 
 describe("timeouts, aborts and the connection bound", () => {
-  it("answers 504 naming the asset when a server stalls before its headers or inside its body", async () => {
+  it("answers 504 (the log naming the asset) when a server stalls before its headers or inside its body", async () => {
     for (const mode of ["stall", "stall-body"] as const) {
       server.misbehaviour = undefined;
       const source = await assets.open(`${base}/a.tif`);
@@ -189,7 +192,8 @@ describe("timeouts, aborts and the connection bound", () => {
       const started = performance.now();
       const err = await failure(source.read(40_000, 20_000));
       expect(err.status, mode).toBe(504);
-      expect(err.message, mode).toContain(`asset ${base}/a.tif did not answer in time`);
+      expect(err.message, mode).toBe("a mosaic asset did not answer in time");
+      expect(err.detail, mode).toMatch(new RegExp(`^${base}/a\\.tif: a mosaic asset did not answer in time \\(UND_ERR_\\w+_TIMEOUT\\)$`));
       // undici checks its timers every half second at most.
       expect(performance.now() - started, mode).toBeLessThan(TIMEOUT_MS + 1500);
     }
@@ -256,51 +260,54 @@ describe("timeouts, aborts and the connection bound", () => {
 });
 
 describe("labels in failures", () => {
-  const secret = (m: string) => {
-    expect(m).not.toContain("pw");
-    expect(m).not.toContain("sig=");
-    expect(m).not.toContain("#");
+  /** Neither the answer nor the log may hold a URL's credentials, query or fragment. */
+  const secret = (e: HttpError) => {
+    for (const text of [e.message, e.detail ?? ""]) {
+      expect(text).not.toContain("pw");
+      expect(text).not.toContain("sig=");
+      expect(text).not.toContain("#");
+    }
   };
 
   it("show neither the query nor the fragment when an open or a read fails", async () => {
     const url = `${base}/a.tif?sig=pw123#frag`;
     server.misbehaviour = "weak-etag";
     const weak = await failure(assets.open(url));
-    expect(weak.message).toContain(`asset ${base}/a.tif has only a weak ETag`);
-    secret(weak.message);
+    expect(weak.detail).toContain(`${base}/a.tif: a mosaic asset has only a weak ETag`);
+    secret(weak);
 
     server.misbehaviour = undefined;
     const source = await assets.open(url);
     expect(source.label).toBe(`${base}/a.tif`);
     await writeFile(path.join(dir, "a.tif"), contentOf(3));
-    secret((await failure(source.read(40_000, 10))).message);
+    secret(await failure(source.read(40_000, 10)));
 
     server.misbehaviour = "stall";
-    secret((await failure(assets.open(url))).message);
+    secret(await failure(assets.open(url)));
     server.misbehaviour = undefined;
     const missing = await failure(assets.open(`${base}/missing.tif?sig=pw#x`));
-    expect(missing.message).toBe(`asset ${base}/missing.tif answered 404`);
+    expect(missing).toMatchObject({ message: "a mosaic asset answered 404", detail: `${base}/missing.tif: a mosaic asset answered 404` });
   });
 
   it("show no user name or password in a refusal, by the policy or by the address", async () => {
     const byHost = await failure(assets.open("https://h.org/a.tif?sig=pw#x"));
-    expect(byHost.message).toBe("asset https://h.org/a.tif is refused by the access policy: host h.org is not allowed");
+    expect(byHost.detail).toBe("https://h.org/a.tif: a mosaic asset is refused by the access policy: host h.org is not allowed");
     const unknownWithUser = await failure(assets.open("https://user:pw@h.org/a.tif?sig=abc#x"));
-    expect(unknownWithUser.message).toBe("asset https://h.org/a.tif is refused by the access policy: a URL may not carry a user name or password");
+    expect(unknownWithUser.detail).toBe("https://h.org/a.tif: a mosaic asset is refused by the access policy: a URL may not carry a user name or password");
     const byUserinfo = await failure(assets.open(`http://user:pw@127.0.0.1:${server.port}/a.tif?sig=abc#x`));
-    expect(byUserinfo.message).toBe(`asset ${base}/a.tif is refused by the access policy: a URL may not carry a user name or password`);
+    expect(byUserinfo.detail).toBe(`${base}/a.tif: a mosaic asset is refused by the access policy: a URL may not carry a user name or password`);
     const strict = sourcesFor({ TESSERA_ASSET_HOSTS: `localhost:${server.port}` });
     try {
       const byAddress = await failure(strict.open(`http://localhost:${server.port}/a.tif?sig=abc#x`));
-      expect(byAddress.message).toMatch(/^asset http:\/\/localhost:\d+\/a\.tif is refused by the access policy: host localhost resolves to/);
-      for (const err of [byHost, unknownWithUser, byUserinfo, byAddress]) secret(err.message);
+      expect(byAddress.detail).toMatch(/^http:\/\/localhost:\d+\/a\.tif: a mosaic asset is refused by the access policy: host localhost resolves to/);
+      for (const err of [byHost, unknownWithUser, byUserinfo, byAddress]) secret(err);
     } finally {
       await strict.close();
     }
     expect(server.requests).toHaveLength(0);
   });
 
-  it("name a connection failure by the label", async () => {
+  it("name a connection failure by the label, in the log alone", async () => {
     const closed = await startAssetServer(dir);
     const port = closed.port;
     await closed.close();
@@ -308,7 +315,7 @@ describe("labels in failures", () => {
     try {
       const err = await failure(refused.open(`http://127.0.0.1:${port}/a.tif?sig=pw#x`));
       expect(err.status).toBe(502);
-      expect(err.message).toBe(`asset http://127.0.0.1:${port}/a.tif could not be read: ECONNREFUSED`);
+      expect(err).toMatchObject({ message: "a mosaic asset could not be read", detail: `http://127.0.0.1:${port}/a.tif: a mosaic asset could not be read: ECONNREFUSED` });
     } finally {
       await refused.close();
     }

@@ -10,11 +10,13 @@ import { deflateSync } from "node:zlib";
 import { fromFile } from "geotiff";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { asHttpError } from "../../regional/cog/cog";
 import { jpegFrame } from "../../regional/cog/jpeg-tables";
 import { LocalCatalog } from "../../regional/source/local";
+import type { Source } from "../../regional/source/source";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { buildTiff, type Tag } from "../support/tiff-builder";
-import { decodeRgb, fixtureDir, meanAbsDiff, referenceRgb, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+import { decodeRgb, fixtureDir, meanAbsDiff, referenceRgb, refusalLog, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
 let d: Decoder;
@@ -28,16 +30,29 @@ afterAll(async () => {
 });
 
 const rgbTile = (w: number, h: number) => new Uint8Array(w * h * 3).fill(200);
+/** Bytes no codec reads as a block. */
+const garbage = Uint8Array.from({ length: 50 }, (_, i) => i * 7);
 const write = (id: string, bytes: Uint8Array) => writeFile(path.join(fixtures.dir, `${id}.tif`), bytes);
 
-/** info, then (if info works) one image request; returns the first failure. */
+/**
+ * info, then (if info works) one image request; returns the first failure: its status, its body
+ * and the detail the decoder logged for it (by the answer's request id), if it logged one.
+ */
 async function firstFailure(id: string, canonical = "0,0,16,16/max/0/default.jpg") {
-  const info = await signedGet(d, DECODER.info(id));
-  if (info.status !== 200) return { status: info.status, body: (await info.json()) as { error: string; message: string } };
-  const { version } = (await info.json()) as SourceInfo;
-  const res = await signedGet(d, DECODER.image(id, canonical, version));
+  let res = await signedGet(d, DECODER.info(id));
+  if (res.status === 200) {
+    const { version } = (await res.json()) as SourceInfo;
+    res = await signedGet(d, DECODER.image(id, canonical, version));
+  }
   const body = res.headers.get("content-type")?.includes("json") ? ((await res.json()) as { error: string; message: string }) : undefined;
-  return { status: res.status, body };
+  return { status: res.status, body, detail: refusalLog(d, res.headers.get("x-request-id"))?.detail as string | undefined };
+}
+
+/** What no answer may tell a client: the source's label, the directory it is read from. */
+function expectNothingInternal(body: unknown, id: string): void {
+  const text = JSON.stringify(body);
+  expect(text).not.toContain(`local:${id}`);
+  expect(text).not.toContain(fixtures.dir);
 }
 
 /** The test pattern as a 256²-tiled TIFF made by GDAL. */
@@ -67,38 +82,49 @@ async function gdalTile(compress: string, extra: string[] = []): Promise<{ tile:
 }
 
 describe("malformed TIFFs", () => {
-  const cases: { name: string; make: () => Promise<Uint8Array> | Uint8Array; status: number; message: RegExp }[] = [
-    { name: "not a TIFF", make: () => new TextEncoder().encode("GIF89a, certainly not a TIFF"), status: 502, message: /no II\/MM byte-order mark/ },
-    { name: "empty", make: () => new Uint8Array(0), status: 502, message: /too short for a TIFF header/ },
+  /**
+   * What the decoder logs beside an answer, by its request id: the answer's message after the
+   * source's label, which the answer leaves out; a pattern (a library's own words, also left
+   * out); or nothing, for a message that leaves nothing out.
+   */
+  type Logged = "label" | RegExp | "nothing";
+  const cases: { name: string; make: () => Promise<Uint8Array> | Uint8Array; status: number; message: RegExp; logged: Logged }[] = [
+    { name: "not a TIFF", make: () => new TextEncoder().encode("GIF89a, certainly not a TIFF"), status: 502, message: /no II\/MM byte-order mark/, logged: "label" },
+    { name: "empty", make: () => new Uint8Array(0), status: 502, message: /too short for a TIFF header/, logged: "label" },
     {
       name: "header cut inside the IFD",
       make: async () => (await readFile(path.join(SAMPLES, "test-pattern.tif"))).subarray(0, 60),
       status: 502,
       message: /past the end/,
+      logged: "label",
     },
     {
       name: "IFD loop",
       make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16)], nextIfd: "self" }),
       status: 502,
       message: /IFD chain loops back/,
+      logged: "label",
     },
     {
       name: "next IFD past the end",
       make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16)], nextIfd: 1 << 30 }),
       status: 502,
       message: /IFD offset \d+ is past the end/,
+      logged: "label",
     },
     {
       name: "absurd dimensions",
       make: () => buildTiff({ width: 2 ** 31, height: 2 ** 31, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16)] }),
       status: 502,
       message: /exceeds the \d+-pixel side limit/,
+      logged: "label",
     },
     {
       name: "absurd tile size",
       make: () => buildTiff({ width: 16, height: 16, tileWidth: 65536, tileHeight: 65536, tiles: [rgbTile(16, 16)] }),
       status: 502,
       message: /tiles exceed/,
+      logged: "label",
     },
     {
       name: "absurd tag count",
@@ -109,12 +135,14 @@ describe("malformed TIFFs", () => {
         }),
       status: 502,
       message: /tag 324 declares 1073741824 values/,
+      logged: "label",
     },
     {
       name: "tile table shorter than the tile grid",
       make: () => buildTiff({ width: 64, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16)] }),
       status: 502,
       message: /needs 4 tile offsets and byte counts, found 1 and 1/,
+      logged: "label",
     },
     {
       name: "tile offset past the end",
@@ -125,6 +153,7 @@ describe("malformed TIFFs", () => {
         }),
       status: 502,
       message: /block 0 lies past the end of the file/,
+      logged: "label",
     },
     {
       name: "truncated file (tiles cut off)",
@@ -134,18 +163,21 @@ describe("malformed TIFFs", () => {
       },
       status: 502,
       message: /lies past the end|decodes to \d+ bytes, not the declared/,
+      logged: "label",
     },
     {
       name: "Deflate bomb (4 MiB of zeros in a 16² tile)",
       make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression: 8, tiles: [deflateSync(new Uint8Array(4 << 20))] }),
       status: 502,
       message: /Deflate block decodes to more than the declared 768 bytes/,
+      logged: "nothing",
     },
     {
       name: "uncompressed tile shorter than declared",
       make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(8, 8)] }),
       status: 502,
       message: /block 0 decodes to 192 bytes, not the declared 768/,
+      logged: "label",
     },
     {
       name: "duplicate tags in one IFD",
@@ -156,24 +188,28 @@ describe("malformed TIFFs", () => {
         }),
       status: 502,
       message: /tag 256 appears twice in the IFD at \d+/,
+      logged: "label",
     },
     {
       name: "unknown Predictor value",
       make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16)], extraTags: [{ tag: 317, type: 3, values: [7] }] }),
       status: 501,
       message: /Predictor 7 is not supported/,
+      logged: "nothing",
     },
     ...[34712, 33003, 33005].map((compression) => ({
       name: `JPEG 2000 blocks (Compression ${compression})`,
       make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression, tiles: [Uint8Array.from([0xff, 0x4f, 0xff, 0x51])] }),
       status: 501,
       message: /JPEG 2000-compressed sources are not supported/,
+      logged: "nothing" as const,
     })),
     {
       name: "floating-point Predictor on 8-bit integer samples",
       make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, tiles: [rgbTile(16, 16)], extraTags: [{ tag: 317, type: 3, values: [3] }] }),
       status: 501,
       message: /Predictor 3 is not supported/,
+      logged: "nothing",
     },
     {
       name: "overview larger than the full-resolution image",
@@ -184,6 +220,7 @@ describe("malformed TIFFs", () => {
         }),
       status: 502,
       message: /overview 1 \(64x64\) is larger than the full-resolution image \(16x16\)/,
+      logged: "label",
     },
     {
       name: "strip byte counts past the end of the object",
@@ -199,6 +236,7 @@ describe("malformed TIFFs", () => {
         }),
       status: 502,
       message: /strip 0 lies past the end of the file/,
+      logged: "label",
     },
     {
       name: "external tag data over the total cap (each tag under its own)",
@@ -211,6 +249,7 @@ describe("malformed TIFFs", () => {
         }),
       status: 502,
       message: /tag data of the file totals more than 67108864 bytes/,
+      logged: "label",
     },
     {
       name: "oversized JPEGTables",
@@ -221,6 +260,35 @@ describe("malformed TIFFs", () => {
         }),
       status: 502,
       message: /JPEGTables of 100000 bytes exceeds 65536/,
+      logged: "label",
+    },
+    {
+      name: "unknown compression (99)",
+      make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression: 99, tiles: [rgbTile(16, 16)] }),
+      status: 501,
+      message: /^this source uses a TIFF compression the decoder does not read \(code 99\)$/,
+      logged: /^local:unknown-compression-99: /,
+    },
+    {
+      name: "corrupt Deflate block",
+      make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression: 8, tiles: [garbage] }),
+      status: 502,
+      message: /^malformed TIFF: corrupt Deflate block$/,
+      logged: /^malformed TIFF: corrupt Deflate block \(incorrect header check\)$/, // zlib's words
+    },
+    {
+      name: "corrupt WebP block",
+      make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression: 50001, tiles: [garbage] }),
+      status: 502,
+      message: /^malformed TIFF: corrupt WebP block$/,
+      logged: /^malformed TIFF: corrupt WebP block \(.*unsupported image format\)$/, // libvips' words
+    },
+    {
+      name: "palette without a ColorMap",
+      make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, samples: 1, photometric: 3, tiles: [new Uint8Array(256)] }),
+      status: 502,
+      message: /^unreadable TIFF$/,
+      logged: /^local:palette-without-a-colormap: unreadable TIFF \(Cannot read properties of undefined/, // geotiff.js's
     },
   ];
 
@@ -233,9 +301,19 @@ describe("malformed TIFFs", () => {
       const failure = await firstFailure(id, c.name.startsWith("truncated") ? "0,16,16,16/max/0/default.jpg" : undefined);
       expect(failure.status).toBe(c.status);
       expect(failure.body?.message).toMatch(c.message);
+      expectNothingInternal(failure.body, id);
+      if (c.logged === "label") expect(failure.detail).toBe(`local:${id}: ${failure.body?.message}`);
+      else if (c.logged === "nothing") expect(failure.detail).toBeUndefined();
+      else expect(failure.detail).toMatch(c.logged);
       expect((await fetch(d.url + DECODER.health)).status).toBe(200);
     });
   }
+
+  it("geotiff.js's own refusal of a feature: 501 in the client's terms, its words and the label for the log", () => {
+    const refusal = asHttpError(new Error("Unsupported SamplesPerPixel value: 7"), { label: "s3://bucket/maps/a.tif" } as Source);
+    expect(refusal).toMatchObject({ status: 501, message: "this source uses a TIFF feature the decoder does not read" });
+    expect(refusal.detail).toBe("s3://bucket/maps/a.tif: Unsupported SamplesPerPixel value: 7");
+  });
 
   // Honest tile payloads from GDAL, 256² each, placed where the IFD declares 16² tiles.
   for (const [compress, extra] of [
@@ -257,6 +335,7 @@ describe("malformed TIFFs", () => {
         expect(failure.status, canonical).toBe(502);
         // PackBits' payload is refused by its stored size before it is even fetched.
         expect(failure.body?.message).toMatch(/declared|stores \d+ bytes for 768 decoded/);
+        expectNothingInternal(failure.body, id);
       }
     });
   }
@@ -380,6 +459,7 @@ describe("JPEG tiles whose markers hide a decoy frame header", () => {
         const failure = await firstFailure(id, canonical);
         expect(failure.status, canonical).toBe(502);
         expect(failure.body?.message, canonical).toMatch(/JPEG block is 256x256x3, declared 16x16x3/);
+        expectNothingInternal(failure.body, id);
       }
     });
   }

@@ -167,6 +167,10 @@ describe("rendered tiles", () => {
   it("are 404 for a picture that is not georeferenced", async () => {
     const cog = await Cog.open(await new LocalCatalog(path.join(import.meta.dirname, "../../samples")).open("test-pattern", undefined));
     cogs.push(cog);
-    await expect(planTile(cog, request("WebMercatorQuad/0/0/0.png"), slices())).rejects.toThrow(/is not georeferenced/);
+    await expect(planTile(cog, request("WebMercatorQuad/0/0/0.png"), slices())).rejects.toMatchObject({
+      status: 404,
+      message: "the source is not georeferenced",
+      detail: "local:test-pattern is not georeferenced",
+    });
   });
 });

@@ -5,7 +5,7 @@
 // a STAC item's bands; the asset limit; `first` reading no further asset once every pixel is
 // filled; invalidate_source(mosaic, member); and web assets under the access policy.
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
@@ -30,7 +30,7 @@ import {
   RGB_MOSAIC_TILES,
   type MosaicFixture,
 } from "../support/mosaic-fixtures";
-import { RecordingCatalog, signedGet, signedPost, startDecoder, type Decoder } from "./regional-helpers";
+import { RecordingCatalog, refusalLog, SAMPLES, signedGet, signedPost, startDecoder, type Decoder } from "./regional-helpers";
 
 const Z = MOSAIC_Z;
 const [P, Q] = [2 * MOSAIC_PARENT.x, 2 * MOSAIC_PARENT.y];
@@ -54,13 +54,16 @@ interface Tile {
   width: number;
   channels: number;
   data: Buffer;
+  /** The answer's x-request-id, which the decoder's log lines about it carry. */
+  requestId: string | null;
 }
 
 async function tile(d: Decoder, id: string, [z, x, y]: number[], query = ""): Promise<Tile> {
   const res = await signedGet(d, `/v1/tiles/${id}/WebMercatorQuad/${z}/${x}/${y}.png${query ? `?${query}` : ""}`);
-  if (res.status !== 200) return { status: res.status, width: 0, channels: 0, data: Buffer.from(await res.text()) };
+  const requestId = res.headers.get("x-request-id");
+  if (res.status !== 200) return { status: res.status, width: 0, channels: 0, data: Buffer.from(await res.text()), requestId };
   const { data, info } = await sharp(Buffer.from(await res.arrayBuffer())).raw().toBuffer({ resolveWithObject: true });
-  return { status: 200, width: info.width, channels: info.channels, data };
+  return { status: 200, width: info.width, channels: info.channels, data, requestId };
 }
 
 /** A tile pixel's sample per asset the index lists there, in paint order; undefined where the asset is not valid (any band). */
@@ -453,18 +456,71 @@ describe("STAC: several bands in one asset", () => {
   });
 });
 
-describe("a member that is missing", () => {
-  it("fails the tile with 502 naming it (not a 404 of the mosaic), and the tile works once it exists", async () => {
+describe("a broken mosaic, as the client sees it", () => {
+  /** The tile's refusal: its status and message, and the detail the decoder logged beside it. */
+  async function refusal(d: Decoder, id: string, at: number[], query = "") {
+    const t = await tile(d, id, at, query);
+    return { status: t.status, text: t.data.toString(), message: JSON.parse(t.data.toString()).message as string, detail: refusalLog(d, t.requestId)?.detail };
+  }
+  const at = [Z, P + 1, Q + 1];
+
+  it("a member that is missing: 502 (not a 404 of the mosaic), the log naming it; the tile works once it exists", async () => {
     await inScratch({ [monoC.key]: monoC.key }, async (dir2) => {
-      writeMosaic(dir2, "gap", [Z, P + 1, Q + 1], ["mono-c.tif", "later.tif"]);
+      writeMosaic(dir2, "gap", at, ["mono-c.tif", "later.tif"]);
       const d = await startDecoder(new LocalCatalog(dir2));
       try {
-        const at = [Z, P + 1, Q + 1];
-        const missing = await tile(d, "gap", at, "pixel_selection=highest");
-        expect(missing.status).toBe(502);
-        expect(JSON.parse(missing.data.toString()).message).toBe("mosaic asset later.tif does not exist");
+        expect(await refusal(d, "gap", at, "pixel_selection=highest")).toMatchObject({
+          status: 502,
+          message: "a mosaic asset does not exist",
+          detail: "mosaic asset later.tif does not exist",
+        });
         cpSync(path.join(dir, monoB.key), path.join(dir2, "later.tif"));
         expect((await tile(d, "gap", at, "pixel_selection=highest")).status).toBe(200);
+      } finally {
+        await d.close();
+      }
+    });
+  });
+
+  it("a document that is not valid, a STAC catalog linking a missing or a crossing item: the keys for the log alone", async () => {
+    await inScratch({ [monoC.key]: monoC.key }, async (dir2) => {
+      writeMosaic(dir2, "numbers", at, ["mono-c.tif"]);
+      const doc = JSON.parse(readFileSync(path.join(dir2, "numbers.mosaic.json"), "utf8"));
+      doc.tiles[tileToQuadkey(Z, P + 1, Q + 1)] = [7];
+      writeFileSync(path.join(dir2, "numbers.mosaic.json"), JSON.stringify(doc));
+      const catalogOf = (href: string) => ({ type: "Catalog", stac_version: "1.0.0", id: "c", description: "c", links: [{ rel: "item", href }] });
+      writeFileSync(path.join(dir2, "gone.stac.json"), JSON.stringify(catalogOf("./hidden/gone.json")));
+      writeFileSync(path.join(dir2, "far.stac.json"), JSON.stringify(catalogOf("./hidden/far.json")));
+      mkdirSync(path.join(dir2, "hidden"));
+      const crossing = { type: "Feature", stac_version: "1.0.0", id: "far", bbox: [179, 0, -179, 1], properties: {}, assets: { b: { href: "../mono-c.tif" } } };
+      writeFileSync(path.join(dir2, "hidden", "far.json"), JSON.stringify(crossing));
+      const d = await startDecoder(new LocalCatalog(dir2));
+      try {
+        const invalid = await refusal(d, "numbers", at);
+        expect(invalid).toMatchObject({ status: 502, message: "the mosaic's MosaicJSON document is invalid" });
+        expect(invalid.detail).toMatch(/^mosaic document local:numbers: tiles\[.*must be a string$/);
+        expect(await refusal(d, "gone", at, "assets=b")).toMatchObject({ status: 502, message: "a mosaic asset does not exist", detail: "mosaic asset hidden/gone.json does not exist" });
+        const far = await refusal(d, "far", at, "assets=b");
+        expect(far).toMatchObject({ status: 501, message: 'item "far" crosses the antimeridian (bbox has west > east)' });
+        expect(far.detail).toBe(`hidden/far.json: ${far.message}`);
+        for (const answer of [invalid, far]) for (const internal of ["local:", "hidden/", dir2]) expect(answer.text).not.toContain(internal);
+      } finally {
+        await d.close();
+      }
+    });
+  });
+
+  it("members that differ in bands (400) or are not georeferenced (502): named in the log alone", async () => {
+    await inScratch({ [monoC.key]: monoC.key, "rgb-a.tif": "rgb-a.tif" }, async (dir2) => {
+      cpSync(path.join(SAMPLES, "test-pattern.tif"), path.join(dir2, "picture.tif"));
+      writeMosaic(dir2, "mixed", at, ["mono-c.tif", "rgb-a.tif"]);
+      writeMosaic(dir2, "pictures", at, ["picture.tif"]);
+      const d = await startDecoder(new LocalCatalog(dir2));
+      try {
+        const mixed = await refusal(d, "mixed", at);
+        expect(mixed).toMatchObject({ status: 400, message: "the assets differ: one brings 1 bands and another 3; choose the bands with bidx or an expression" });
+        expect(mixed.detail).toBe("the assets differ: mono-c.tif brings 1 bands and rgb-a.tif 3; choose the bands with bidx or an expression");
+        expect(await refusal(d, "pictures", at)).toMatchObject({ status: 502, message: 'mosaic "pictures": an asset is not georeferenced', detail: 'mosaic "pictures": asset picture.tif is not georeferenced' });
       } finally {
         await d.close();
       }

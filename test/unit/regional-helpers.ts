@@ -60,6 +60,12 @@ export async function startDecoder(
   };
 }
 
+/**
+ * The decoder's "refused" log record of the answer with `requestId` (its x-request-id): its
+ * detail is what the answer leaves out (labels, keys, a library's words).
+ */
+export const refusalLog = (d: Decoder, requestId: string | null) => d.logs.find((r) => r.msg === "refused" && r.requestId === requestId);
+
 /** The value of one sample (no labels, or the given label text) on the decoder's /metrics. */
 export async function metricValue(d: Decoder, name: string, labels = ""): Promise<number> {
   const text = await (await fetch(`${d.url}/metrics`)).text();

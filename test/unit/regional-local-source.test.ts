@@ -51,7 +51,8 @@ describe("pinned snapshots", () => {
     expect(src.version).toMatch(/^10-[\d.]+$/);
     expect(Buffer.from(await src.read(2, 5)).toString()).toBe("23456");
     expect(Buffer.from(await src.read(0, 0)).toString()).toBe("");
-    expect((await failure(src.read(8, 5))).status).toBe(502); // past the end
+    // Past the end: the client is told so; the source's label is for the log alone.
+    expect(await failure(src.read(8, 5))).toMatchObject({ status: 502, message: "read past the end of the object", detail: "local:small: read past the end of the object" });
     await src.close();
   });
 
@@ -74,7 +75,7 @@ describe("pinned snapshots", () => {
     await utimes(file, new Date(), new Date(Date.now() + 5000)); // make sure mtime moved
     const err = await failure(src.read(0, 4));
     expect(err.status).toBe(502);
-    expect(err.message).toBe("source changed");
+    expect(err).toMatchObject({ message: "source changed", detail: "local:small: source changed" });
 
     const fresh = await catalog.open("small", undefined);
     expect(fresh.version).not.toBe(src.version);

@@ -1,7 +1,9 @@
 // The S3 source against a store that answers a ranged GET with another version or another
 // range than asked: the read fails, and the response body is destroyed at once rather than
 // left holding its connection (and the store's transfer) until garbage collection. And the
-// opening read: one ranged GET whose size the operator sets.
+// opening read: one ranged GET whose size the operator sets. And what a client is told of a
+// store that refuses or holds a broken catalog entry: never the bucket or the key, which the
+// decoder logs with the request id.
 
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -9,12 +11,16 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { makeS3Client } from "../../infra/local/s3";
 import { readConfig } from "../../regional/config";
 import { S3SourceCatalog } from "../../regional/source/s3";
+import { DECODER } from "../../shared/protocol";
+import { refusalLog, signedGet, startDecoder } from "./regional-helpers";
 
 const SIZE = 64 << 20;
 const READ = 32 << 20;
 
 /** What the store gets wrong in its GET answer. */
 let wrong: { versionId?: string; contentRange?: string } = {};
+/** A status the store refuses every GET of the object with; a catalog entry it holds. */
+let store: { refuse?: number; entry?: string } = {};
 /** The Range of every GET of the object, in order. */
 const ranges: string[] = [];
 /** Resolves when the store's GET answer is closed before all of it was sent. */
@@ -24,8 +30,11 @@ let endpoint: string;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
-    // No catalog entry: the source is served at its latest version.
-    if (req.url?.includes(".tessera.json")) return void res.writeHead(404).end("<Error><Code>NoSuchKey</Code></Error>");
+    // No catalog entry (unless a test stores one): the source is served at its latest version.
+    if (req.url?.includes(".tessera.json")) {
+      return void (store.entry === undefined ? res.writeHead(404).end("<Error><Code>NoSuchKey</Code></Error>") : res.writeHead(200).end(store.entry));
+    }
+    if (store.refuse) return void res.writeHead(store.refuse).end("<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>");
     const headers = { etag: '"abc"', "last-modified": new Date(0).toUTCString() };
     ranges.push(req.headers.range ?? "");
     const [, from, to] = /bytes=(\d+)-(\d+)/.exec(req.headers.range ?? "")!.map(Number);
@@ -95,4 +104,31 @@ describe("the opening read", () => {
     expect(() => readConfig({ ...env, TESSERA_S3_FIRST_READ_KB: "0" })).toThrow(/TESSERA_S3_FIRST_READ_KB/);
     vi.unstubAllEnvs();
   });
+});
+
+describe("a store failure, as the client sees it", () => {
+  const bucket = "tessera-private-bucket";
+  const prefix = "sources/";
+  for (const [what, failing, message, detail] of [
+    ["a refused read", { refuse: 403 }, "the image store failed", `S3 GetObject failed for s3://${bucket}/${prefix}x.tif: 403 AccessDenied`],
+    ["a broken catalog entry", { entry: "{" }, "the source's catalog entry is not JSON", `catalog entry s3://${bucket}/${prefix}x.tessera.json is not JSON`],
+  ] as const) {
+    it(`${what}: a 502 that names neither bucket nor key; the decoder's log does, by the request id`, async () => {
+      const client = makeS3Client({ endpoint, accessKeyId: "k", secretAccessKey: "s" });
+      const d = await startDecoder(new S3SourceCatalog({ client, bucket, prefix }));
+      try {
+        store = failing;
+        const res = await signedGet(d, DECODER.info("x"));
+        const text = await res.text();
+        expect(res.status).toBe(502);
+        expect(JSON.parse(text).message).toBe(message);
+        for (const internal of [bucket, prefix, "s3://"]) expect(text).not.toContain(internal);
+        expect(refusalLog(d, res.headers.get("x-request-id"))).toMatchObject({ level: "error", status: 502, message, detail });
+      } finally {
+        store = {};
+        await d.close();
+        client.destroy();
+      }
+    });
+  }
 });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { readConfig } from "../../regional/config";
 import { HttpError } from "../../shared/errors";
 import { DECODER, TIMEOUT_HEADER } from "../../shared/protocol";
-import { signedGet, startDecoder } from "./regional-helpers";
+import { refusalLog, signedGet, startDecoder } from "./regional-helpers";
 
 let stalled: Server;
 const sockets = new Set<Socket>();
@@ -53,6 +53,10 @@ describe("a stalled store", () => {
       );
       expect(answers.map((r) => r.status)).toEqual([504, 504]);
       expect(performance.now() - started).toBeLessThan(2000);
+      // What was opened (a mosaic member's is a store key) is the log's to say, by the request id.
+      const late = "opening the source took longer than 300 ms";
+      expect(((await answers[0].json()) as { message: string }).message).toBe(late);
+      expect(refusalLog(d, answers[0].headers.get("x-request-id"))).toMatchObject({ status: 504, detail: `a: ${late}` });
       // Retired, not remembered: the next request tries the store again, and is bounded again.
       expect((await signedGet(d, PINNED, undefined, { [TIMEOUT_HEADER]: "5000" })).status).toBe(504);
     } finally {

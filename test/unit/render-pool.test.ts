@@ -13,10 +13,12 @@ import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Cog } from "../../regional/cog/cog";
 import { renderHere } from "../../regional/render/render";
+import { fromWire, toWire } from "../../regional/render/render-worker";
 import { LocalCatalog } from "../../regional/source/local";
 import { WorkBudget } from "../../regional/runtime/work-budget";
 import { resolveImageRequest } from "../../shared/iiif/resolve";
 import { parseImageRequest } from "../../shared/iiif/image-request";
+import { badGateway, HttpError } from "../../shared/errors";
 import { DECODER, GRANT_HEADER, GRANT_WORK_HEADER, GRANTED_PARTITION_HEADER, signedHeaders, type SourceInfo } from "../../shared/protocol";
 import { patternCog } from "../support/pattern-cog";
 import { expressionBomb } from "../support/expression-bomb";
@@ -125,4 +127,12 @@ describe("a map tile of the full partition", () => {
     expect(await metricValue(d, "tessera_decoder_render_pool_renders_total")).toBe(renders);
     expect((await tile()).equals(here)).toBe(true);
   }, 60_000);
+});
+
+describe("a refusal crossing between threads", () => {
+  it("keeps its kind, its Retry-After and the detail the decoder logs", () => {
+    const refusal = badGateway("malformed TIFF: no image", "s3://bucket/big.tif: malformed TIFF: no image");
+    expect(fromWire(toWire(refusal))).toMatchObject({ kind: "bad_gateway", message: refusal.message, detail: refusal.detail });
+    expect(fromWire(toWire(new HttpError("overloaded", "busy", 1)))).toMatchObject({ kind: "overloaded", retryAfterSeconds: 1 });
+  });
 });
