@@ -115,8 +115,15 @@ async function limited(
 ): Promise<Answer> {
   const grant = grantOf(limits);
   const timeout = deadlineOf(limits, decoder.requestTimeoutMs);
-  const release = limiter.acquire();
+  // Tracked before the permit is taken: a refused id (track throws) then holds no permit.
   const forget = decoder.cancellations.track(limits.requestId, controller);
+  let release: () => void;
+  try {
+    release = limiter.acquire();
+  } catch (err) {
+    forget();
+    throw err;
+  }
   const deadline = withDeadline(controller.signal, timeout);
   try {
     const answer = await route.handler({ ...request, signal: deadline.signal, grant }, decoder);
