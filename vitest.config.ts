@@ -15,7 +15,17 @@ import { REGIONS_TEST_SECRET } from "./test/support/workers-regions-setup.ts";
 export default defineConfig({
   test: {
     projects: [
-      { test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node", isolate: true } },
+      {
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts"],
+          environment: "node",
+          isolate: true,
+          // Fulls render on the pool at a lower priority, by design: while npm test's other stream
+          // takes both cores, a full of a second alone may wait many seconds for idle CPU.
+          testTimeout: 20_000,
+        },
+      },
       {
         plugins: [
           cloudflareTest(({ inject }) => ({
