@@ -3,7 +3,8 @@
 // against values this test computes on its own from the fixtures (which assets a tile pixel
 // reads, which are valid there, which wins); the index's order at a coarser zoom; expressions on
 // a STAC item's bands; the asset limit; `first` reading no further asset once every pixel is
-// filled; invalidate_source(mosaic, member); and web assets under the access policy.
+// filled; members' tile tables read as their tiles need them (no prefetch);
+// invalidate_source(mosaic, member); and web assets under the access policy.
 import { execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,9 +18,11 @@ import { readAssetConfig } from "../../regional/source/access-policy";
 import { AssetSources } from "../../regional/source/assets";
 import { LocalCatalog } from "../../regional/source/local";
 import { tileToQuadkey } from "../../shared/maps/mosaic-json";
+import { tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { parseTileRequest } from "../../shared/maps/tile-request";
 import { DECODER } from "../../shared/protocol";
 import { startAssetServer, type AssetServer } from "../support/asset-server";
+import { GDAL_PYTHON } from "../support/gdal-reference";
 import {
   gridPixel,
   MONO_MOSAIC_TILES,
@@ -281,6 +284,53 @@ describe("first reads no further asset once every pixel is filled", () => {
         expect(readOf("mono-b.tif")).toBe(before);
         expect((await tile(d, "cb", at, "pixel_selection=highest")).status).toBe(200);
         expect(readOf("mono-b.tif")).toBeGreaterThan(before);
+      } finally {
+        await d.close();
+      }
+    });
+  });
+});
+
+/** Tile (Z, P, Q)'s ancestor eight zooms up: the tile a 65536-pixel member aligned on it fills. */
+const WIDE = { z: Z - 8, x: P >> 8, y: Q >> 8 };
+
+/**
+ * A sparse tiled GeoTIFF in `folder`, 65536² at zoom Z's resolution, filling tile WIDE, with one
+ * 256² overview of value 7 (the tile WIDE reads) and a full level of nothing stored: that level's
+ * tile tables hold 65,536 entries each, 512 KiB in all, which only a prefetch would read.
+ */
+function writeWideMember(folder: string, name: string): void {
+  const grid = tileMatrixSet("WebMercatorQuad").tileMatrices[Z];
+  const span = grid.cellSize * grid.tileWidth * 256;
+  const [x0, y0] = [grid.pointOfOrigin[0] + WIDE.x * span, grid.pointOfOrigin[1] - WIDE.y * span];
+  const script = `
+from osgeo import gdal, osr
+ds = gdal.GetDriverByName("GTiff").Create(${JSON.stringify(path.join(folder, name))}, 65536, 65536, 1, gdal.GDT_Byte, ["TILED=YES", "SPARSE_OK=TRUE", "COMPRESS=DEFLATE"])
+ds.SetGeoTransform([${x0}, ${grid.cellSize}, 0, ${y0}, 0, -${grid.cellSize}])
+srs = osr.SpatialReference(); srs.ImportFromEPSG(3857); ds.SetProjection(srs.ExportToWkt())
+ds.GetRasterBand(1).SetNoDataValue(0)
+ds.BuildOverviews("NONE", [256])
+ds.GetRasterBand(1).GetOverview(0).WriteRaster(0, 0, 256, 256, bytes([7]) * 65536)
+ds = None`;
+  execFileSync(GDAL_PYTHON, ["-c", script]);
+}
+
+describe("a mosaic member's tile tables are read as its tiles need them", () => {
+  it("not prefetched, as a source's are: a tile of its overview never reads the full level's 512 KiB of tables", async () => {
+    await inScratch({}, async (dir2) => {
+      writeWideMember(dir2, "wide.tif");
+      writeMosaic(dir2, "wide-mosaic", [WIDE.z, WIDE.x, WIDE.y], ["wide.tif"]);
+      const recording = new RecordingCatalog(new LocalCatalog(dir2));
+      const d = await startDecoder(recording, 3, { blockCache: new DecodedBlockCache(0) });
+      try {
+        const readOf = (id: string) => recording.reads.filter((r) => r.id === id).reduce((n, r) => n + r.length, 0);
+        expectPixels(await tile(d, "wide-mosaic", [WIDE.z, WIDE.x, WIDE.y]), () => [7, 7, 7]);
+        // The same file as a source of its own prefetches every level's tables in the background.
+        expect((await signedGet(d, `/v1/tiles/wide/WebMercatorQuad/${WIDE.z}/${WIDE.x}/${WIDE.y}.png`)).status).toBe(200);
+        await expect.poll(() => readOf("wide"), { timeout: 5000 }).toBeGreaterThan(512 * 1024);
+        // The member's header blocks and its overview's tables: some 130 KiB, as a one-block
+        // header ring reads the first block again after the IFD at the file's end.
+        expect(readOf("wide.tif")).toBeLessThan(256 * 1024);
       } finally {
         await d.close();
       }
