@@ -71,7 +71,7 @@ async function runMode(mode: "advanced" | "basic", dir: string) {
       merge(alone, await viewers(stack, viewerTiles(aloneId, BIG), { viewers: VIEWERS, seconds: VIEWER_SECONDS }));
       progress(`${mode} round ${round + 1}/${ROUNDS}: viewers under the crawler flood`);
       const stop = new AbortController();
-      const crawler = crawl(stack, crawlerUrl(floodId), CRAWLERS, stop.signal);
+      const crawler = crawl(stack.url, crawlerUrl(floodId), CRAWLERS, stop.signal);
       await sleep(2000); // let the flood build up
       merge(flooded, await viewers(stack, viewerTiles(floodId, BIG), { viewers: VIEWERS, seconds: VIEWER_SECONDS }));
       stop.abort();

@@ -69,16 +69,17 @@ export async function viewers(stack: Stack, tiles: string[], options: { viewers:
 }
 
 /**
- * `crawlers` clients each fetch `next(i)` for i = 0, 1, … until `stop` aborts. A crawler waits
- * the Retry-After of a 503 (the contract a 503 states), and goes straight on after a refusal.
+ * `crawlers` clients each fetch `next(i)` for i = 0, 1, … from the edge at `base` until `stop`
+ * aborts. A crawler waits the Retry-After of a 503 (the contract a 503 states), and goes straight
+ * on after a refusal.
  */
-export function crawl(stack: Stack, next: (i: number) => string, crawlers: number, stop: AbortSignal): { flood: Flood; done: Promise<void> } {
+export function crawl(base: string, next: (i: number) => string, crawlers: number, stop: AbortSignal): { flood: Flood; done: Promise<void> } {
   const flood: Flood = { ok: 0, shed503: 0, refused: 0, failed: 0, other: 0 };
   let k = 0;
   const loop = async () => {
     while (!stop.aborted) {
       try {
-        const res = await fetch(stack.url + next(k++), { signal: stop });
+        const res = await fetch(base + next(k++), { signal: stop });
         await discard(res);
         const retryAfter = res.headers.get("retry-after");
         if (res.status === 200) flood.ok++;
