@@ -43,6 +43,7 @@ export default defineConfig({
                 TEST_CUTTING_DECODER_URL: inject("cuttingDecoderUrl"),
                 TEST_STREAMING_DECODER_URL: inject("streamingDecoderUrl"),
                 TEST_DRAINING_DECODER_CONTROL_URL: inject("drainingDecoderControlUrl"),
+                TEST_SKEWED_DECODER_URL: inject("skewedDecoderUrl"),
                 REQUEST_TIMEOUT: "2",
                 QUEUE_TIMEOUT: "1",
                 DECODER_TTL: "3",
