@@ -10,8 +10,9 @@
 // third for the test that counts the connections the DO opens to it; and, on request, real
 // decoders that are draining: each SIGTERMed while it holds a mosaic tile whose web asset never
 // answers, so it answers every new request as a draining decoder until its drain deadline.
-// A stand-in relays to the working decoder, skewed, as if the edge signed a limit the decoder
-// cannot read: it re-signs each request with a deadline past the longest a decoder takes.
+// Two stand-ins relay to the working decoder: a skewed one, as if the edge signed a limit the
+// decoder cannot read (it re-signs each request with a deadline past the longest a decoder
+// takes), and a late one, whose every answer comes LATE_MS after the decoder's.
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer as createHttpServer } from "node:http";
@@ -41,9 +42,12 @@ declare module "vitest" {
     /** POST: starts a draining decoder and answers its URL. */
     drainingDecoderControlUrl: string;
     skewedDecoderUrl: string;
+    lateDecoderUrl: string;
   }
 }
 
+/** How long the late decoder holds each answer: most of the tests' REQUEST_TIMEOUT (2 s). */
+export const LATE_MS = 1500;
 
 export default async function setup(project: TestProject) {
   await useDecoderBuild();
@@ -83,6 +87,8 @@ export default async function setup(project: TestProject) {
     },
   }));
   project.provide("skewedDecoderUrl", await listening(skewed));
+  const late = relayDecoder(working.url, async (_path, headers) => ({ headers, delayMs: LATE_MS }));
+  project.provide("lateDecoderUrl", await listening(late));
   const assets = await startAssetServer(dir);
   // Started when a test asks, not here: a drain ends at its deadline, and this run may last longer.
   const draining: DecoderProcess[] = [];
@@ -100,6 +106,7 @@ export default async function setup(project: TestProject) {
     dropping.close();
     cutting.close();
     skewed.close();
+    late.close();
     streaming.closeAllConnections();
     streaming.close();
     await Promise.all([stopDecoder(decoder), stopDecoder(rotated), stopDecoder(working), stopDecoder(counted), stopDecoder(connections)]);
@@ -118,6 +125,7 @@ async function writeSources(dir: string): Promise<void> {
     .tiff({ tile: true, tileWidth: 256, tileHeight: 256, compression: "deflate" })
     .toFile(path.join(dir, "noise.tif"));
   await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "published.tif"));
+  await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "late.tif"));
   await copyFile(path.join(ROOT, "samples/utm-quadrants.tif"), path.join(dir, "utm-quadrants.tif"));
   // A mosaic of the one sample, indexed at zoom 0 (its one quadkey "").
   const mosaic = { mosaicjson: "0.0.3", minzoom: 0, maxzoom: 16, quadkey_zoom: 0, bounds: [15, 47.66, 15.28, 47.86], tiles: { "": ["utm-quadrants.tif"] } };
