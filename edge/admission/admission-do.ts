@@ -71,7 +71,7 @@ export class AdmissionDO extends DurableObject<Env> {
     this.leases = new Leases({ admission: a, model: this.model, stats: this.stats, resize, setAlarm });
     const { decoderSecret, streamAnswerBytes } = this.config;
     this.calls = new DecoderCalls({ decoderSecret, admission: a, decoders: this.decoders, streamAnswerBytes, stats: this.stats, resize, waitUntil });
-    this.transfers = new FileTransfers(this.config, this.calls, waitUntil);
+    this.transfers = new FileTransfers(this.config, this.calls, waitUntil, (at) => this.leases.deadline(at));
     this.resize();
   }
 
@@ -110,10 +110,10 @@ export class AdmissionDO extends DurableObject<Env> {
       const host = { decoderSecret: this.config.decoderSecret, decoders: this.decoders, leases: this.leases };
       return await invalidate(host, id, url.searchParams.get("member") ?? undefined, request.signal, requestId);
     }
-    if (pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfers.transfer(pathname + url.search, request.signal, requestId);
+    const deadlineAt = deadlineFrom(request.headers.get(TIME_LEFT_HEADER), this.config.admission.requestTimeoutMs);
+    if (pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfers.transfer(pathname + url.search, request.signal, deadlineAt, requestId);
     const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
     const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
-    const deadlineAt = deadlineFrom(request.headers.get(TIME_LEFT_HEADER), this.config.admission.requestTimeoutMs);
     return await this.decode(pathname + url.search, partition, estimate, request.signal, deadlineAt, requestId);
   }
 

@@ -54,4 +54,21 @@ describe("one deadline from the request's arrival", () => {
     expect((await sent()).length).toBe(before);
     expect(await metric("permits_in_use")).toBe(0);
   });
+
+  it("answers a cold /file 408 at REQUEST_TIMEOUT from its arrival, its transfer signed only what the metadata left", async () => {
+    await forgetSourceInfo({ id: "late" });
+    const [timeouts, before] = [await metric("request_timeouts_total"), (await sent()).length];
+    const started = Date.now();
+    const res = await get("/iiif/3/late/file");
+    const took = Date.now() - started;
+    expect(res.status).toBe(408);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(await res.json()).toMatchObject({ error: "deadline", message: "the request exceeded REQUEST_TIMEOUT" });
+    expect(took).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
+    expect(took).toBeLessThan(REQUEST_TIMEOUT_MS + 400);
+    const [info, file] = (await sent()).slice(before);
+    expect([info.path, file.path]).toEqual([expect.stringMatching(/^\/v1\/info\/late/), expect.stringMatching(/^\/v1\/file\/late\?/)]);
+    expect(Number(file.timeoutMs)).toBeLessThanOrEqual(REQUEST_TIMEOUT_MS - LATE_MS);
+    expect(await metric("request_timeouts_total")).toBe(timeouts + 1);
+  });
 });
