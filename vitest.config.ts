@@ -9,7 +9,7 @@
 // `npm test` runs the projects as two streams at once (test/run.ts).
 import { defineConfig } from "vitest/config";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
-import { WORKERS_TEST_SECRET } from "./test/support/workers-global-setup.ts";
+import { LATE_MS, WORKERS_TEST_SECRET } from "./test/support/workers-global-setup.ts";
 import { REGIONS_TEST_SECRET } from "./test/support/workers-regions-setup.ts";
 
 export default defineConfig({
@@ -43,6 +43,9 @@ export default defineConfig({
                 TEST_CUTTING_DECODER_URL: inject("cuttingDecoderUrl"),
                 TEST_STREAMING_DECODER_URL: inject("streamingDecoderUrl"),
                 TEST_DRAINING_DECODER_CONTROL_URL: inject("drainingDecoderControlUrl"),
+                TEST_SKEWED_DECODER_URL: inject("skewedDecoderUrl"),
+                TEST_LATE_DECODER_URL: inject("lateDecoderUrl"),
+                TEST_LATE_MS: String(LATE_MS),
                 REQUEST_TIMEOUT: "2",
                 QUEUE_TIMEOUT: "1",
                 DECODER_TTL: "3",

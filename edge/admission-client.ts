@@ -4,6 +4,7 @@ import { thresholdsOf } from "../shared/admission-config";
 import { classify, ESTIMATE_HEADER, ESTIMATE_WORK_HEADER, PARTITION_HEADER, type Cost as Estimate, type Partition } from "../shared/cost";
 import { errorFromResponse, HttpError } from "../shared/errors";
 import { X_REQUEST_ID } from "../shared/request-id";
+import { TIME_LEFT_HEADER } from "./admission/leases";
 import { NO_DECODERS_HEADER, shardStub, sourceShards, type Shard } from "./admission/placement";
 import { edgeConfig, type EdgeConfig, type Env } from "./env";
 import type { ForClient } from "./request-id";
@@ -40,7 +41,9 @@ const METADATA: Cost = { partition: "tile", estimate: { bytes: 0, work: 0 } };
 /**
  * Sends a decoder request about `sourceId` (a source, or a style document's name) through
  * admission: to the nearest region that serves it, and on to the next while a region answers
- * that it has no live decoder. Non-OK answers are thrown as HttpError.
+ * that it has no live decoder. Each call says what is left of the client's REQUEST_TIMEOUT,
+ * so the admissions of one request (its metadata, then its image; a region after another)
+ * share one deadline. Non-OK answers are thrown as HttpError.
  */
 export async function viaAdmission(
   env: Env,
@@ -49,6 +52,7 @@ export async function viaAdmission(
   client: ForClient,
   cost: Cost = METADATA,
 ): Promise<Response> {
+  const { requestTimeoutMs } = edgeConfig(env).admission;
   const ask = (shard: Shard) =>
     callShard(
       env,
@@ -60,6 +64,7 @@ export async function viaAdmission(
           [ESTIMATE_HEADER]: String(cost.estimate.bytes),
           [ESTIMATE_WORK_HEADER]: String(Math.ceil(cost.estimate.work)),
           [X_REQUEST_ID]: client.requestId,
+          [TIME_LEFT_HEADER]: String(Math.max(0, client.arrivedAt + requestTimeoutMs - Date.now())),
         },
       }),
     );

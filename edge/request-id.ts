@@ -1,14 +1,17 @@
 // The edge names each client request (shared/request-id.ts): the client's own id when it is a
 // valid one, else Cloudflare's cf-ray, else a random UUID. Every call made for the request
 // carries it (ForClient), and the answer gets it on the way out, hits included: the id is set
-// as the answer leaves, never stored in the cache with it.
+// as the answer leaves, never stored in the cache with it. The calls carry the request's
+// arrival too: its REQUEST_TIMEOUT runs from then, across every admission made for it.
 import type { IRequest } from "itty-router";
 import { isValidRequestId, X_REQUEST_ID } from "../shared/request-id";
 
-/** What the calls made for a client's request carry: its abort signal and its id. */
+/** What the calls made for a client's request carry: its abort signal, its id and its arrival. */
 export interface ForClient {
   signal: AbortSignal;
   requestId: string;
+  /** When the request reached the edge, epoch ms. */
+  arrivedAt: number;
 }
 
 export function requestIdOf(req: Request): string {
@@ -18,12 +21,13 @@ export function requestIdOf(req: Request): string {
   return isValidRequestId(ray) ? ray : crypto.randomUUID();
 }
 
-/** Router `before` stage: names the request. */
+/** Router `before` stage: names the request and notes its arrival. */
 export function withRequestId(req: IRequest): void {
   req.requestId = requestIdOf(req);
+  req.arrivedAt = Date.now();
 }
 
-export const forClient = (req: IRequest): ForClient => ({ signal: req.signal, requestId: req.requestId });
+export const forClient = (req: IRequest): ForClient => ({ signal: req.signal, requestId: req.requestId, arrivedAt: req.arrivedAt });
 
 /**
  * Router `finally` stage: the id on the answer, and in its body when that is a JSON error (a

@@ -125,6 +125,12 @@ export const GRANTED_PARTITION_HEADER = "x-tessera-granted-partition";
  */
 export const DRAINING_HEADER = "x-tessera-draining";
 /**
+ * On a decoder's 4xx: the refusal is about the edge's own signed headers (the signature, the
+ * request id, a limit the decoder cannot read), not about the client's request. It is the
+ * service's fault, so the DO answers it as a decoder fault (502), which nobody caches.
+ */
+export const SIGNED_HEADERS_REFUSED_HEADER = "x-tessera-signed-headers-refused";
+/**
  * The id of one signed call, signed with it: a decoder takes each id once (a replay is refused),
  * and a later cancel names the forwarded request by it.
  */

@@ -24,7 +24,7 @@ import { DecoderCalls } from "./decoder-calls";
 import { DecoderRegistry } from "./decoders";
 import { failing } from "./faults";
 import { invalidate } from "./invalidate";
-import { Leases, type Lease } from "./leases";
+import { deadlineFrom, Leases, TIME_LEFT_HEADER, type Lease } from "./leases";
 import { admissionMetrics, type DoStats } from "./metrics";
 import { NO_DECODERS_HEADER } from "./placement";
 import { AdmissionModel } from "./model";
@@ -71,7 +71,7 @@ export class AdmissionDO extends DurableObject<Env> {
     this.leases = new Leases({ admission: a, model: this.model, stats: this.stats, resize, setAlarm });
     const { decoderSecret, streamAnswerBytes } = this.config;
     this.calls = new DecoderCalls({ decoderSecret, admission: a, decoders: this.decoders, streamAnswerBytes, stats: this.stats, resize, waitUntil });
-    this.transfers = new FileTransfers(this.config, this.calls, waitUntil);
+    this.transfers = new FileTransfers(this.config, this.calls, waitUntil, (at) => this.leases.deadline(at));
     this.resize();
   }
 
@@ -110,10 +110,11 @@ export class AdmissionDO extends DurableObject<Env> {
       const host = { decoderSecret: this.config.decoderSecret, decoders: this.decoders, leases: this.leases };
       return await invalidate(host, id, url.searchParams.get("member") ?? undefined, request.signal, requestId);
     }
-    if (pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfers.transfer(pathname + url.search, request.signal, requestId);
+    const deadlineAt = deadlineFrom(request.headers.get(TIME_LEFT_HEADER), this.config.admission.requestTimeoutMs);
+    if (pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfers.transfer(pathname + url.search, request.signal, deadlineAt, requestId);
     const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
     const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
-    return await this.decode(pathname + url.search, partition, estimate, request.signal, requestId);
+    return await this.decode(pathname + url.search, partition, estimate, request.signal, deadlineAt, requestId);
   }
 
   private metrics(): Response {
@@ -134,36 +135,35 @@ export class AdmissionDO extends DurableObject<Env> {
   /**
    * A decode (an image or a tile) joins the identical one in flight, if any, else is admitted
    * and forwarded (coalesce.ts); anything else, and everything with COALESCE=false, is admitted
-   * on its own. A follower's deadline runs from its own arrival.
+   * on its own. A follower waits until its own deadline.
    */
-  private async decode(path: string, partition: Partition, estimate: number, client: AbortSignal, requestId?: string): Promise<Response> {
-    const arrivedAt = Date.now();
+  private async decode(path: string, partition: Partition, estimate: number, client: AbortSignal, deadlineAt: number, requestId?: string): Promise<Response> {
     // A coalesced decode carries the id of the request that started it.
-    const admit = (signal: AbortSignal) => this.admitAndForward(path, partition, estimate, signal, arrivedAt, requestId);
+    const admit = (signal: AbortSignal) => this.admitAndForward(path, partition, estimate, signal, deadlineAt, requestId);
     if (!this.config.coalesce || !isDecodePath(path)) return answerResponse(await admit(client));
-    return await this.flights.answer(path, client, admit, () => this.leases.deadline(arrivedAt + this.config.admission.requestTimeoutMs));
+    return await this.flights.answer(path, client, admit, () => this.leases.deadline(deadlineAt));
   }
 
   /**
    * Admits and forwards one decode. When the decoder's precise estimate exceeds what the edge's
    * coarse one was granted, the decoder refuses before reading any pixel and the request is
    * admitted once more, as the model says for the precise figure (it may then wait, be shed or
-   * be refused with 413), under the same REQUEST_TIMEOUT from arrival.
+   * be refused with 413), under the same deadline.
    */
-  private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal, arrivedAt: number, requestId?: string): Promise<DecodedAnswer> {
+  private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal, deadlineAt: number, requestId?: string): Promise<DecodedAnswer> {
     try {
-      return await this.calls.forward(path, await this.lease(partition, estimate, client, arrivedAt), requestId);
+      return await this.calls.forward(path, await this.lease(partition, estimate, client, deadlineAt), requestId);
     } catch (err) {
       if (!(err instanceof GrantExceeded)) throw err;
       const precise = classify(err.needed, thresholdsOf(this.config.admission));
       if (precise !== partition) this.stats.disagreements++;
-      return await this.calls.forward(path, await this.lease(precise, err.needed.bytes, client, arrivedAt), requestId);
+      return await this.calls.forward(path, await this.lease(precise, err.needed.bytes, client, deadlineAt), requestId);
     }
   }
 
-  /** Admits a request and leases what it was granted until `release` or the deadline alarm. */
-  lease(partition: Partition, estimate: number, clientSignal: AbortSignal, arrivedAt = Date.now()): Promise<Lease> {
-    return this.leases.lease(partition, estimate, clientSignal, arrivedAt);
+  /** Admits a request and leases what it was granted until `release` or the alarm at `deadlineAt`. */
+  lease(partition: Partition, estimate: number, clientSignal: AbortSignal, deadlineAt?: number): Promise<Lease> {
+    return this.leases.lease(partition, estimate, clientSignal, deadlineAt);
   }
 
   /** Reclaims the leases past their deadline and grace. */

@@ -1,6 +1,6 @@
 // Every grant the admission model makes is leased until REQUEST_TIMEOUT from the request's
-// arrival, and a DO alarm reclaims the leases whose holders never released them, so a path
-// that never ends (a hung pipe, a bug) still cannot keep its permits.
+// arrival at the edge, and a DO alarm reclaims the leases whose holders never released them, so
+// a path that never ends (a hung pipe, a bug) still cannot keep its permits.
 import type { AdmissionConfig } from "../../shared/admission-config";
 import type { Partition } from "../../shared/cost";
 import { HttpError } from "../../shared/errors";
@@ -8,6 +8,20 @@ import type { Deadline } from "./coalesce";
 import { failing } from "./faults";
 import type { DoStats } from "./metrics";
 import type { AdmissionModel, Grant } from "./model";
+
+/**
+ * Edge → DO: what is left, in ms, of the client request's REQUEST_TIMEOUT, which runs from its
+ * arrival at the edge: the admissions made one after another for one request (its metadata,
+ * then its image; another region's) share that one deadline. A span, not a time of day, so the
+ * Worker's clock and the DO's need not agree; the call's transit is the only slack it adds.
+ */
+export const TIME_LEFT_HEADER = "x-tessera-time-left-ms";
+
+/** When a request the DO takes now must end: what the edge says is left (REQUEST_TIMEOUT at most, and when it says nothing). */
+export function deadlineFrom(timeLeft: string | null, requestTimeoutMs: number, now = Date.now()): number {
+  const left = timeLeft !== null && /^\d+$/.test(timeLeft) ? Number(timeLeft) : requestTimeoutMs;
+  return now + Math.min(left, requestTimeoutMs);
+}
 
 export interface Lease {
   grant: Grant;
@@ -17,7 +31,7 @@ export interface Lease {
   client: AbortSignal;
   /** Aborts when the lease is released or expires: what cuts off a decoder that never answers. */
   ended: AbortSignal;
-  /** When REQUEST_TIMEOUT ends, epoch ms. */
+  /** When the request's REQUEST_TIMEOUT ends, epoch ms. */
   deadlineAt: number;
   /** Peak decode bytes the decoder may use: signed into the forwarded request. */
   grantedBytes: number;
@@ -45,11 +59,14 @@ export class Leases {
 
   constructor(private readonly host: LeaseHost) {}
 
-  /** Admits a request and leases what it was granted until `release` or the deadline alarm. */
-  async lease(partition: Partition, estimate: number, clientSignal: AbortSignal, arrivedAt = Date.now()): Promise<Lease> {
+  /**
+   * Admits a request and leases what it was granted until `release` or the alarm at `deadlineAt`
+   * (from deadlineFrom); one whose deadline has passed is 408 at once, admitting nothing.
+   */
+  async lease(partition: Partition, estimate: number, clientSignal: AbortSignal, deadlineAt = Date.now() + this.host.admission.requestTimeoutMs): Promise<Lease> {
     const { requestTimeoutMs, queueTimeoutMs, largeDecodeThresholdBytes, largeDecodeThresholdWork } = this.host.admission;
-    const deadlineAt = arrivedAt + requestTimeoutMs;
     const deadline = this.deadline(deadlineAt);
+    if (deadline.signal.aborted) throw deadline.signal.reason;
     const signal = AbortSignal.any([deadline.signal, clientSignal]);
     this.host.resize();
     let grant: Grant;
@@ -86,13 +103,18 @@ export class Leases {
     return { grant, signal, client: clientSignal, ended: ended.signal, deadlineAt, grantedBytes, grantedWork, release: () => release(false) };
   }
 
-  /** REQUEST_TIMEOUT, wall-clock from arrival (the wait for a permit included): 408, counted. */
+  /** REQUEST_TIMEOUT, wall-clock from arrival (the wait for a permit included): 408, counted; at once when `at` has passed. */
   deadline(at: number): Deadline {
     const deadline = new AbortController();
-    const timer = setTimeout(() => {
+    const expire = () => {
       this.host.stats.requestTimeouts++;
       deadline.abort(new HttpError("deadline", "the request exceeded REQUEST_TIMEOUT"));
-    }, at - Date.now());
+    };
+    if (at <= Date.now()) {
+      expire();
+      return { signal: deadline.signal, clear: () => {} };
+    }
+    const timer = setTimeout(expire, at - Date.now());
     return { signal: deadline.signal, clear: () => clearTimeout(timer) };
   }
 

@@ -1,12 +1,14 @@
 // A source's stored bytes (/file), streamed from a decoder. Nothing is decoded, so no decode
 // permit is taken; transfers have a cap of their own (MAX_FILE_TRANSFERS, then 503).
-// REQUEST_TIMEOUT bounds the wait for the decoder's headers; once the bytes flow, a transfer is
+// The request's deadline (REQUEST_TIMEOUT from its arrival at the edge, its metadata's admission
+// included) bounds the wait for the decoder's headers; once the bytes flow, a transfer is
 // cut only when a window of REQUEST_TIMEOUT passes with fewer than FILE_MIN_RATE a second in it
 // (a stall, or a client reading a trickle to keep its place), or the client leaves: a large file
 // read at any honest speed is never cut short by the deadline.
 import { HttpError } from "../../shared/errors";
 import type { SignedLimits } from "../../shared/protocol";
 import type { EdgeConfig } from "../env";
+import type { Deadline } from "./coalesce";
 import { decoderHeaders, type DecoderCalls } from "./decoder-calls";
 import { isDrainingAnswer } from "./draining";
 import { checkAnswer, failedWhileAnswering } from "./faults";
@@ -21,10 +23,12 @@ export class FileTransfers {
     private readonly config: Pick<EdgeConfig, "maxFileTransfers" | "fileMinRate" | "decoderSecret" | "admission">,
     private readonly calls: Pick<DecoderCalls, "reachableDecoder" | "resendFromDraining">,
     private readonly waitUntil: (promise: Promise<unknown>) => void,
+    /** The request's deadline, counted when it passes (Leases.deadline). */
+    private readonly deadline: (at: number) => Deadline,
   ) {}
 
-  /** Streams the decoder's answer for `path` until its last byte, a stall, or the client leaving. */
-  async transfer(path: string, client: AbortSignal, requestId?: string): Promise<Response> {
+  /** Streams the decoder's answer for `path` until its last byte, a stall, or the client leaving; its headers by `deadlineAt`. */
+  async transfer(path: string, client: AbortSignal, deadlineAt: number, requestId?: string): Promise<Response> {
     const { maxFileTransfers } = this.config;
     if (this.inProgress >= maxFileTransfers) {
       this.shed++;
@@ -37,17 +41,20 @@ export class FileTransfers {
     const floor = new RateFloor(requestTimeoutMs, (this.config.fileMinRate * requestTimeoutMs) / 1000, slow);
     const onClient = () => cut.abort(client.reason);
     client.addEventListener("abort", onClient, { once: true });
+    const deadline = this.deadline(deadlineAt);
     let finished = false;
     const finish = () => {
       if (finished) return;
       finished = true;
       floor.stop();
+      deadline.clear();
       client.removeEventListener("abort", onClient);
       this.inProgress--;
     };
     try {
       if (client.aborted) throw client.reason;
-      const upstream = await this.answerFor(path, cut.signal, requestId);
+      const upstream = await this.answerFor(path, AbortSignal.any([cut.signal, deadline.signal]), deadlineAt, requestId);
+      deadline.clear(); // the headers are in: from now on the pace bounds the transfer, never its length
       if (!upstream.body) {
         finish();
         return upstream;
@@ -68,10 +75,11 @@ export class FileTransfers {
   }
 
   /** A reachable decoder's answer for `path`, from another one while those reached are draining. */
-  private async answerFor(path: string, cut: AbortSignal, requestId?: string): Promise<Response> {
-    const limits: SignedLimits = { timeoutMs: String(this.config.admission.requestTimeoutMs) };
+  private async answerFor(path: string, cut: AbortSignal, deadlineAt: number, requestId?: string): Promise<Response> {
     for (;;) {
+      if (cut.aborted) throw cut.reason;
       const decoder = await this.calls.reachableDecoder(cut, requestId);
+      const limits: SignedLimits = { timeoutMs: String(Math.max(1, deadlineAt - Date.now())) };
       const headers = await decoderHeaders(this.config.decoderSecret, "GET", path, limits, requestId); // a fresh id for each decoder tried
       const upstream = await fetch(decoder.url + path, { headers, signal: cut }).catch((err) => {
         if (cut.aborted) throw cut.reason;
@@ -95,9 +103,8 @@ class RateFloor {
     private readonly ms: number,
     private readonly minBytes: number,
     private readonly onSlow: () => void,
-  ) {
-    this.restart();
-  }
+  ) {}
+  /** Starts (again) with a first window from now. */
   restart(): void {
     clearInterval(this.timer);
     this.counted = 0;

@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { GrantExceeded, NEEDED_HEADER, NEEDED_WORK_HEADER } from "../../shared/cost";
 import { badRequest, HttpError, notFound } from "../../shared/errors";
-import { DRAINING_HEADER, REQUEST_ID_HEADER, type SignedLimits } from "../../shared/protocol";
+import { DRAINING_HEADER, REQUEST_ID_HEADER, SIGNED_HEADERS_REFUSED_HEADER, type SignedLimits } from "../../shared/protocol";
 import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
 import { createDecoderContext, type DecoderContext, type DecoderOptions } from "../decoder";
 import { withDeadline } from "../runtime/deadlines";
@@ -19,7 +19,7 @@ import { requestSeconds, requestsTotal, routeOf } from "../runtime/metrics";
 import { errorAnswer, send, type Answer } from "./answer";
 import { findRoute, paramsOf, type Route, type RouteRequest } from "./router";
 import { ROUTES } from "./routes";
-import { deadlineOf, grantOf, headerValue, SIGNED_PREFIX, verifiedLimits } from "./signing";
+import { deadlineOf, grantOf, headerValue, SIGNED_PREFIX, SignedHeadersRefused, verifiedLimits } from "./signing";
 
 /** One request as the plumbing sees it. */
 interface Exchange {
@@ -180,9 +180,14 @@ async function failure(decoder: DecoderContext, { req, url, controller, requestI
   if (err instanceof HttpError && REJECTIONS[err.kind]) decoder.metrics.rejected.inc({ reason: REJECTIONS[err.kind] });
   else if (aborted) decoder.metrics.rejected.inc({ reason: "cancelled" });
   // Anything not an HttpError is a generic 502, no detail on the wire.
-  const needed: Record<string, string> =
-    err instanceof GrantExceeded ? { [NEEDED_HEADER]: String(err.needed.bytes), [NEEDED_WORK_HEADER]: String(Math.ceil(err.needed.work)) } : {};
-  return errorAnswer(err, requestId, needed);
+  return errorAnswer(err, requestId, protocolHeaders(err));
+}
+
+/** What the DO reads off a refusal beside its status: the grant a decode needs, or that the signed headers were refused. */
+function protocolHeaders(err: unknown): Record<string, string> {
+  if (err instanceof GrantExceeded) return { [NEEDED_HEADER]: String(err.needed.bytes), [NEEDED_WORK_HEADER]: String(Math.ceil(err.needed.work)) };
+  if (err instanceof SignedHeadersRefused) return { [SIGNED_HEADERS_REFUSED_HEADER]: "1" };
+  return {};
 }
 
 /** One metric sample and one log line per request, once its answer is written. */

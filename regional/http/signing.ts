@@ -7,7 +7,7 @@
 import { createHmac } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Partition } from "../../shared/cost";
-import { badRequest } from "../../shared/errors";
+import { badRequest, HttpError } from "../../shared/errors";
 import {
   GRANT_HEADER,
   GRANT_WORK_HEADER,
@@ -32,13 +32,31 @@ export interface Grant {
   partition?: Partition;
 }
 
+/**
+ * A 4xx about the edge's signed headers, not the client's request: its answer says so
+ * (SIGNED_HEADERS_REFUSED_HEADER), for the DO to answer it as the service's fault.
+ */
+export class SignedHeadersRefused extends HttpError {
+  constructor(refusal: HttpError) {
+    super(refusal.kind, refusal.message, refusal.retryAfterSeconds, refusal.detail);
+    this.name = "SignedHeadersRefused";
+  }
+}
+
+/** Marks a refusal of the signed headers as such; a 503 (the accepted ids full) stays transient. */
+const aboutSignedHeaders = (err: unknown) => (err instanceof HttpError && err.status < 500 ? new SignedHeadersRefused(err) : err);
+
 /** The request's signed limits, once its signature is verified and its id taken (401 otherwise: a replay among them). */
 export async function verifiedLimits(req: IncomingMessage, secret: string, ids: AcceptedIds): Promise<SignedLimits> {
   const limits = limitsFrom((name) => headerValue(req.headers[name]));
   const signature = headerValue(req.headers[SIGNATURE_HEADER]);
   const now = Date.now();
-  const expires = await verifyRequest(secret, req.method ?? "GET", req.url ?? "", signature, now, nodeHmac, limits);
-  ids.take(limits.requestId, expires, now);
+  try {
+    const expires = await verifyRequest(secret, req.method ?? "GET", req.url ?? "", signature, now, nodeHmac, limits);
+    ids.take(limits.requestId, expires, now);
+  } catch (err) {
+    throw aboutSignedHeaders(err);
+  }
   return limits;
 }
 
@@ -49,7 +67,7 @@ export function grantOf(limits: SignedLimits): Grant | undefined {
   const work = wholeNumber(limits.grantWork, GRANT_WORK_HEADER, 0, Number.MAX_SAFE_INTEGER) ?? Infinity;
   const partition = limits.partition ?? undefined;
   if (partition !== undefined && partition !== "tile" && partition !== "full") {
-    throw badRequest(`${GRANTED_PARTITION_HEADER} must be tile or full`);
+    throw new SignedHeadersRefused(badRequest(`${GRANTED_PARTITION_HEADER} must be tile or full`));
   }
   return { bytes, work, partition };
 }
@@ -71,6 +89,6 @@ const nodeHmac = (secret: string, message: string) => createHmac("sha256", secre
 function wholeNumber(raw: string | null | undefined, header: string, min: number, max: number): number | undefined {
   if (raw === null || raw === undefined) return undefined;
   const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < min || n > max) throw badRequest(`${header} must be a whole number from ${min} to ${max}`);
+  if (!/^\d+$/.test(raw) || n < min || n > max) throw new SignedHeadersRefused(badRequest(`${header} must be a whole number from ${min} to ${max}`));
   return n;
 }

@@ -10,6 +10,9 @@
 // third for the test that counts the connections the DO opens to it; and, on request, real
 // decoders that are draining: each SIGTERMed while it holds a mosaic tile whose web asset never
 // answers, so it answers every new request as a draining decoder until its drain deadline.
+// Two stand-ins relay to the working decoder: a skewed one, as if the edge signed a limit the
+// decoder cannot read (it re-signs each request with a deadline past the longest a decoder
+// takes), and a late one, whose every answer comes LATE_MS after the decoder's.
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer as createHttpServer } from "node:http";
@@ -38,8 +41,13 @@ declare module "vitest" {
     streamingDecoderUrl: string;
     /** POST: starts a draining decoder and answers its URL. */
     drainingDecoderControlUrl: string;
+    skewedDecoderUrl: string;
+    lateDecoderUrl: string;
   }
 }
+
+/** How long the late decoder holds each answer: most of the tests' REQUEST_TIMEOUT (2 s). */
+export const LATE_MS = 1500;
 
 export default async function setup(project: TestProject) {
   await useDecoderBuild();
@@ -71,6 +79,16 @@ export default async function setup(project: TestProject) {
   project.provide("cuttingDecoderUrl", await listening(cutting));
   const streaming = streamingDecoder();
   project.provide("streamingDecoderUrl", await listening(streaming));
+  const { signedHeaders, limitsFrom, MAX_DEADLINE_MS } = await sharedProtocol();
+  const skewed = relayDecoder(working.url, async (path, headers) => ({
+    headers: {
+      ...headers,
+      ...(await signedHeaders(WORKERS_TEST_SECRET, "GET", path, { ...limitsFrom((name) => headers[name] ?? null), timeoutMs: String(MAX_DEADLINE_MS + 1), requestId: null })),
+    },
+  }));
+  project.provide("skewedDecoderUrl", await listening(skewed));
+  const late = relayDecoder(working.url, async (_path, headers) => ({ headers, delayMs: LATE_MS }));
+  project.provide("lateDecoderUrl", await listening(late));
   const assets = await startAssetServer(dir);
   // Started when a test asks, not here: a drain ends at its deadline, and this run may last longer.
   const draining: DecoderProcess[] = [];
@@ -87,6 +105,8 @@ export default async function setup(project: TestProject) {
     await assets.close();
     dropping.close();
     cutting.close();
+    skewed.close();
+    late.close();
     streaming.closeAllConnections();
     streaming.close();
     await Promise.all([stopDecoder(decoder), stopDecoder(rotated), stopDecoder(working), stopDecoder(counted), stopDecoder(connections)]);
@@ -105,6 +125,7 @@ async function writeSources(dir: string): Promise<void> {
     .tiff({ tile: true, tileWidth: 256, tileHeight: 256, compression: "deflate" })
     .toFile(path.join(dir, "noise.tif"));
   await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "published.tif"));
+  await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "late.tif"));
   await copyFile(path.join(ROOT, "samples/utm-quadrants.tif"), path.join(dir, "utm-quadrants.tif"));
   // A mosaic of the one sample, indexed at zoom 0 (its one quadkey "").
   const mosaic = { mosaicjson: "0.0.3", minzoom: 0, maxzoom: 16, quadkey_zoom: 0, bounds: [15, 47.66, 15.28, 47.86], tiles: { "": ["utm-quadrants.tif"] } };
@@ -149,6 +170,44 @@ function streamingDecoder() {
   });
 }
 
+/** What a relayDecoder sends on for one request: these headers, its answer held `delayMs`. */
+interface Relayed {
+  headers: Record<string, string>;
+  delayMs?: number;
+}
+
+/**
+ * A decoder's stand-in: each request goes on to the decoder at `target` with the headers
+ * `relayed` makes of the edge's, and its answer comes back. GET /state lists what the edge sent,
+ * each request's path and signed deadline (x-tessera-timeout-ms) in the order they came.
+ */
+function relayDecoder(target: string, relayed: (path: string, headers: Record<string, string>) => Promise<Relayed>): Server {
+  const sent: { path: string; timeoutMs: string | undefined }[] = [];
+  return createHttpServer((req, res) => {
+    if (req.url === "/state") return void res.end(JSON.stringify(sent));
+    const path = req.url!;
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => name.startsWith("x-"))) as Record<string, string>;
+    sent.push({ path, timeoutMs: headers["x-tessera-timeout-ms"] });
+    (async () => {
+      const { headers: onward, delayMs = 0 } = await relayed(path, headers);
+      const upstream = await fetch(target + path, { headers: onward });
+      const body = Buffer.from(await upstream.arrayBuffer());
+      await new Promise((r) => setTimeout(r, delayMs));
+      const answered = [...upstream.headers].filter(([name]) => !["content-length", "transfer-encoding", "connection", "keep-alive"].includes(name));
+      res.writeHead(upstream.status, Object.fromEntries(answered)).end(body);
+    })().catch(() => res.destroy());
+  });
+}
+
+/**
+ * shared/protocol.ts, imported by a computed URL: vitest.config.ts loads this file, and Vite's
+ * config loader warns of every import without a file extension in the modules it follows
+ * (shared/ has them).
+ */
+async function sharedProtocol(): Promise<typeof import("../../shared/protocol.ts")> {
+  return import(/* @vite-ignore */ new URL("../../shared/protocol.ts", import.meta.url).href);
+}
+
 /** Listens on a free loopback port; resolves to the server's URL. */
 async function listening(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -173,10 +232,7 @@ async function drainingDecoder(dir: string, assets: AssetServer): Promise<Decode
     TESSERA_REQUEST_TIMEOUT_MS: longest,
     TESSERA_DRAIN_TIMEOUT_MS: longest,
   });
-  // Imported by a computed URL: vitest.config.ts loads this file, and Vite's config loader warns
-  // of every import without a file extension in the modules it follows (shared/ has them).
-  const protocol = new URL("../../shared/protocol.ts", import.meta.url).href;
-  const { signedHeaders }: typeof import("../../shared/protocol.ts") = await import(/* @vite-ignore */ protocol);
+  const { signedHeaders } = await sharedProtocol();
   const tile = "/v1/tiles/stalled/WebMercatorQuad/12/2219/1427.png";
   const held = fetch(decoder.url + tile, { headers: await signedHeaders(WORKERS_TEST_SECRET, "GET", tile) });
   held.catch(() => {}); // cut when the decoder is killed at the end of the run

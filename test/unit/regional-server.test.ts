@@ -7,7 +7,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecodedBlockCache } from "../../regional/cog/block-cache";
 import { LocalCatalog } from "../../regional/source/local";
 import type { SourceCatalog } from "../../regional/source/source";
-import { DECODER, GRANT_HEADER, limitHeaders, REQUEST_ID_HEADER, signedHeaders, signRequest, VERSION_HEADER, type SourceInfo } from "../../shared/protocol";
+import {
+  DECODER,
+  GRANT_HEADER,
+  GRANTED_PARTITION_HEADER,
+  limitHeaders,
+  MAX_DEADLINE_MS,
+  REQUEST_ID_HEADER,
+  SIGNED_HEADERS_REFUSED_HEADER,
+  signedHeaders,
+  signRequest,
+  TIMEOUT_HEADER,
+  VERSION_HEADER,
+  type SourceInfo,
+} from "../../shared/protocol";
 import {
   decodeRgb,
   fixtureDir,
@@ -373,6 +386,27 @@ describe("authentication", () => {
     const plain = await signRequest(decoder.secret, "GET", path);
     const res = await fetch(decoder.url + path, { headers: { "x-tessera-signature": plain, [GRANT_HEADER]: "1" } });
     expect(res.status).toBe(401);
+  });
+
+  it("marks its refusals of the signed headers, never a refusal of the request itself", async () => {
+    const path = imagePath("jpeg", "full/100,100/0/default.jpg");
+    const marked = (res: Response) => [res.status, res.headers.get(SIGNED_HEADERS_REFUSED_HEADER)];
+    // Limits signed as sent that this decoder cannot read: what an edge of another version might sign.
+    const unreadable: Record<string, string>[] = [
+      { [TIMEOUT_HEADER]: "soon" },
+      { [TIMEOUT_HEADER]: String(MAX_DEADLINE_MS + 1) },
+      { [GRANT_HEADER]: "lots" },
+      { [GRANT_HEADER]: "1000", [GRANTED_PARTITION_HEADER]: "huge" },
+    ];
+    for (const limits of unreadable) {
+      expect(marked(await signedGet(decoder, path, undefined, limits)), JSON.stringify(limits)).toEqual([400, "1"]);
+    }
+    expect(marked(await signedGet(decoder, path, null))).toEqual([401, "1"]);
+    const headers = await signedHeaders(decoder.secret, "GET", path);
+    await fetch(decoder.url + path, { headers });
+    expect(marked(await fetch(decoder.url + path, { headers }))).toEqual([401, "1"]); // a replay
+    expect(marked(await signedGet(decoder, imagePath("jpeg", "2000,0,10,10/max/0/default.jpg")))).toEqual([400, null]);
+    expect(marked(await signedGet(decoder, DECODER.info("no-such-source")))).toEqual([404, null]);
   });
 
   it("checks the signature before anything else", async () => {

@@ -17,6 +17,11 @@ declare namespace Cloudflare {
     TEST_CUTTING_DECODER_URL: string;
     /** Large answers in two parts (test/support/workers-global-setup.ts, streamingDecoder). */
     TEST_STREAMING_DECODER_URL: string;
+    /** Relays to the working decoder, each request re-signed with a deadline no decoder takes (its 400s are about the signed headers). */
+    TEST_SKEWED_DECODER_URL: string;
+    /** Relays to the working decoder, each answer held TEST_LATE_MS; GET /state lists each request's path and signed deadline. */
+    TEST_LATE_DECODER_URL: string;
+    TEST_LATE_MS: string;
     /** The regions tests' decoders (test/support/workers-regions-setup.ts), comma-separated. */
     TEST_NEAR_DECODER_URLS: string;
     TEST_FAR_DECODER_URLS: string;
