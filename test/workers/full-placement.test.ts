@@ -68,4 +68,18 @@ describe("fulls placed by each decoder's own full share", () => {
     expect([await ofDecoder("reserved_bytes", a), await ofDecoder("reserved_bytes", b)]).toEqual([FULL, 0]);
     expect((await Promise.all(held)).map((r) => r.status)).toEqual([408]);
   }, 15_000);
+
+  it("moves a full, and its bytes, to another decoder with room when its own cannot be reached", async () => {
+    expect((await heartbeat({ url: a, capacity: 4, memoryBytes: 200_000_000 })).status).toBe(204);
+    const held = await hung([pct50("jpg")]); // on a, which is then busier than an idle decoder
+    const unreachable = "http://127.0.0.1:9"; // nothing listens there
+    expect((await heartbeat({ url: unreachable, capacity: 4, memoryBytes: 200_000_000 })).status).toBe(204);
+    const retries = await metric("decoder_retries_total");
+    const moved = get(pct50("png"));
+    await scheduler.wait(300);
+    expect(await metric("decoder_retries_total")).toBe(retries + 1);
+    expect(await ofDecoder("reserved_bytes", a)).toBe(2 * FULL);
+    expect((await get("/metrics").then((r) => r.text())).includes(`decoder="${unreachable}"`)).toBe(false);
+    expect((await Promise.all([...held, moved])).map((r) => r.status)).toEqual([408, 408]);
+  }, 15_000);
 });
