@@ -35,6 +35,7 @@ export default defineConfig({
                 DECODER_SECRET: WORKERS_TEST_SECRET,
                 // The tests register the frozen decoder with the real heartbeat route.
                 TEST_DECODER_URL: inject("frozenDecoderUrl"),
+                TEST_SECOND_FROZEN_DECODER_URL: inject("secondFrozenDecoderUrl"),
                 TEST_ROTATED_DECODER_URL: inject("rotatedDecoderUrl"),
                 TEST_DROPPING_DECODER_URL: inject("droppingDecoderUrl"),
                 TEST_WORKING_DECODER_URL: inject("workingDecoderUrl"),

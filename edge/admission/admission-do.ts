@@ -7,10 +7,11 @@
 // given to all (coalesce.ts). It also takes the edge's own calls: the metrics page,
 // decoder heartbeats, invalidations (invalidate.ts) and /file transfers (transfer.ts).
 // A region with ADMISSION_SHARDS shards has that many of these DOs, each admitting within its
-// fixed share of the region's permits and memory (shared/regions.ts, shardShare).
+// fixed share of the region's permits and memory, and of each decoder's full memory
+// (shared/regions.ts, shardShare).
 
 import { DurableObject } from "cloudflare:workers";
-import { thresholdsOf } from "../../shared/admission-config";
+import { fullMemory, thresholdsOf } from "../../shared/admission-config";
 import { classify, ESTIMATE_HEADER, GrantExceeded, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { DECODER_FILE_PREFIX, isDecodePath } from "../../shared/protocol";
@@ -63,8 +64,10 @@ export class AdmissionDO extends DurableObject<Env> {
         }),
       );
     }
-    this.model = new AdmissionModel(a);
-    this.decoders = new DecoderRegistry(a.decoderTtlMs);
+    const { shards } = this.config.placement;
+    const share = (memoryBytes: number) => shardShare(fullMemory(memoryBytes, a.tilesMemoryRatio), this.shard, shards);
+    this.decoders = new DecoderRegistry(a.decoderTtlMs, share);
+    this.model = new AdmissionModel({ ...a, shards }, this.decoders);
     const resize = () => this.resize();
     const waitUntil = (promise: Promise<unknown>) => this.ctx.waitUntil(promise);
     const setAlarm = (at: number) => this.ctx.storage.setAlarm(at);
@@ -171,11 +174,14 @@ export class AdmissionDO extends DurableObject<Env> {
     await this.leases.alarm();
   }
 
-  /** This shard's share of NTHREADS / MEMORY_LIMIT, or with 0 of the sums the region's live decoders report. */
+  /**
+   * This shard's share of NTHREADS / MEMORY_LIMIT, or with 0 of the sums the region's live
+   * decoders report; and of the largest one's full memory.
+   */
   private resize(): void {
     const { nthreads, memoryLimit } = this.config.admission;
     const live = this.decoders.totals(Date.now());
     const share = (total: number) => shardShare(total, this.shard, this.config.placement.shards);
-    this.model.resize(share(nthreads || live.capacity), share(memoryLimit || live.memoryBytes), live.largestMemoryBytes);
+    this.model.resize(share(nthreads || live.capacity), share(memoryLimit || live.memoryBytes), live.largestFullShare);
   }
 }

@@ -31,6 +31,9 @@ export interface CallHost {
   waitUntil(promise: Promise<unknown>): void;
 }
 
+/** The decoder to try next, after `failed` when one could not be reached. */
+type Destination = (failed?: Decoder) => Decoder | undefined;
+
 /** One admitted request on one decoder: what the steps of its call share. */
 interface OnDecoder {
   decoder: Decoder;
@@ -46,16 +49,18 @@ export class DecoderCalls {
   constructor(private readonly host: CallHost) {}
 
   /**
-   * Forwards one admitted decode to the least loaded live decoder that accepts a connection.
-   * The lease is released when the decoder's part is over: at once on a failure before the
-   * call, else as `call` says. A decoder that answers it is draining did nothing: it is
-   * forgotten and the request goes to the next one, under the same lease.
+   * Forwards one admitted decode to the least loaded live decoder that accepts a connection (a
+   * full: to the one its bytes are held on). The lease is released when the decoder's part is
+   * over: at once on a failure before the call, else as `call` says. A decoder that answers it is
+   * draining did nothing: it is forgotten and the request goes to the next one, under the same
+   * lease (a full's bytes move with it).
    */
   async forward(path: string, lease: Lease, requestId?: string): Promise<DecodedAnswer> {
+    let moved = false;
     for (;;) {
       let decoder: Decoder;
       try {
-        decoder = await this.reachableDecoder(lease.signal, requestId);
+        decoder = await this.reachableDecoder(lease.signal, requestId, this.destination(lease, moved));
       } catch (err) {
         lease.release();
         throw err;
@@ -65,8 +70,19 @@ export class DecoderCalls {
       } catch (err) {
         if (!(err instanceof DecoderDraining)) throw err;
         this.resendFromDraining(decoder, requestId);
+        moved = true;
       }
     }
+  }
+
+  /**
+   * Where a lease's request goes: a tile to the least loaded decoder; a full to the one its bytes
+   * are held on, or once that one is gone (`moved`, or it failed) wherever they can be held anew.
+   */
+  private destination(lease: Lease, moved: boolean): Destination | undefined {
+    const { grant } = lease;
+    if (grant.partition === "tile") return undefined;
+    return (failed) => (failed || moved ? grant.moveOn() : grant.decoder);
   }
 
   /** A decoder answered that it is draining: it leaves routing now, and its request goes on. */
@@ -83,12 +99,13 @@ export class DecoderCalls {
    * never sent again, so a request that kills its decoder cannot go on to kill the next one.
    * A decoder that answered within ANSWER_VOUCHES_MS is taken without that trial connection
    * (a TCP handshake per miss, on both sides); if it fails meanwhile, the request it was sent
-   * is a 502 like any that reached it, and the next one tries a connection first.
+   * is a 502 like any that reached it, and the next one tries a connection first. `next` says
+   * which decoder to try, after `failed` if one was.
    */
-  async reachableDecoder(signal: AbortSignal, requestId?: string): Promise<Decoder> {
+  async reachableDecoder(signal: AbortSignal, requestId?: string, next: Destination = (failed) => this.host.decoders.pick(Date.now(), failed?.url)): Promise<Decoder> {
     let failed: Decoder | undefined;
     for (;;) {
-      const decoder = this.host.decoders.pick(Date.now(), failed?.url);
+      const decoder = next(failed);
       if (!decoder) {
         if (failed) throw new HttpError("bad_gateway", "no decoder could be reached");
         throw new HttpError("overloaded", "no decoder is registered; retry shortly", 1);

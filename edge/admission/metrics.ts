@@ -16,12 +16,34 @@ export interface DoStats {
 type Sample = [labels: string, value: number];
 type Metric = [name: string, type: "gauge" | "counter", help: string, value: number | Sample[]];
 
+/** The full partition's memory budget, in all and on each decoder (this DO's share of its full memory). */
+function memoryMetrics(d: AdmissionDO, now: number): Metric[] {
+  const { fullMem, reservedBytes, counters: c } = d.model;
+  const M = "tessera_decode_memory_";
+  const decoders = d.decoders.memory(now);
+  const label = (url: string) => `decoder="${url.replace(/[\\"\n]/g, (ch) => (ch === "\n" ? "\\n" : `\\${ch}`))}"`;
+  return [
+    [`${M}budget_bytes`, "gauge", "full_mem = memory_limit × (1 − tiles_memory_ratio).", fullMem],
+    [`${M}reserved_bytes`, "gauge", "Estimated bytes reserved by running full decodes.", reservedBytes],
+    [
+      `${M}decoder_budget_bytes`,
+      "gauge",
+      "This DO's share of each decoder's full memory: its memory × (1 − tiles_memory_ratio), split between the shards.",
+      decoders.map((m): Sample => [label(m.url), m.shareBytes]),
+    ],
+    [`${M}decoder_reserved_bytes`, "gauge", "Estimated bytes of the running fulls this DO sent to each decoder.", decoders.map((m): Sample => [label(m.url), m.reservedBytes])],
+    [`${M}rejected_total`, "counter", "Fulls shed with 503: the budget, or every decoder's share of it, was in use.", c.memoryRejected],
+    [`${M}too_large_total`, "counter", "Fulls refused with 413: the estimate alone exceeds the budget or the largest decoder's share.", c.memoryTooLarge],
+    [`${M}shadow_rejected_total`, "counter", "Basic mode: fulls advanced would have shed for the budget or the decoders' shares.", c.memoryShadowRejected],
+    [`${M}shadow_too_large_total`, "counter", "Basic mode: fulls advanced would have refused with 413.", c.memoryShadowTooLarge],
+  ];
+}
+
 export function admissionMetrics(d: AdmissionDO, now: number): string {
   const m = d.model;
   const c = m.counters;
   const a = d.config.admission;
   const A = "tessera_admission_";
-  const M = "tessera_decode_memory_";
   const metrics: Metric[] = [
     [`${A}permits_total`, "gauge", "Global decode permits (n).", m.nthreads],
     [`${A}permits_in_use`, "gauge", "Global decode permits held.", m.global.inUse],
@@ -70,14 +92,13 @@ export function admissionMetrics(d: AdmissionDO, now: number): string {
     [`${A}memory_limit_bytes`, "gauge", "The RAM envelope (MEMORY_LIMIT, or the live decoders' sum).", m.memoryLimit],
     [`${A}large_decode_threshold_bytes`, "gauge", "LARGE_DECODE_THRESHOLD_BYTES.", a.largeDecodeThresholdBytes],
     [`${A}large_decode_threshold_work`, "gauge", "LARGE_DECODE_THRESHOLD_WORK (work units, each about a millisecond of one decoder core).", a.largeDecodeThresholdWork],
-    // The full partition's memory budget.
-    [`${M}budget_bytes`, "gauge", "full_mem = memory_limit × (1 − tiles_memory_ratio).", m.fullMem],
-    [`${M}reserved_bytes`, "gauge", "Estimated bytes reserved by running full decodes.", m.reservedBytes],
-    [`${M}rejected_total`, "counter", "Fulls shed with 503: the budget was in use.", c.memoryRejected],
-    [`${M}too_large_total`, "counter", "Fulls refused with 413: the estimate alone exceeds the budget.", c.memoryTooLarge],
-    [`${M}shadow_rejected_total`, "counter", "Basic mode: fulls advanced would have shed for the budget.", c.memoryShadowRejected],
-    [`${M}shadow_too_large_total`, "counter", "Basic mode: fulls advanced would have refused with 413.", c.memoryShadowTooLarge],
+    ...memoryMetrics(d, now),
   ];
+  return exposition(metrics);
+}
+
+/** Prometheus's text format. */
+function exposition(metrics: Metric[]): string {
   const lines: string[] = [];
   for (const [name, type, help, value] of metrics) {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);

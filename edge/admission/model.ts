@@ -5,12 +5,14 @@
 //   tile: global permit only (bursts into idle full capacity; waits only on the global queue)
 //   full: full-partition permit first, then a global one, so at most full_max fulls ever hold
 //         or wait for global permits and tile_min of them stay free for tiles (the tile floor);
-//         then a non-blocking reservation of its estimated peak bytes against full_mem.
+//         then a non-blocking reservation of its estimated peak bytes against full_mem, held
+//         on one decoder whose share of full memory has room for them (the one it is sent to).
 // In basic mode fulls take only the global permit; the full cap and the memory budget are
 // evaluated anyway and counted as shadow rejections instead of enforced.
 
 import { HttpError } from "../../shared/errors";
 import { fullMemory, partitions, type AdmissionMode } from "../../shared/admission-config";
+import type { Decoder, DecoderRegistry, FullHold } from "./decoders";
 
 export type Partition = "tile" | "full";
 
@@ -83,12 +85,18 @@ export interface ModelSettings {
   tilesMemoryRatio: number;
   /** Fulls parked at once (advanced); beyond it a full is shed at once. Tiles are exempt. */
   fullMaxWaiting: number;
+  /** ADMISSION_SHARDS: how many DOs split each decoder's full memory (the 413 says so). */
+  shards: number;
 }
 
 /** What an admitted request holds; `release` is idempotent and frees everything. */
 export interface Grant {
   readonly partition: Partition;
   readonly reservedBytes: number;
+  /** The decoder a full's bytes are held on, where it must be sent (a tile: undefined, the least loaded takes it). */
+  readonly decoder: Decoder | undefined;
+  /** A full whose decoder is gone (unreachable, draining): holds its bytes on another, on the same terms, and returns it. */
+  moveOn(): Decoder | undefined;
   release(): void;
 }
 
@@ -100,7 +108,7 @@ export class AdmissionModel {
   fullMax = 0;
   memoryLimit = 0;
   fullMem = 0;
-  /** The most one full may be granted: the full share of the largest decoder (none known: no cap). */
+  /** The most one full may be granted: this DO's share of the largest decoder's full memory (none known: no cap). */
   fullRequestMax = Infinity;
   reservedBytes = 0;
   /** Basic mode: the part of reservedBytes advanced would hold, which its memory shadow is measured against. */
@@ -122,18 +130,22 @@ export class AdmissionModel {
     memoryShadowTooLarge: 0,
   };
 
-  constructor(readonly settings: ModelSettings) {}
+  /** `decoders` holds each full's bytes on the decoder it goes to. */
+  constructor(
+    readonly settings: ModelSettings,
+    private readonly decoders: Pick<DecoderRegistry, "holdFull">,
+  ) {}
 
   /**
-   * Sets n and the memory envelope (fixed by config, or the live decoders' sums), and the memory
-   * of the largest live decoder, which bounds a single grant (0: unknown, no bound).
+   * Sets n and the memory envelope (fixed by config, or the live decoders' sums), and the
+   * largest share of one live decoder's full memory, which bounds a single grant (none: no bound).
    */
-  resize(nthreads: number, memoryLimit: number, largestDecoderBytes = 0): void {
+  resize(nthreads: number, memoryLimit: number, largestFullShare?: number): void {
     this.nthreads = nthreads;
     ({ tileMin: this.tileMin, fullMax: this.fullMax } = partitions(nthreads, this.settings.tilesThreadRatio));
     this.memoryLimit = memoryLimit;
     this.fullMem = fullMemory(memoryLimit, this.settings.tilesMemoryRatio);
-    this.fullRequestMax = largestDecoderBytes > 0 ? fullMemory(largestDecoderBytes, this.settings.tilesMemoryRatio) : Infinity;
+    this.fullRequestMax = largestFullShare ?? Infinity;
     this.global.resize(nthreads);
     this.full.resize(this.fullMax);
   }
@@ -213,45 +225,74 @@ export class AdmissionModel {
   }
 
   /**
-   * Reserves a full's estimated bytes against full_mem once it holds its permits (in basic
-   * mode a budget advanced would find in use is counted, not enforced), and hands out the grant.
+   * Reserves a full's estimated bytes against full_mem and on a decoder whose share has room, once
+   * it holds its permits (in basic mode, a budget or decoders advanced would find in use are
+   * counted, not enforced), and hands out the grant.
    */
   private reserve(partition: Partition, estimateBytes: number, advanced: boolean, { giveBack, shadowed }: Permits): Grant {
-    let reserved = 0;
-    // Basic mode: the bytes advanced would hold for this full (none for one it would have refused).
-    let shadowHeld = 0;
-    if (partition === "full") {
-      if (advanced && this.reservedBytes + estimateBytes > this.fullMem) {
-        giveBack();
-        this.counters.memoryRejected++;
-        throw new HttpError("overloaded", "the full-image decode memory budget is in use; retry shortly", 1);
-      }
-      if (!advanced && !shadowed) {
-        if (this.shadowHeldBytes + estimateBytes > this.fullMem) this.counters.memoryShadowRejected++;
-        else shadowHeld = estimateBytes;
-      }
-      reserved = estimateBytes;
-      this.reservedBytes += reserved;
-      this.shadowHeldBytes += shadowHeld;
+    if (partition === "tile") return this.grant(partition, 0, undefined, advanced, giveBack);
+    if (advanced) {
+      const overBudget = this.reservedBytes + estimateBytes > this.fullMem;
+      const hold = overBudget ? undefined : this.holdOn(estimateBytes, true, true);
+      if (hold) return this.grant(partition, estimateBytes, hold, advanced, giveBack);
+      giveBack();
+      this.counters.memoryRejected++;
+      const why = overBudget ? "the full-image decode memory budget is in use" : "no decoder has room for this full-image decode's memory now";
+      throw new HttpError("overloaded", `${why}; retry shortly`, 1);
     }
+    // Basic mode: counted against the budget and a decoder's share as advanced would hold it, or not at all.
+    const wanted = !shadowed && this.shadowHeldBytes + estimateBytes <= this.fullMem;
+    const hold = this.holdOn(estimateBytes, wanted, false);
+    if (!shadowed && !hold?.counted) this.counters.memoryShadowRejected++;
+    return this.grant(partition, estimateBytes, hold, advanced, giveBack);
+  }
+
+  /**
+   * Holds a full's bytes on a decoder: counted against its share when `counted` (in advanced
+   * mode only so); in basic mode else on the least loaded, uncounted.
+   */
+  private holdOn(bytes: number, counted: boolean, advanced: boolean): FullHold | undefined {
+    const now = Date.now();
+    const hold = counted ? this.decoders.holdFull(now, bytes, true) : undefined;
+    return hold ?? (advanced ? undefined : this.decoders.holdFull(now, bytes, false));
+  }
+
+  /** The grant of `bytes` held by `hold` (none for a tile); reservedBytes and the shadow follow it until release. */
+  private grant(partition: Partition, bytes: number, hold: FullHold | undefined, advanced: boolean, giveBack: () => void): Grant {
+    let current = hold;
+    // Basic mode measures its shadow against the bytes counted on decoders: what advanced would hold.
+    const counted = () => (current?.counted ? bytes : 0);
+    this.reservedBytes += bytes;
+    this.shadowHeldBytes += counted();
     let released = false;
     return {
       partition,
-      reservedBytes: reserved,
+      reservedBytes: bytes,
+      get decoder() {
+        return current?.decoder;
+      },
+      moveOn: () => {
+        this.shadowHeldBytes -= counted();
+        current?.release();
+        current = partition === "full" ? this.holdOn(bytes, hold?.counted ?? false, advanced) : undefined;
+        this.shadowHeldBytes += counted();
+        return current?.decoder;
+      },
       release: () => {
         if (released) return;
         released = true;
-        this.reservedBytes -= reserved;
-        this.shadowHeldBytes -= shadowHeld;
+        this.reservedBytes -= bytes;
+        this.shadowHeldBytes -= counted();
+        current?.release();
         giveBack();
       },
     };
   }
 
   /**
-   * 413 when one request alone exceeds full_mem (a full_mem of 0 fits nothing), or the full
-   * share of the largest decoder, the most one request can run in. In basic mode it is counted
-   * instead; returns whether it was.
+   * 413 when one request alone exceeds full_mem (a full_mem of 0 fits nothing), or this DO's
+   * share of the largest decoder's full memory, the most one request can run in. In basic mode
+   * it is counted instead; returns whether it was.
    */
   private checkFitsAtAll(estimateBytes: number, advanced: boolean): boolean {
     const fits = Math.min(this.fullMem, this.fullRequestMax);
@@ -264,9 +305,15 @@ export class AdmissionModel {
     throw new HttpError(
       "too_large",
       fits < this.fullMem
-        ? `this request needs an estimated ${estimateBytes} bytes to decode, more than the ${fits}-byte full-image share of the largest decoder`
+        ? `this request needs an estimated ${estimateBytes} bytes to decode, more than the ${fits}-byte full-image share of the largest decoder${this.ofShards()}`
         : `this request needs an estimated ${estimateBytes} bytes to decode, more than the ${this.fullMem}-byte full-image budget`,
     );
+  }
+
+  /** Why a decoder's share is a part of its full memory, when it is. */
+  private ofShards(): string {
+    const n = this.settings.shards;
+    return n > 1 ? ` that this admission shard may use (ADMISSION_SHARDS = ${n} split each decoder's full-image memory between them)` : "";
   }
 
   private countShed(partition: Partition): void {

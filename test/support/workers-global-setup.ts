@@ -1,5 +1,6 @@
 // A real decoder, frozen with SIGSTOP, behind the Worker tests: whatever reaches it hangs,
-// so a test that gets an answer proves the edge answered alone, and a hung decode is real.
+// so a test that gets an answer proves the edge answered alone, and a hung decode is real; and
+// a second one frozen alike, for the tests that place fulls on two decoders and hold them there.
 // Beside it, three decoders gone wrong: a real one whose secret was rotated (it answers every
 // request 401), one that accepts a request and dies before answering (its socket reset), and
 // one that dies midway through its answer's body; one whose answers are large and come in two
@@ -32,6 +33,7 @@ export const WORKERS_TEST_SECRET = "workers-test-secret";
 declare module "vitest" {
   export interface ProvidedContext {
     frozenDecoderUrl: string;
+    secondFrozenDecoderUrl: string;
     rotatedDecoderUrl: string;
     droppingDecoderUrl: string;
     workingDecoderUrl: string;
@@ -55,8 +57,10 @@ export default async function setup(project: TestProject) {
   const serving = { TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir };
   // The decoders start together, while the files they serve are written (a decoder reads its
   // directory only when asked).
-  const [decoder, rotated, working, counted, connections] = await Promise.all([
-    startDecoder({ TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0" }),
+  const frozen = { TESSERA_DECODER_SECRET: WORKERS_TEST_SECRET, TESSERA_DECODER_PORT: "0" };
+  const [decoder, secondFrozen, rotated, working, counted, connections] = await Promise.all([
+    startDecoder(frozen),
+    startDecoder(frozen),
     startDecoder({ TESSERA_DECODER_SECRET: "rotated-secret", TESSERA_DECODER_PORT: "0" }),
     startDecoder(serving),
     startDecoder(serving),
@@ -64,7 +68,9 @@ export default async function setup(project: TestProject) {
     writeSources(dir),
   ]);
   decoder.process.kill("SIGSTOP");
+  secondFrozen.process.kill("SIGSTOP");
   project.provide("frozenDecoderUrl", decoder.url);
+  project.provide("secondFrozenDecoderUrl", secondFrozen.url);
   project.provide("rotatedDecoderUrl", rotated.url);
   project.provide("workingDecoderUrl", working.url);
   project.provide("countedDecoderUrl", counted.url);
@@ -109,7 +115,7 @@ export default async function setup(project: TestProject) {
     late.close();
     streaming.closeAllConnections();
     streaming.close();
-    await Promise.all([stopDecoder(decoder), stopDecoder(rotated), stopDecoder(working), stopDecoder(counted), stopDecoder(connections)]);
+    await Promise.all([stopDecoder(decoder), stopDecoder(secondFrozen), stopDecoder(rotated), stopDecoder(working), stopDecoder(counted), stopDecoder(connections)]);
     await rm(dir, { recursive: true, force: true });
   };
 }

@@ -1,16 +1,35 @@
 // The two-partition admission model (edge/admission/model.ts) inside workerd, driven directly:
 // the specification's worked examples, FIFO order, the tile floor, the memory budget, basic mode.
 import { describe, expect, it } from "vitest";
-import { admissionConfig, partitions } from "../../shared/admission-config";
+import { admissionConfig, fullMemory, partitions } from "../../shared/admission-config";
 import { HttpError } from "../../shared/errors";
+import { shardShare } from "../../shared/regions";
 import { DecoderRegistry } from "../../edge/admission/decoders";
 import { AdmissionModel, type Grant, type ModelSettings } from "../../edge/admission/model";
 
 const MiB = 1024 * 1024;
 const never = new AbortController().signal;
 
+const settings = (overrides: Partial<ModelSettings> = {}): ModelSettings => ({
+  mode: "advanced",
+  tilesThreadRatio: 0.5,
+  tilesMemoryRatio: 0.25,
+  fullMaxWaiting: 16,
+  shards: 1,
+  ...overrides,
+});
+
+/** Decoders as heartbeats report them, this DO being `shard` of `shards`. */
+function registry(reports: { url: string; capacity: number; memoryBytes: number }[], shard = 0, shards = 1, ratio = 0.25): DecoderRegistry {
+  const r = new DecoderRegistry(60_000, (memoryBytes) => shardShare(fullMemory(memoryBytes, ratio), shard, shards));
+  for (const report of reports) r.heartbeat(report, Date.now());
+  return r;
+}
+
+/** A model of n permits and `memory`, before one decoder that reports them. */
 function model(overrides: Partial<ModelSettings> = {}, n = 16, memory = 1024 * MiB): AdmissionModel {
-  const m = new AdmissionModel({ mode: "advanced", tilesThreadRatio: 0.5, tilesMemoryRatio: 0.25, fullMaxWaiting: 16, ...overrides });
+  const s = settings(overrides);
+  const m = new AdmissionModel(s, registry([{ url: "http://decoder", capacity: Math.max(n, 1), memoryBytes: memory }], 0, 1, s.tilesMemoryRatio));
   m.resize(n, memory);
   return m;
 }
@@ -215,6 +234,81 @@ describe("two-partition admission model", () => {
   });
 });
 
+describe("fulls placed by each decoder's full memory", () => {
+  /** Two decoders of these memory limits, 8 permits each, this model being `shard` of `shards`. */
+  function placed(memory: [number, number], overrides: Partial<ModelSettings> = {}, shard = 0): { m: AdmissionModel; r: DecoderRegistry } {
+    const s = settings(overrides);
+    const r = registry(memory.map((memoryBytes, i) => ({ url: `http://d${i}`, capacity: 8, memoryBytes })), shard, s.shards, s.tilesMemoryRatio);
+    const m = new AdmissionModel(s, r);
+    const { capacity, memoryBytes, largestFullShare } = r.totals(Date.now());
+    m.resize(shardShare(capacity, shard, s.shards), shardShare(memoryBytes, shard, s.shards), largestFullShare);
+    return { m, r };
+  }
+  const heldOn = (r: DecoderRegistry) => Object.fromEntries(r.memory(Date.now()).map((d) => [d.url, d.reservedBytes]));
+
+  it("holds each full on a decoder whose share has room, and sheds one that fits the sum but no decoder", async () => {
+    const { m, r } = placed([120 * MiB, 120 * MiB]); // shares of 90 MiB, full_mem 180 MiB
+    const [first, second] = await admitMany(m, "full", 2, 48 * MiB);
+    expect(new Set([first.decoder!.url, second.decoder!.url]).size).toBe(2);
+    expect(heldOn(r)).toEqual({ "http://d0": 48 * MiB, "http://d1": 48 * MiB });
+    const third = (await m.admit("full", 48 * MiB, 1000, never).catch((e) => e)) as HttpError;
+    expect([third.status, third.retryAfterSeconds, third.message]).toEqual([503, 1, "no decoder has room for this full-image decode's memory now; retry shortly"]);
+    expect([m.counters.memoryRejected, m.reservedBytes, m.global.inUse, m.full.inUse]).toEqual([1, 96 * MiB, 2, 2]);
+    // A smaller full still fits beside one of them; released, the bytes leave their decoder.
+    const small = await m.admit("full", 40 * MiB, 1000, never);
+    expect(heldOn(r)[small.decoder!.url]).toBe(88 * MiB);
+    [first, second, small].forEach((g) => g.release());
+    expect([heldOn(r), m.reservedBytes]).toEqual([{ "http://d0": 0, "http://d1": 0 }, 0]);
+  });
+
+  it("moves a full's bytes with it when its decoder goes, and finds none when no other has room", async () => {
+    const { m, r } = placed([120 * MiB, 120 * MiB]);
+    const [first, second] = await admitMany(m, "full", 2, 48 * MiB);
+    const other = second.decoder!.url;
+    r.forget(first.decoder!.url); // unreachable, or draining
+    expect(first.moveOn()).toBeUndefined(); // the other has 42 MiB of its 90 left
+    expect(heldOn(r)).toEqual({ [other]: 48 * MiB });
+    second.release();
+    expect(first.moveOn()!.url).toBe(other);
+    expect([heldOn(r), m.reservedBytes]).toEqual([{ [other]: 48 * MiB }, 48 * MiB]);
+    first.release();
+    expect([heldOn(r), m.reservedBytes]).toEqual([{ [other]: 0 }, 0]);
+  });
+
+  it("in basic mode runs a full no decoder has room for on the least loaded, shadow-counted, and keeps measuring against what advanced would hold", async () => {
+    const { m, r } = placed([100 * MiB, 50 * MiB], { mode: "basic" }); // shares of 75 and 37.5 MiB
+    const first = await m.admit("full", 48 * MiB, 1000, never); // advanced: on d0
+    expect([first.decoder!.url, m.counters.memoryShadowRejected]).toEqual(["http://d0", 0]);
+    const second = await m.admit("full", 48 * MiB, 1000, never); // advanced: 503; basic runs it on idle d1
+    expect([second.decoder!.url, m.counters.memoryShadowRejected]).toEqual(["http://d1", 1]);
+    expect(heldOn(r)).toEqual({ "http://d0": 48 * MiB, "http://d1": 48 * MiB });
+    first.release();
+    // d0 is free again for what advanced would hold, though basic still runs the second on d1.
+    const third = await m.admit("full", 48 * MiB, 1000, never);
+    expect([third.decoder!.url, m.counters.memoryShadowRejected, m.counters.memoryRejected]).toEqual(["http://d0", 1, 0]);
+  });
+
+  it("gives each of two shards half of each decoder's full memory: summed, no decoder is over-committed", async () => {
+    // Decoders of 128 MiB: full shares of 96 MiB, 48 MiB a shard.
+    const shards = [0, 1].map((shard) => placed([128 * MiB, 128 * MiB], { shards: 2 }, shard));
+    const grants = await Promise.all(shards.map(({ m }) => admitMany(m, "full", 2, 48 * MiB)));
+    for (const { m } of shards) {
+      expect(await status(m.admit("full", 40 * MiB, 1000, never))).toBe(503);
+      expect([m.fullMem, m.reservedBytes, m.counters.memoryRejected]).toEqual([96 * MiB, 96 * MiB, 1]);
+    }
+    for (const url of ["http://d0", "http://d1"]) {
+      expect(shards.reduce((sum, { r }) => sum + heldOn(r)[url], 0)).toBe(96 * MiB);
+    }
+    grants.flat().forEach((g) => g.release());
+    // One larger than a shard's share of any decoder can never be placed: 413, saying why.
+    const huge = (await shards[0].m.admit("full", 49 * MiB, 1000, never).catch((e) => e)) as HttpError;
+    expect([huge.status, huge.retryAfterSeconds]).toEqual([413, undefined]);
+    expect(huge.message).toBe(
+      `this request needs an estimated ${49 * MiB} bytes to decode, more than the ${48 * MiB}-byte full-image share of the largest decoder that this admission shard may use (ADMISSION_SHARDS = 2 split each decoder's full-image memory between them)`,
+    );
+  });
+});
+
 describe("admission configuration", () => {
   it("has the specified defaults and falls back to basic on an unrecognized mode", () => {
     const c = admissionConfig({});
@@ -237,7 +331,7 @@ describe("decoder routing", () => {
   const report = (url: string, capacity = 2) => ({ url, capacity, memoryBytes: 1 });
 
   it("picks the least loaded live decoder, shares an idle fleet, and skips expired ones", () => {
-    const r = new DecoderRegistry(1000);
+    const r = new DecoderRegistry(1000, (memoryBytes) => memoryBytes);
     r.heartbeat(report("http://a"), 0);
     r.heartbeat(report("http://b"), 0);
     expect([r.pick(10)!.url, r.pick(10)!.url, r.pick(10)!.url]).toEqual(["http://a", "http://b", "http://a"]);
@@ -245,11 +339,11 @@ describe("decoder routing", () => {
     expect(r.pick(10)!.url).toBe("http://a");
     r.heartbeat(report("http://a"), 900);
     expect(r.pick(1500)!.url).toBe("http://a"); // b's last heartbeat is too old
-    expect(r.totals(1500)).toEqual({ capacity: 2, memoryBytes: 1, largestMemoryBytes: 1 });
+    expect(r.totals(1500)).toEqual({ capacity: 2, memoryBytes: 1, largestFullShare: 1 });
   });
 
   it("sends tiles away from a decoder busy with a full while another has room", () => {
-    const r = new DecoderRegistry(1000);
+    const r = new DecoderRegistry(1000, (memoryBytes) => memoryBytes);
     r.heartbeat(report("http://a"), 0);
     r.heartbeat(report("http://b"), 0);
     const a = r.pick(1)!;

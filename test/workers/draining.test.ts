@@ -45,6 +45,25 @@ describe("a decoder that leaves", () => {
     expect(await metric("permits_in_use")).toBe(0);
   });
 
+  it("moves a full it sent to a draining decoder, and the bytes held for it, to another decoder with room", async () => {
+    expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);
+    expect((await get(region(7))).status).toBe(200); // the source's metadata, now known to the edge
+    const drainingUrl = await drainingDecoder();
+    expect((await heartbeat({ url: drainingUrl, capacity: 16 })).status).toBe(204);
+    const resends = await metric("draining_resends_total");
+    // A GIF's encode makes a full by its work alone (hundreds of units), far from any share's bytes.
+    const res = await get("/iiif/3/published/full/400,/0/default.gif");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/gif");
+    await res.arrayBuffer();
+    expect(await metric("draining_resends_total")).toBe(resends + 1);
+    const text = await (await get("/metrics")).text();
+    // Nothing is left held anywhere: not on the working decoder, not on the one that left.
+    expect(text).toContain(`tessera_decode_memory_decoder_reserved_bytes{decoder="${env.TEST_WORKING_DECODER_URL}"} 0`);
+    expect(text).not.toContain(`decoder="${drainingUrl}"`);
+    expect([await metric("tessera_decode_memory_reserved_bytes"), await metric("permits_in_use"), await metric("full_in_use")]).toEqual([0, 0, 0]);
+  });
+
   it("has a file transfer it sent to a draining decoder streamed by another", async () => {
     expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);
     expect((await get("/iiif/3/published/info.json")).status).toBe(200); // the metadata, known before the draining decoder joins

@@ -6,6 +6,8 @@ declare namespace Cloudflare {
   interface Env extends TesseraEnv {
     /** The frozen real decoder behind these tests (test/support/workers-global-setup.ts). */
     TEST_DECODER_URL: string;
+    /** A second frozen real decoder, for fulls placed on two decoders (test/workers/full-placement.test.ts). */
+    TEST_SECOND_FROZEN_DECODER_URL: string;
     TEST_ROTATED_DECODER_URL: string;
     TEST_DROPPING_DECODER_URL: string;
     TEST_WORKING_DECODER_URL: string;

@@ -206,6 +206,77 @@ describe("shards of a region whose permits do not divide evenly", () => {
   });
 });
 
+describe("fulls across two shards, placed by each decoder's full memory", () => {
+  // A far-big full of about 2990 px wide reads the 3000² level whole: (2 × 9M read + 8.9M scaled
+  // + 8.9M encoded) px × 3 ≈ 107 MB. Each shard may hold half of each decoder's full share.
+  const FULL_MAX = 107_640_600;
+
+  /** This page's per-decoder samples of the far region: `shard url` → value. */
+  async function ofDecoders(name: "budget_bytes" | "reserved_bytes", page?: string): Promise<Map<string, number>> {
+    const text = page ?? (await (await get("/metrics")).text());
+    const values = new Map<string, number>();
+    const sample = new RegExp(`^tessera_decode_memory_decoder_${name}\\{region="far",shard="(\\d+)",decoder="([^"]+)"\\} (\\S+)$`, "gm");
+    for (const [, shard, url, value] of text.matchAll(sample)) values.set(`${shard} ${url}`, Number(value));
+    return values;
+  }
+
+  it("refuses with 413, saying why, a full that fits a decoder's full share but not one shard's half of it", async () => {
+    for (const url of far) expect((await heartbeat({ url, region: "far", capacity: 2, memoryBytes: 200_000_000 })).status).toBe(204);
+    try {
+      // Full shares of 150 MB, 75 MB a shard: the full fits the one, not the other.
+      expect([...(await ofDecoders("budget_bytes")).values()]).toEqual([75_000_000, 75_000_000, 75_000_000, 75_000_000]);
+      for (const id of ["far-big-a", "far-big-b"]) {
+        const res = await get(full(id));
+        expect(res.status, `${id} on shard ${shardOfId(id)}`).toBe(413);
+        expect(res.headers.get("retry-after")).toBeNull();
+        expect((await res.json<{ message: string }>()).message).toMatch(
+          /more than the 75000000-byte full-image share of the largest decoder that this admission shard may use \(ADMISSION_SHARDS = 2 split each decoder's full-image memory between them\)$/,
+        );
+      }
+    } finally {
+      for (const res of await register(far, "far")) expect(res.status).toBe(204);
+    }
+  });
+
+  it("never holds more on a decoder, summed over the shards, than its full share, and reports it per decoder truthfully", async () => {
+    // Full shares of 225 MB, 112.5 MB a shard: one full a shard on each decoder, two on one in all.
+    for (const url of far) expect((await heartbeat({ url, region: "far", capacity: 2, memoryBytes: 300_000_000 })).status).toBe(204);
+    try {
+      const pages: string[] = [];
+      const flood = Promise.all(Array.from({ length: 8 }, (_, i) => get(full(["far-big-a", "far-big-b", "far-big-c", "far-big-d"][i % 4])).then(async (r) => (await r.arrayBuffer(), r.status))));
+      let done = false;
+      void flood.finally(() => (done = true));
+      while (!done) {
+        pages.push(await (await get("/metrics")).text());
+        await scheduler.wait(50);
+      }
+      expect(await flood).toEqual(Array(8).fill(200));
+      let peak = 0;
+      for (const page of pages) {
+        const budget = await ofDecoders("budget_bytes", page);
+        const reserved = await ofDecoders("reserved_bytes", page);
+        expect([...budget.values()]).toEqual([112_500_000, 112_500_000, 112_500_000, 112_500_000]);
+        for (const url of far) {
+          const held = [0, 1].map((shard) => reserved.get(`${shard} ${url}`) ?? 0);
+          held.forEach((bytes, shard) => expect(bytes).toBeLessThanOrEqual(budget.get(`${shard} ${url}`)!));
+          expect(held[0] + held[1]).toBeLessThanOrEqual(225_000_000);
+          peak = Math.max(peak, held[0] + held[1]);
+        }
+        // The shard's reserved bytes are exactly those it holds on its decoders.
+        const m = new Map<string, number>();
+        for (const line of page.split("\n")) {
+          const sample = /^tessera_decode_memory_reserved_bytes\{region="far",shard="(\d)"\} (\S+)$/.exec(line);
+          if (sample) m.set(sample[1], Number(sample[2]));
+        }
+        for (const shard of [0, 1]) expect(far.reduce((sum, url) => sum + (reserved.get(`${shard} ${url}`) ?? 0), 0)).toBe(m.get(String(shard)));
+      }
+      expect(peak).toBeGreaterThan(FULL_MAX / 2); // fulls were held while sampled
+    } finally {
+      for (const res of await register(far, "far")) expect(res.status).toBe(204);
+    }
+  });
+});
+
 describe("a shard that throws (TEST_THROWING_SHARD, a binding only tests set)", () => {
   it("fails only the sources that hash to it; its region's other shard and every other region serve on", async () => {
     // The near decoders serve the region "broken" too: its heartbeat reaches shard 0 and not 1.
