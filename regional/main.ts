@@ -50,6 +50,7 @@ import { RequestLimiter } from "./runtime/request-limiter";
 import type { DecoderOptions } from "./decoder";
 import { createDecoderServer } from "./http/server";
 import { jsonLog } from "./runtime/log";
+import { decoderLabel } from "../shared/protocol";
 import { AssetSources } from "./source/assets";
 import { WorkBudget } from "./runtime/work-budget";
 
@@ -90,7 +91,9 @@ async function main(): Promise<void> {
   server.listen(config.port, config.host, async () => {
     const listening = listeningUrl(server.address() as AddressInfo);
     if (heartbeat.edgeUrl) beats = await startBeating(config, heartbeat, heartbeat.edgeUrl, listening);
-    jsonLog({ level: "info", msg: "decoder listening", listening, capacity: config.capacity, source: config.catalog.description });
+    // The edge's /metrics names a decoder by this label, never by its address.
+    const metricsLabel = await decoderLabel(config.secret, heartbeat.publicUrl ?? listening);
+    jsonLog({ level: "info", msg: "decoder listening", listening, metricsLabel, capacity: config.capacity, source: config.catalog.description });
   });
   const shutdown = (signal: string) => void drainAndExit(server, drain, config.drainTimeoutMs, signal, () => beats?.leave());
   process.once("SIGTERM", () => shutdown("SIGTERM"));

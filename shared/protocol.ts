@@ -205,6 +205,15 @@ async function hmac(secret: string, message: string): Promise<string> {
   return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/**
+ * A decoder's name on the edge's /metrics: twelve hex digits of an HMAC of its URL under the
+ * shared secret. The page may be open to anyone (METRICS_TOKEN unset), and must then name no
+ * internal address; the decoder logs its own label at start, so an operator can tell which it is.
+ */
+export async function decoderLabel(secret: string, url: string): Promise<string> {
+  return (await hmac(secret, `metrics label\n${url}`)).slice(0, 12);
+}
+
 // The limits are signed as sent, absent ones as "-": a changed, added or removed value fails. The
 // grant of work, newer than the others, is signed after them and only when sent, so a decoder
 // still verifies what the previous edge signed while a deploy rolls (decoders first).

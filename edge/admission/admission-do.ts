@@ -14,7 +14,7 @@ import { DurableObject } from "cloudflare:workers";
 import { fullMemory, thresholdsOf } from "../../shared/admission-config";
 import { classify, ESTIMATE_HEADER, GrantExceeded, PARTITION_HEADER, type Partition } from "../../shared/cost";
 import { errorResponse, HttpError } from "../../shared/errors";
-import { DECODER_FILE_PREFIX, isDecodePath } from "../../shared/protocol";
+import { DECODER_FILE_PREFIX, decoderLabel, isDecodePath } from "../../shared/protocol";
 import { shardFromName, shardShare } from "../../shared/regions";
 import { parseHeartbeat } from "../../shared/registration";
 import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
@@ -44,6 +44,8 @@ export class AdmissionDO extends DurableObject<Env> {
   readonly stats: DoStats = { released: 0, leasesExpired: 0, requestTimeouts: 0, disagreements: 0, decoderRetries: 0, drainingResends: 0 };
   /** Decodes in flight by decoder path, each answering every identical request that arrives meanwhile. */
   readonly flights = new Flights();
+  /** Each listed decoder's name on /metrics (shared/protocol.ts decoderLabel), by its URL. */
+  readonly decoderLabels = new Map<string, string>();
   private readonly leases: Leases;
   private readonly calls: DecoderCalls;
   private readonly transfers: FileTransfers;
@@ -107,7 +109,7 @@ export class AdmissionDO extends DurableObject<Env> {
   private async route(url: URL, request: Request, requestId?: string): Promise<Response> {
     const { pathname } = url;
     if (pathname === METRICS_PATH) return this.metrics();
-    if (pathname === HEARTBEAT_DO_PATH) return this.heartbeat(await request.text());
+    if (pathname === HEARTBEAT_DO_PATH) return await this.heartbeat(await request.text());
     if (pathname.startsWith(INVALIDATE_DO_PATH)) {
       const id = decodeURIComponent(pathname.slice(INVALIDATE_DO_PATH.length));
       const host = { decoderSecret: this.config.decoderSecret, decoders: this.decoders, leases: this.leases };
@@ -127,12 +129,21 @@ export class AdmissionDO extends DurableObject<Env> {
     });
   }
 
-  private heartbeat(body: string): Response {
+  private async heartbeat(body: string): Promise<Response> {
     const report = parseHeartbeat(body);
     if (report.leaving) console.log(JSON.stringify({ level: "info", msg: "decoder leaving", decoder: report.url }));
-    this.decoders.heartbeat(report, Date.now());
+    const now = Date.now();
+    this.decoders.heartbeat(report, now);
     this.resize();
+    await this.labelDecoders(report.url, now);
     return new Response(null, { status: 204 });
+  }
+
+  /** Labels `url` for /metrics once, and forgets the labels of decoders no longer listed there. */
+  private async labelDecoders(url: string, now: number): Promise<void> {
+    const listed = new Set(this.decoders.memory(now).map((m) => m.url));
+    for (const known of this.decoderLabels.keys()) if (!listed.has(known)) this.decoderLabels.delete(known);
+    if (listed.has(url) && !this.decoderLabels.has(url)) this.decoderLabels.set(url, await decoderLabel(this.config.decoderSecret, url));
   }
 
   /**

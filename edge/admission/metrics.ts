@@ -21,7 +21,8 @@ function memoryMetrics(d: AdmissionDO, now: number): Metric[] {
   const { fullMem, reservedBytes, counters: c } = d.model;
   const M = "tessera_decode_memory_";
   const decoders = d.decoders.memory(now);
-  const label = (url: string) => `decoder="${url.replace(/[\\"\n]/g, (ch) => (ch === "\n" ? "\\n" : `\\${ch}`))}"`;
+  // By label, not URL: the page may be open to anyone, and a URL is an internal address.
+  const label = (url: string) => `decoder="${d.decoderLabels.get(url) ?? "unknown"}"`;
   return [
     [`${M}budget_bytes`, "gauge", "full_mem = memory_limit × (1 − tiles_memory_ratio).", fullMem],
     [`${M}reserved_bytes`, "gauge", "Estimated bytes reserved by running full decodes.", reservedBytes],

@@ -3,7 +3,7 @@
 // goes to another live decoder under the same permit, never back to the client as that 503.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { get, heartbeat, metric } from "./helpers";
+import { get, heartbeat, labelOf, metric } from "./helpers";
 
 /** A distinct 64² region of the test pattern: a miss every time. */
 const region = (i: number) => `/iiif/3/published/${i * 64},64,64,64/64,/0/default.jpg`;
@@ -59,8 +59,8 @@ describe("a decoder that leaves", () => {
     expect(await metric("draining_resends_total")).toBe(resends + 1);
     const text = await (await get("/metrics")).text();
     // Nothing is left held anywhere: not on the working decoder, not on the one that left.
-    expect(text).toContain(`tessera_decode_memory_decoder_reserved_bytes{decoder="${env.TEST_WORKING_DECODER_URL}"} 0`);
-    expect(text).not.toContain(`decoder="${drainingUrl}"`);
+    expect(text).toContain(`tessera_decode_memory_decoder_reserved_bytes{decoder="${await labelOf(env.TEST_WORKING_DECODER_URL)}"} 0`);
+    expect(text).not.toContain(`decoder="${await labelOf(drainingUrl)}"`);
     expect([await metric("tessera_decode_memory_reserved_bytes"), await metric("permits_in_use"), await metric("full_in_use")]).toEqual([0, 0, 0]);
   });
 

@@ -4,7 +4,7 @@
 // estimate beside the fulls already there; when none has, it is shed as the budget sheds.
 import { env } from "cloudflare:workers";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { cacheSourceInfo, get, heartbeat, metric, settled, squareSource } from "./helpers";
+import { cacheSourceInfo, get, heartbeat, labelOf, metric, settled, squareSource } from "./helpers";
 
 const [a, b] = [env.TEST_DECODER_URL, env.TEST_SECOND_FROZEN_DECODER_URL];
 
@@ -13,10 +13,11 @@ const [a, b] = [env.TEST_DECODER_URL, env.TEST_SECOND_FROZEN_DECODER_URL];
 const pct50 = (format: string) => `/iiif/3/big/full/pct:50/0/default.${format}`;
 const FULL = 48_000_000;
 
-/** A per-decoder sample of /metrics: `name{decoder="url"} value`. */
+/** A per-decoder sample of /metrics: `name{decoder="label"} value`. */
 async function ofDecoder(name: string, url: string): Promise<number> {
   const text = await (await get("/metrics")).text();
-  const line = text.split("\n").find((l) => l.startsWith(`tessera_decode_memory_decoder_${name}{decoder="${url}"} `));
+  const prefix = `tessera_decode_memory_decoder_${name}{decoder="${await labelOf(url)}"} `;
+  const line = text.split("\n").find((l) => l.startsWith(prefix));
   if (line === undefined) throw new Error(`no ${name} for ${url} on /metrics`);
   return Number(line.split(" ")[1]);
 }
@@ -48,6 +49,9 @@ describe("fulls placed by each decoder's own full share", () => {
     const rejected = await metric("tessera_decode_memory_rejected_total");
     const held = await hung([pct50("jpg"), pct50("png")]);
     expect([await ofDecoder("reserved_bytes", a), await ofDecoder("reserved_bytes", b)]).toEqual([FULL, FULL]);
+    // The page may be open to anyone: it names each decoder by its label, never by its address.
+    const page = await (await get("/metrics")).text();
+    for (const url of [a, b]) expect(page.includes(new URL(url).host)).toBe(false);
     // 144 MB would fit the summed budget, but no decoder has 48 MB of its 90 left.
     const third = await get(pct50("webp"));
     expect(third.status).toBe(503);
@@ -79,7 +83,9 @@ describe("fulls placed by each decoder's own full share", () => {
     await scheduler.wait(300);
     expect(await metric("decoder_retries_total")).toBe(retries + 1);
     expect(await ofDecoder("reserved_bytes", a)).toBe(2 * FULL);
-    expect((await get("/metrics").then((r) => r.text())).includes(`decoder="${unreachable}"`)).toBe(false);
+    const page = await get("/metrics").then((r) => r.text());
+    expect(page.includes(`decoder="${await labelOf(unreachable)}"`)).toBe(false);
+    expect(page.includes(unreachable)).toBe(false);
     expect((await Promise.all([...held, moved])).map((r) => r.status)).toEqual([408, 408]);
   }, 15_000);
 });

@@ -2,7 +2,7 @@
 // registration through the real heartbeat route (the tests speak for the frozen decoder,
 // which cannot heartbeat while SIGSTOPped).
 import { env, exports } from "cloudflare:workers";
-import { signRequest, SIGNATURE_HEADER, type SourceInfo } from "../../shared/protocol";
+import { decoderLabel, signRequest, SIGNATURE_HEADER, type SourceInfo } from "../../shared/protocol";
 import { heartbeatTarget, type Heartbeat } from "../../shared/registration";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { infoKey } from "../../edge/source-info";
@@ -30,6 +30,9 @@ export async function settled(timeoutMs = 5000): Promise<void> {
     await scheduler.wait(100);
   }
 }
+
+/** The label /metrics names the decoder at `url` by. */
+export const labelOf = (url: string) => decoderLabel(env.DECODER_SECRET, url);
 
 export async function heartbeat(report: Partial<Heartbeat> = {}, secret = env.DECODER_SECRET): Promise<Response> {
   const body = JSON.stringify({ url: env.TEST_DECODER_URL, capacity: 16, memoryBytes: 80 * 1000 * 1000, ...report });

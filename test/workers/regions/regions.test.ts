@@ -8,7 +8,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { placement, shardOf } from "../../../shared/regions";
-import { get, heartbeat } from "../helpers";
+import { get, heartbeat, labelOf } from "../helpers";
 
 const near = env.TEST_NEAR_DECODER_URLS.split(",");
 const far = env.TEST_FAR_DECODER_URLS.split(",");
@@ -211,12 +211,12 @@ describe("fulls across two shards, placed by each decoder's full memory", () => 
   // + 8.9M encoded) px × 3 ≈ 107 MB. Each shard may hold half of each decoder's full share.
   const FULL_MAX = 107_640_600;
 
-  /** This page's per-decoder samples of the far region: `shard url` → value. */
+  /** This page's per-decoder samples of the far region: `shard label` → value. */
   async function ofDecoders(name: "budget_bytes" | "reserved_bytes", page?: string): Promise<Map<string, number>> {
     const text = page ?? (await (await get("/metrics")).text());
     const values = new Map<string, number>();
     const sample = new RegExp(`^tessera_decode_memory_decoder_${name}\\{region="far",shard="(\\d+)",decoder="([^"]+)"\\} (\\S+)$`, "gm");
-    for (const [, shard, url, value] of text.matchAll(sample)) values.set(`${shard} ${url}`, Number(value));
+    for (const [, shard, label, value] of text.matchAll(sample)) values.set(`${shard} ${label}`, Number(value));
     return values;
   }
 
@@ -242,6 +242,7 @@ describe("fulls across two shards, placed by each decoder's full memory", () => 
     // Full shares of 225 MB, 112.5 MB a shard: one full a shard on each decoder, two on one in all.
     for (const url of far) expect((await heartbeat({ url, region: "far", capacity: 2, memoryBytes: 300_000_000 })).status).toBe(204);
     try {
+      const farLabels = await Promise.all(far.map(labelOf));
       const pages: string[] = [];
       const flood = Promise.all(Array.from({ length: 8 }, (_, i) => get(full(["far-big-a", "far-big-b", "far-big-c", "far-big-d"][i % 4])).then(async (r) => (await r.arrayBuffer(), r.status))));
       let done = false;
@@ -256,9 +257,9 @@ describe("fulls across two shards, placed by each decoder's full memory", () => 
         const budget = await ofDecoders("budget_bytes", page);
         const reserved = await ofDecoders("reserved_bytes", page);
         expect([...budget.values()]).toEqual([112_500_000, 112_500_000, 112_500_000, 112_500_000]);
-        for (const url of far) {
-          const held = [0, 1].map((shard) => reserved.get(`${shard} ${url}`) ?? 0);
-          held.forEach((bytes, shard) => expect(bytes).toBeLessThanOrEqual(budget.get(`${shard} ${url}`)!));
+        for (const label of farLabels) {
+          const held = [0, 1].map((shard) => reserved.get(`${shard} ${label}`) ?? 0);
+          held.forEach((bytes, shard) => expect(bytes).toBeLessThanOrEqual(budget.get(`${shard} ${label}`)!));
           expect(held[0] + held[1]).toBeLessThanOrEqual(225_000_000);
           peak = Math.max(peak, held[0] + held[1]);
         }
@@ -268,7 +269,7 @@ describe("fulls across two shards, placed by each decoder's full memory", () => 
           const sample = /^tessera_decode_memory_reserved_bytes\{region="far",shard="(\d)"\} (\S+)$/.exec(line);
           if (sample) m.set(sample[1], Number(sample[2]));
         }
-        for (const shard of [0, 1]) expect(far.reduce((sum, url) => sum + (reserved.get(`${shard} ${url}`) ?? 0), 0)).toBe(m.get(String(shard)));
+        for (const shard of [0, 1]) expect(farLabels.reduce((sum, label) => sum + (reserved.get(`${shard} ${label}`) ?? 0), 0)).toBe(m.get(String(shard)));
       }
       expect(peak).toBeGreaterThan(FULL_MAX / 2); // fulls were held while sampled
     } finally {
