@@ -11,14 +11,13 @@ import { GeoTIFF, getDecoder, type GeoTIFFImage, type ImageFileDirectory } from 
 import { badGateway, HttpError, unsupported } from "../../shared/errors";
 import type { SourceInfo } from "../../shared/protocol";
 import type { Source } from "../source/source";
-import { untilAborted } from "../../shared/abort";
 import { WorkBudget, type Reservation } from "../runtime/work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
 import { BlockReader, checkStoredRange, type LevelLayout } from "./block-reader";
 import { readGeoreference, type SourceGeo } from "./georeference";
 import { blockBytes, blockParameters, codecOf, COMPRESSION, registerCodecs, unknownCompression, type BlockParameters } from "./codecs";
 import type { Codec } from "../../shared/work";
-import { GeoTiffSource } from "./geotiff-source";
+import { GeoTiffSource, heldRead } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "../../shared/levels";
 import { compactWindow, copyWindow, type PixelView, type Pixels } from "./pixels";
 import { checkTiffStructure, malformed } from "./tiff-guard";
@@ -227,8 +226,10 @@ export class Cog {
     try {
       if (level.blocks) return await level.blocks.read(window, signal, (work ?? own)!, into);
       // Tile reads abort on the signal; shared header reads (tile tables) finish for the
-      // next request, but this caller stops waiting for them at once.
-      const { data, channels } = await untilAborted(readInterleaved(level.image, window, signal), signal);
+      // next request, but this caller stops waiting for them at once. The read keeps a share of
+      // the reservation until what it started has settled.
+      const read = (options: RasterOptions) => readInterleaved(level.image, window, options);
+      const { data, channels } = await heldRead(read, signal, (work ?? own)!.share());
       if (data.length !== width * height * channels) {
         throw malformed(this.source.label, "a decoded block has the wrong size");
       }
@@ -263,22 +264,25 @@ export class Cog {
   }
 }
 
+/** What a held read passes geotiff.js (see heldRead). */
+type RasterOptions = Parameters<Parameters<typeof heldRead>[0]>[0];
+
 /** Reads an interleaved 8-bit window, converting other colour spaces to RGB. */
 async function readInterleaved(
   image: GeoTIFFImage,
   window: number[],
-  signal?: AbortSignal,
+  options: RasterOptions,
 ): Promise<{ data: Uint8Array; channels: 1 | 2 | 3 | 4 }> {
   const photometric = image.getFileDirectory().getValue("PhotometricInterpretation");
   const alpha = hasAlpha(image);
   if (photometric === PHOTOMETRIC.rgb || photometric === PHOTOMETRIC.blackIsZero) {
     const colour = photometric === PHOTOMETRIC.rgb ? 3 : 1;
     const samples = Array.from({ length: colour + (alpha ? 1 : 0) }, (_, i) => i);
-    const data = await image.readRasters({ window, samples, interleave: true, signal });
+    const data = await image.readRasters({ window, samples, interleave: true, ...options });
     return { data: asBytes(data), channels: samples.length as 1 | 2 | 3 | 4 };
   }
   // YCbCr (JPEG-compressed COGs), palette, CMYK, CIELab, WhiteIsZero: geotiff converts to RGB.
-  const data = await image.readRGB({ window, interleave: true, signal });
+  const data = await image.readRGB({ window, interleave: true, ...options });
   return { data: asBytes(data), channels: 3 };
 }
 

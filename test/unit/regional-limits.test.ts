@@ -2,6 +2,7 @@
 // work budget with its single exclusive retry, deadlines and cancellation, and their metrics.
 // GatedCatalog holds tile reads so requests can be kept in flight deterministically.
 
+import { execFileSync } from "node:child_process";
 import { request, type IncomingMessage } from "node:http";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -15,7 +16,7 @@ import { LocalCatalog } from "../../regional/source/local";
 import { ResourceLimitError, WorkBudget } from "../../regional/runtime/work-budget";
 import { ESTIMATE_HEADER, NEEDED_HEADER } from "../../shared/cost";
 import { DECODER, GRANT_HEADER, limitHeaders, signedHeaders, TIMEOUT_HEADER, type SourceInfo } from "../../shared/protocol";
-import { fixtureDir, GatedCatalog, metricValue, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+import { fixtureDir, GatedCatalog, metricValue, REFERENCE_PNG, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
 beforeAll(async () => {
@@ -263,6 +264,43 @@ describe("work budget", () => {
       await expect.poll(() => budget.usedBytes).toBe(0);
       expect(catalog.tileReads).toHaveLength(1); // one fetch served both
     });
+  });
+});
+
+describe("reads through geotiff.js (strips, planar tiles)", () => {
+  // The layouts the block reader does not take: GDAL writes them from the test pattern.
+  const layouts = [
+    { id: "strips", options: ["-co", "TILED=NO", "-co", "BLOCKYSIZE=64"] },
+    { id: "planar", options: ["-co", "TILED=YES", "-co", "INTERLEAVE=BAND"] },
+  ];
+  beforeAll(() => {
+    for (const { id, options } of layouts) {
+      execFileSync("gdal_translate", ["-q", "-co", "COMPRESS=DEFLATE", ...options, REFERENCE_PNG, path.join(fixtures.dir, `${id}.tif`)], { stdio: "pipe" });
+    }
+  });
+
+  it.each(layouts)("a cancelled request over $id keeps its reservation until the read it started settles", async ({ id }) => {
+    const budget = new WorkBudget(64 * MIB);
+    // Held reads notice their abort only once let through, as a store read under way.
+    const catalog = new GatedCatalog(new LocalCatalog(fixtures.dir), { noticesAbort: false });
+    const d = await startDecoder(catalog, 3, { prefetchRing: 0, blockCache: new DecodedBlockCache(0), budget });
+    try {
+      const info = (await (await signedGet(d, DECODER.info(id))).json()) as SourceInfo;
+      const req = await start(d, DECODER.image(id, "0,0,256,256/256,256/0/default.png", info.version));
+      await catalog.readsStarted(1);
+      const reserved = await metricValue(d, "tessera_decoder_work_budget_used_bytes");
+      expect(reserved).toBeGreaterThan(0);
+      req.abort();
+      // The request has ended at once, but its read is still under way: its memory stays counted.
+      await expect.poll(() => metricValue(d, "tessera_decoder_rejected_total", '{reason="cancelled"}')).toBe(1);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await metricValue(d, "tessera_decoder_work_budget_used_bytes")).toBe(reserved);
+      catalog.pass();
+      await expect.poll(() => metricValue(d, "tessera_decoder_work_budget_used_bytes")).toBe(0);
+    } finally {
+      catalog.pass();
+      await d.close();
+    }
   });
 });
 
