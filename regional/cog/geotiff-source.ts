@@ -16,11 +16,12 @@
 // heldRead runs one raster read under a signal of its own and keeps the request's memory
 // reserved until every fetch and decode that read started has settled.
 
-import { getDecoder, type Pool } from "geotiff";
+import type { Pool } from "geotiff";
 import { untilAborted } from "../../shared/abort";
 import { DEFAULT_SHARED_WORK_TIMEOUT_MS, withSharedDeadline } from "../runtime/deadlines";
 import type { Reservation } from "../runtime/work-budget";
 import type { Source } from "../source/source";
+import { decodeRasterBlock, type BlockParameters } from "./codecs";
 
 export interface BlockCacheOptions {
   /** Alignment and size of cached blocks. */
@@ -163,10 +164,13 @@ function tracked<T>(signal: AbortSignal, work: Promise<T>): Promise<T> {
   return work;
 }
 
-/** A geotiff.js "pool" that decodes here, with the registered codecs, each decode counted under way. */
+/**
+ * A geotiff.js "pool" that decodes here, with the registered codecs: each decode counted under
+ * way, and its size checked as the block reader checks its own.
+ */
 function trackingPool(signal: AbortSignal): Pool {
-  const bindParameters = (compression: number, parameters: Parameters<typeof getDecoder>[1]) => ({
-    decode: (buffer: ArrayBufferLike) => tracked(signal, getDecoder(compression, parameters).then((d) => d.decode(buffer))),
+  const bindParameters = (compression: number, parameters: BlockParameters) => ({
+    decode: (buffer: ArrayBufferLike) => tracked(signal, decodeRasterBlock(compression, parameters, buffer)),
   });
   return { bindParameters } as unknown as Pool;
 }

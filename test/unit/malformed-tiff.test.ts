@@ -341,32 +341,33 @@ describe("malformed TIFFs", () => {
   }
 });
 
+const GEO_KEYS = 34735;
+const PIXEL_SCALE = 33550;
+const TIEPOINT = 33922;
+const TRANSFORMATION = 34264;
+const GEO_DOUBLES = 34736;
+const GEOGRAPHIC = { 1024: 2, 1025: 1, 2048: 4326 };
+/** GeoKeys as GDAL writes them: SHORT values in the directory, doubles in GeoDoubleParams. */
+function geoKeys(keys: Record<number, number>, doubles: Record<number, number> = {}): Tag[] {
+  const ids = [...Object.keys(keys), ...Object.keys(doubles)].map(Number).sort((a, b) => a - b);
+  const doubleIds = Object.keys(doubles).map(Number);
+  const entries = ids.flatMap((id) => (doubleIds.includes(id) ? [id, GEO_DOUBLES, 1, doubleIds.indexOf(id)] : [id, 0, 1, keys[id]]));
+  return [
+    { tag: GEO_KEYS, type: 3, values: [1, 1, 0, ids.length, ...entries] },
+    ...(doubleIds.length ? [{ tag: GEO_DOUBLES, type: 12 as const, values: doubleIds.map((id) => doubles[id]) }] : []),
+  ];
+}
+/** Upper-left corner at (x, y), pixels of `sx` × `sy` CRS units. */
+const placed = (x: number, y: number, sx: number, sy = sx): Tag[] => [
+  { tag: PIXEL_SCALE, type: 12, values: [sx, sy, 0] },
+  { tag: TIEPOINT, type: 12, values: [0, 0, 0, x, y, 0] },
+];
+
 describe("hostile georeferences on the map routes", () => {
   // A 16² grey picture, its west half 100 and its east half 200, with GeoTIFF tags that lie.
   // Each is still an image; its map tiles are served correctly or refused with the table's
   // status and a message saying why, never a 5xx.
   const halves = Uint8Array.from({ length: 256 }, (_, i) => (i % 16 < 8 ? 100 : 200));
-  const GEO_KEYS = 34735;
-  const PIXEL_SCALE = 33550;
-  const TIEPOINT = 33922;
-  const TRANSFORMATION = 34264;
-  const GEO_DOUBLES = 34736;
-  const GEOGRAPHIC = { 1024: 2, 1025: 1, 2048: 4326 };
-  /** GeoKeys as GDAL writes them: SHORT values in the directory, doubles in GeoDoubleParams. */
-  function geoKeys(keys: Record<number, number>, doubles: Record<number, number> = {}): Tag[] {
-    const ids = [...Object.keys(keys), ...Object.keys(doubles)].map(Number).sort((a, b) => a - b);
-    const doubleIds = Object.keys(doubles).map(Number);
-    const entries = ids.flatMap((id) => (doubleIds.includes(id) ? [id, GEO_DOUBLES, 1, doubleIds.indexOf(id)] : [id, 0, 1, keys[id]]));
-    return [
-      { tag: GEO_KEYS, type: 3, values: [1, 1, 0, ids.length, ...entries] },
-      ...(doubleIds.length ? [{ tag: GEO_DOUBLES, type: 12 as const, values: doubleIds.map((id) => doubles[id]) }] : []),
-    ];
-  }
-  /** Upper-left corner at (x, y), pixels of `sx` × `sy` CRS units. */
-  const placed = (x: number, y: number, sx: number, sy = sx): Tag[] => [
-    { tag: PIXEL_SCALE, type: 12, values: [sx, sy, 0] },
-    { tag: TIEPOINT, type: 12, values: [0, 0, 0, x, y, 0] },
-  ];
   const geoTiff = (tags: Tag[]) => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, samples: 1, tiles: [halves], extraTags: tags });
 
   async function mapAnswer(id: string, tags: Tag[], canonical: string) {
@@ -440,6 +441,57 @@ describe("hostile georeferences on the map routes", () => {
   });
 });
 
+describe("planar and 16-bit tiles that inflate to more or less than declared", () => {
+  // As an attacker writes them: 16² tiles, PlanarConfiguration 2 (a tile a plane) or
+  // BitsPerSample 16, each tile of one Deflate stream that inflates to 4 MiB (a bomb) or to
+  // fewer bytes than the tile declares. Planar 8-bit RGB goes through the IIIF image route; 16-bit
+  // sources serve map tiles only (IIIF images are 8-bit), so theirs go through the tile route.
+  const SIDE = 16;
+  const bomb = () => deflateSync(new Uint8Array(4 << 20));
+  const short = () => deflateSync(new Uint8Array(100).fill(7));
+  const honest = (bytes: number) => deflateSync(new Uint8Array(bytes).fill(9));
+  const georeferenced = [...geoKeys(GEOGRAPHIC), ...placed(-180, 90, 22.5, 11.25)];
+  /** A 16² tiled Deflate TIFF: `samples` of `bits`, chunky or planar, its last tile (plane) `broken`. */
+  const file = (samples: number, bits: 8 | 16, planar: boolean, broken: Uint8Array, geo: boolean) => {
+    const plane = SIDE * SIDE * (bits / 8) * (planar ? 1 : samples);
+    const tiles: Uint8Array[] = Array.from({ length: planar ? samples : 1 }, () => honest(plane));
+    tiles[tiles.length - 1] = broken;
+    const extraTags: Tag[] = [
+      { tag: 258, type: 3, values: Array(samples).fill(bits) },
+      { tag: 284, type: 3, values: [planar ? 2 : 1] },
+      ...(geo ? georeferenced : []),
+    ];
+    return buildTiff({ width: SIDE, height: SIDE, tileWidth: SIDE, tileHeight: SIDE, samples, compression: 8, tiles, extraTags });
+  };
+  const cases = [
+    { name: "planar 8-bit RGB, a plane a bomb", bytes: () => file(3, 8, true, bomb(), false), declared: 256, route: "image" },
+    { name: "planar 8-bit RGB, a plane short", bytes: () => file(3, 8, true, short(), false), declared: 256, route: "image" },
+    { name: "16-bit grey, a bomb", bytes: () => file(1, 16, false, bomb(), true), declared: 512, route: "tile" },
+    { name: "16-bit grey, short", bytes: () => file(1, 16, false, short(), true), declared: 512, route: "tile" },
+    { name: "16-bit RGB, a bomb", bytes: () => file(3, 16, false, bomb(), true), declared: 1536, route: "tile" },
+    { name: "16-bit RGB, short", bytes: () => file(3, 16, false, short(), true), declared: 1536, route: "tile" },
+    { name: "planar 16-bit RGB, a plane a bomb", bytes: () => file(3, 16, true, bomb(), true), declared: 512, route: "tile" },
+    { name: "planar 16-bit RGB, a plane short", bytes: () => file(3, 16, true, short(), true), declared: 512, route: "tile" },
+  ] as const;
+
+  for (const c of cases) {
+    it(`${c.name}: 502 saying what the tile decodes to, the decoder still serving`, async () => {
+      const id = `inflated-${c.name.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}`;
+      await write(id, c.bytes());
+      const info = await signedGet(d, DECODER.info(id));
+      expect(info.status).toBe(200);
+      const { version } = (await info.json()) as SourceInfo;
+      const path = c.route === "image" ? DECODER.image(id, "full/max/0/default.png", version) : DECODER.tile(id, "WebMercatorQuad/0/0/0.png", version);
+      const res = await signedGet(d, path);
+      expect(res.status).toBe(502);
+      const body = (await res.json()) as { message: string };
+      expect(body.message).toMatch(new RegExp(`block decodes to (more than the declared|\\d+ bytes, not the declared) ${c.declared} bytes`));
+      expectNothingInternal(body, id);
+      expect((await fetch(d.url + DECODER.health)).status).toBe(200);
+    });
+  }
+});
+
 describe("JPEG tiles whose markers hide a decoy frame header", () => {
   // A segment libjpeg skips (COM, at 6) hides a 16² frame header (at 14) from it; a parser
   // that reads a length after a parameterless marker (RST0) or stuffed bytes (FF 00) at 2
@@ -493,6 +545,24 @@ describe("every registered codec decodes honest files", () => {
       const got = await decodeRgb(Buffer.from(await res.arrayBuffer()));
       // The answer is JPEG q85, so even lossless sources differ a little from the reference.
       expect(meanAbsDiff(got, await referenceRgb(rect))).toBeLessThan(tolerance + 2);
+    });
+  }
+});
+
+describe("the layouts read through geotiff.js decode honest files", () => {
+  // Strips of 64 rows (the last one 40), and planar tiles: every decoded block's size is checked.
+  for (const [layout, options] of [
+    ["strips", ["-co", "TILED=NO", "-co", "BLOCKYSIZE=64"]],
+    ["planar tiles", ["-co", "TILED=YES", "-co", "INTERLEAVE=BAND"]],
+  ] as [string, string[]][]) {
+    it(layout, async () => {
+      const id = `honest-${layout.replace(" ", "-")}`;
+      execFileSync("gdal_translate", ["-q", "-co", "COMPRESS=DEFLATE", ...options, path.join(SAMPLES, "test-pattern.png"), path.join(fixtures.dir, `${id}.tif`)], { stdio: "pipe" });
+      const info = (await (await signedGet(d, DECODER.info(id))).json()) as SourceInfo;
+      const res = await signedGet(d, DECODER.image(id, "full/max/0/default.png", info.version));
+      expect(res.status).toBe(200);
+      const got = await decodeRgb(Buffer.from(await res.arrayBuffer()));
+      expect(meanAbsDiff(got, await referenceRgb({ x: 0, y: 0, w: 1000, h: 1000 }))).toBe(0);
     });
   }
 });
