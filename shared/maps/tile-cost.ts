@@ -23,6 +23,8 @@ export interface TileCostShape {
   bands: number;
   /** Bytes per stored sample (1 for 8-bit, 2 for 16-bit, 4 for float32). */
   bytesPerSample: number;
+  /** Samples a decoded block holds a pixel, where more than `bands`: a chunky block decodes every sample it stores. */
+  blockSamples?: number;
 }
 
 /** Bytes per sample of the float planes a warp works in. */
@@ -38,7 +40,7 @@ export function tileCost(shape: TileCostShape, read: TileRead | undefined, side:
   const warped = out * (shape.bands + 1) * WORK_SAMPLE + out * 4 * 2;
   if (!read) return warped;
   const [x0, y0, x1, y1] = read.window;
-  const decoded = blocksCovered(shape, read.window) * shape.tileWidth * shape.tileHeight * shape.bands * shape.bytesPerSample;
+  const decoded = blocksCovered(shape, read.window) * shape.tileWidth * shape.tileHeight * (shape.blockSamples ?? shape.bands) * shape.bytesPerSample;
   const planes = (x1 - x0) * (y1 - y0) * (shape.bands + 1) * WORK_SAMPLE;
   return decoded + planes + warped;
 }

@@ -12,11 +12,12 @@ import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { asHttpError } from "../../regional/cog/cog";
 import { jpegFrame } from "../../regional/cog/jpeg-tables";
+import { WorkBudget } from "../../regional/runtime/work-budget";
 import { LocalCatalog } from "../../regional/source/local";
 import type { Source } from "../../regional/source/source";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { buildTiff, type Tag } from "../support/tiff-builder";
-import { decodeRgb, fixtureDir, meanAbsDiff, referenceRgb, refusalLog, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+import { decodeRgb, fixtureDir, meanAbsDiff, metricValue, referenceRgb, refusalLog, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
 let d: Decoder;
@@ -547,6 +548,30 @@ describe("every registered codec decodes honest files", () => {
       expect(meanAbsDiff(got, await referenceRgb(rect))).toBeLessThan(tolerance + 2);
     });
   }
+});
+
+describe("blocks that decode to more than the bands a tile asks for", () => {
+  // A chunky block decodes every sample it stores, whichever bands a tile reads: a 2048² tile of
+  // sixteen 16-bit samples is 128 MiB decoded (its Deflate stream some 130 KB), for one band asked.
+  const SIDE = 2048;
+  const SAMPLES = 16;
+  const decoded = SIDE * SIDE * SAMPLES * 2;
+  let small: Decoder;
+  beforeAll(async () => {
+    // No tile-table prefetch: the budget then shows nothing but what the request reserved.
+    small = await startDecoder(new LocalCatalog(fixtures.dir), 3, { budget: new WorkBudget(64 * 1024 * 1024), prefetchRing: 0 });
+  });
+  afterAll(() => small?.close());
+
+  it("a one-band tile of a 16-sample 16-bit source reserves the whole block: 413 under a budget it exceeds, before any decode", async () => {
+    const extraTags: Tag[] = [{ tag: 258, type: 3, values: Array(SAMPLES).fill(16) }, ...geoKeys(GEOGRAPHIC), ...placed(-180, 90, 360 / SIDE, 180 / SIDE)];
+    await write("many-samples", buildTiff({ width: SIDE, height: SIDE, tileWidth: SIDE, tileHeight: SIDE, samples: SAMPLES, photometric: 1, compression: 8, tiles: [deflateSync(new Uint8Array(decoded))], extraTags }));
+    const { version } = (await (await signedGet(small, DECODER.info("many-samples"))).json()) as SourceInfo;
+    const res = await signedGet(small, DECODER.tile("many-samples", "WorldCRS84Quad/0/0/0.png?bidx=1", version));
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { message: string }).message).toMatch(/more than the whole 64\.0 MiB work budget/);
+    expect(await metricValue(small, "tessera_decoder_work_budget_peak_bytes")).toBe(0);
+  });
 });
 
 describe("the layouts read through geotiff.js decode honest files", () => {
