@@ -44,6 +44,21 @@ export interface DecodeShape {
   degrees: number;
   /** The output format (absent: one whose encoder holds at most the raw image, as jpg). */
   format?: Format;
+  /** How the stored blocks are compressed (absent: not known yet, and counted as JPEG, see JPEG_MCU). */
+  codec?: Codec;
+}
+
+/**
+ * Side (px) of the largest JPEG MCU: a JPEG block decodes into whole MCUs of 8 × its largest
+ * sampling factor (1 to 4) each way, 16 for the common 4:2:0. Every JPEG block is counted in MCUs
+ * of this side, so neither tier needs its subsampling (the stream's own, each block may declare
+ * another): the dearest, which only blocks whose sides are not multiples of 32 px pay for.
+ */
+export const JPEG_MCU = 32;
+
+/** A block's side as it decodes: in whole MCUs for JPEG, or a codec not known (see JPEG_MCU). */
+export function decodedSide(side: number, codec: Codec | undefined): number {
+  return codec === undefined || codec === "jpeg" ? Math.ceil(side / JPEG_MCU) * JPEG_MCU : side;
 }
 
 /**
@@ -54,8 +69,8 @@ export interface DecodeShape {
  */
 export const JP2_ENCODE_MULTIPLE = 4;
 
-/** What the estimate needs of a source: its pyramid and its full level's tiling. */
-export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight">;
+/** What the estimate needs of a source: its pyramid, its full level's tiling and codec. */
+export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight" | "codec">;
 
 /** Windows of more pixels than this (at the level read) are rendered in bands of block rows. */
 export const STRIP_MIN_PIXELS = 4096 * 4096;
@@ -115,7 +130,8 @@ const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
  * Peak bytes of decode → scale → rotate → encode, each stage's buffer counted as if all were
  * alive at once (the decoder holds each input until the next stage is done):
  * - decode, a window read whole: the window at the level the decoder will read, widened to
- *   whole stored tiles, twice: the decoded blocks and the window copied out of them;
+ *   whole stored tiles, twice: the decoded blocks and the window copied out of them; a JPEG
+ *   block (or one of a codec not known) decodes in whole MCUs, and counts so (decodedSpan);
  * - decode, a large window read in bands (rendersInStrips): see bandPixels;
  * - scale: the output size;
  * - rotate: the rotated output's bounding box (nothing when there is no rotation);
@@ -125,13 +141,15 @@ export function estimatePeakBytes(s: DecodeShape, bands: BandChoice = "cheaper")
   const level = s.levels[chooseLevel(s.levels, s.region, s.width, s.height)];
   const window = windowAtLevel(s.levels[0], level, s.region);
   const [x0, y0, x1, y1] = window;
-  const decodeW = alignedSpan(x0, x1, s.tileWidth, level.width);
+  // Strips span the image's width (geotiff.js, and so SourceInfo, give a strip's width as the tile's).
+  const strips = s.tileWidth >= s.levels[0].width;
+  const decodeW = decodedSpan(x0, x1, s.tileWidth, level.width, s.codec, strips);
   const canvas = rotatedCanvas(s.width, s.height, s.degrees);
   const band = bandRows(s.tileHeight);
   const step = bands === "cheaper" ? exactBands(x1 - x0, y1 - y0, s.width, s.height, band) : undefined;
   const decode = rendersInStrips(window)
     ? bandPixels(decodeW, s.width, y1 - y0, band, step)
-    : 2 * decodeW * alignedSpan(y0, y1, s.tileHeight, level.height);
+    : 2 * decodeW * decodedSpan(y0, y1, s.tileHeight, level.height, s.codec, strips);
   const scale = s.width * s.height;
   const rotate = s.degrees === 0 ? 0 : canvas.width * canvas.height;
   const encode = (s.degrees === 0 ? scale : rotate) * (s.format === "jp2" ? JP2_ENCODE_MULTIPLE : 1);
@@ -158,9 +176,9 @@ export function estimateRequest(
   req: ResolvedImageRequest,
   channels: number,
 ): number {
-  const { levels, tileWidth, tileHeight } = source;
+  const { levels, tileWidth, tileHeight, codec } = source;
   const { region, width, height, degrees, format } = req;
-  return estimatePeakBytes({ levels, tileWidth, tileHeight, channels, region, width, height, degrees, format });
+  return estimatePeakBytes({ levels, tileWidth, tileHeight, codec, channels, region, width, height, degrees, format });
 }
 
 /**
@@ -213,6 +231,21 @@ function largestFitting(lo: number, hi: number, fits: (area: number) => boolean)
     else hi = mid;
   }
   return lo;
+}
+
+/**
+ * Width of [lo, hi) once widened to whole blocks of `tile` px, clamped to the level, each block's
+ * frame as it decodes (decodedSide). A tile's frame is the whole tile (what
+ * lies past the level's edge is left out, as for every codec); a strip's (`strips`) is the rows
+ * of the image it holds, the last one's fewer, and the whole width.
+ */
+function decodedSpan(lo: number, hi: number, tile: number, size: number, codec: Codec | undefined, strips: boolean): number {
+  const span = alignedSpan(lo, hi, tile, size);
+  if (tile <= 0) return span;
+  const blocks = Math.ceil(span / tile);
+  const last = span - (blocks - 1) * tile;
+  const padded = decodedSide(tile, codec);
+  return (blocks - 1) * padded + (strips ? decodedSide(last, codec) : last + padded - tile);
 }
 
 /** Width of [lo, hi) once widened to whole tiles of `tile` px, clamped to the level. */

@@ -22,7 +22,7 @@ import { windowAtLevel, type LevelSize } from "../../shared/levels";
 import { compactWindow, copyWindow, type PixelView, type Pixels } from "./pixels";
 import { checkTiffStructure, malformed } from "./tiff-guard";
 import type { ImageLimits, Rect } from "../../shared/iiif/resolve";
-import { maxRenderArea } from "../../shared/cost";
+import { decodedSide, maxRenderArea } from "../../shared/cost";
 
 /** [x0, y0, x1, y1) in one level's pixels. */
 export type LevelWindow = [number, number, number, number];
@@ -154,7 +154,7 @@ export class Cog {
 
   private renderLimits(): ImageLimits {
     const full = this.levels[0];
-    const shape = { levels: this.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight };
+    const shape = { levels: this.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight, codec: this.codec };
     // Its memory only: the work a request may take is the deadline it is given, which the edge
     // (the DO's REQUEST_TIMEOUT) applies to what it declares, and the decoder to what it runs.
     const maxArea = maxRenderArea(shape, this.channels, this.codec, { bytes: this.budget.limitBytes, work: Infinity });
@@ -184,12 +184,16 @@ export class Cog {
     return unsupportedSamples(this.levels[0].image)[0]?.error;
   }
 
-  /** Work memory (bytes) reading `window` of level `index` takes: its blocks, stored and decoded, and the window. */
+  /**
+   * Work memory (bytes) reading `window` of level `index` takes: its blocks, stored and decoded
+   * (a JPEG block in whole MCUs), and the window.
+   */
   windowCost(index: number, window: LevelWindow): number {
-    const level = this.levels[index];
+    const { tileWidth: tw, tileHeight: th, blocks: reader } = this.levels[index];
     const [x0, y0, x1, y1] = window;
-    const blocks = (Math.ceil(x1 / level.tileWidth) - Math.floor(x0 / level.tileWidth)) * (Math.ceil(y1 / level.tileHeight) - Math.floor(y0 / level.tileHeight));
-    const blockBytes = level.blocks?.blockBytes ?? level.tileWidth * level.tileHeight * 4;
+    const blocks = (Math.ceil(x1 / tw) - Math.floor(x0 / tw)) * (Math.ceil(y1 / th) - Math.floor(y0 / th));
+    const perPixel = reader ? reader.blockBytes / (tw * th) : 4;
+    const blockBytes = Math.ceil(perPixel * decodedSide(tw, this.codec) * decodedSide(th, this.codec));
     return blocks * 2 * blockBytes + (x1 - x0) * (y1 - y0) * 4;
   }
 

@@ -133,7 +133,7 @@ function shift(xs: Float64Array, ys: Float64Array, window: LevelWindow, start: n
 /** What a planned read costs: tileCost and readWork with the real window, bands, sample size and codec. */
 export function plannedCost(cog: Cog, plan: TilePlan): Cost {
   const shape = plannedShape(cog, plan);
-  return { bytes: tileCost(shape, plan.read, plan.side), work: readWork({ ...shape, codec: cog.codec }, plan.read, plan.side, plan.resampling) };
+  return { bytes: tileCost(shape, plan.read, plan.side), work: readWork(shape, plan.read, plan.side, plan.resampling) };
 }
 
 /**
@@ -152,6 +152,7 @@ function plannedShape(cog: Cog, plan: TilePlan): TileCostShape {
     bands,
     bytesPerSample: Math.ceil(bits / 8),
     blockSamples: chunky ? Math.max(bands, layout.count + (level.mask ? 1 : 0)) : bands,
+    codec: cog.codec,
   };
 }
 

@@ -1,6 +1,6 @@
 // What a render costs: the one cost formula of both tiers (shared/cost.ts's peak memory,
 // shared/work.ts's work), fed with what the decoder knows once the header is open: the source's
-// real channels, block layout and codec. Computed before any pixel is fetched, it is what a
+// real channels, block layout and codec (a JPEG block counts in whole MCUs). Computed before any pixel is fetched, it is what a
 // request reserves from the work budget, what it checks against the admission DO's grant, and
 // what the answer reports to the DO.
 
@@ -11,7 +11,7 @@ import type { Cog } from "../cog/cog";
 
 export function renderCost(cog: Cog, req: ResolvedImageRequest): Cost {
   const full = cog.levels[0];
-  const source = { levels: cog.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight };
+  const source = { levels: cog.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight, codec: cog.codec };
   return {
     bytes: estimateRequest(source, req, cog.channels),
     work: imageWork({ ...source, channels: cog.channels, codec: cog.codec, ...req }),
