@@ -46,6 +46,11 @@ export interface DecodeShape {
   format?: Format;
   /** How the stored blocks are compressed (absent: not known yet, and counted as JPEG, see JPEG_MCU). */
   codec?: Codec;
+  /**
+   * Samples a decoded block holds a pixel, where more than `channels`: a block stored chunky
+   * decodes every sample it stores, however few the render uses (absent: `channels`).
+   */
+  blockSamples?: number;
 }
 
 /**
@@ -70,7 +75,7 @@ export function decodedSide(side: number, codec: Codec | undefined): number {
 export const JP2_ENCODE_MULTIPLE = 4;
 
 /** What the estimate needs of a source: its pyramid, its full level's tiling and codec. */
-export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight" | "codec">;
+export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight" | "codec" | "blockSamples">;
 
 /** Windows of more pixels than this (at the level read) are rendered in bands of block rows. */
 export const STRIP_MIN_PIXELS = 4096 * 4096;
@@ -110,7 +115,8 @@ export function exactBands(windowWidth: number, windowHeight: number, outWidth: 
     outPeriod: outHeight / g,
     period,
   };
-  const cheaper = bandPixels(windowWidth, outWidth, windowHeight, band, step) <= bandPixels(windowWidth, outWidth, windowHeight, band);
+  // Compared as for blocks of the render's own channels (decoded, copied): the choice is the render's.
+  const cheaper = bandPixels(windowWidth, outWidth, windowHeight, band, 2, step) <= bandPixels(windowWidth, outWidth, windowHeight, band, 2);
   return cheaper ? step : undefined;
 }
 
@@ -132,6 +138,7 @@ const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
  * - decode, a window read whole: the window at the level the decoder will read, widened to
  *   whole stored tiles, twice: the decoded blocks and the window copied out of them; a JPEG
  *   block (or one of a codec not known) decodes in whole MCUs, and counts so (decodedSpan);
+ *   the decoded blocks count every sample they hold (blockSamples), the copy the channels;
  * - decode, a large window read in bands (rendersInStrips): see bandPixels;
  * - scale: the output size;
  * - rotate: the rotated output's bounding box (nothing when there is no rotation);
@@ -147,13 +154,15 @@ export function estimatePeakBytes(s: DecodeShape, bands: BandChoice = "cheaper")
   const canvas = rotatedCanvas(s.width, s.height, s.degrees);
   const band = bandRows(s.tileHeight);
   const step = bands === "cheaper" ? exactBands(x1 - x0, y1 - y0, s.width, s.height, band) : undefined;
+  // The decoded blocks and the window copied out of them, in pixels of the render's channels.
+  const read = 1 + (s.blockSamples ?? s.channels) / s.channels;
   const decode = rendersInStrips(window)
-    ? bandPixels(decodeW, s.width, y1 - y0, band, step)
-    : 2 * decodeW * decodedSpan(y0, y1, s.tileHeight, level.height, s.codec, strips);
+    ? bandPixels(decodeW, s.width, y1 - y0, band, read, step)
+    : read * decodeW * decodedSpan(y0, y1, s.tileHeight, level.height, s.codec, strips);
   const scale = s.width * s.height;
   const rotate = s.degrees === 0 ? 0 : canvas.width * canvas.height;
   const encode = (s.degrees === 0 ? scale : rotate) * (s.format === "jp2" ? JP2_ENCODE_MULTIPLE : 1);
-  return (decode + scale + rotate + encode) * s.channels;
+  return Math.ceil((decode + scale + rotate + encode) * s.channels);
 }
 
 /** Which banded method an estimate counts: the one the decoder takes, or always rows reduced across first. */
@@ -161,13 +170,13 @@ export type BandChoice = "cheaper" | "rows";
 
 /**
  * Pixels a banded read holds at its peak besides the output: in exact bands, one band with its
- * halo (decoded, copied) and its resized rows, which the output takes; else one band (decoded,
- * copied, reduced to the output width) and every band's reduced rows.
+ * halo (decoded and copied, `read` times its pixels) and its resized rows, which the output
+ * takes; else one band (decoded, copied, reduced to the output width) and every band's reduced rows.
  */
-function bandPixels(readWidth: number, outWidth: number, windowHeight: number, band: number, exact?: BandStep): number {
-  if (!exact) return 2 * readWidth * band + outWidth * band + outWidth * windowHeight;
-  const read = exact.rows + 2 * exact.halo;
-  return 2 * readWidth * read + outWidth * ((read * exact.outPeriod) / exact.period);
+function bandPixels(readWidth: number, outWidth: number, windowHeight: number, band: number, read: number, exact?: BandStep): number {
+  if (!exact) return read * readWidth * band + outWidth * band + outWidth * windowHeight;
+  const rows = exact.rows + 2 * exact.halo;
+  return read * readWidth * rows + outWidth * ((rows * exact.outPeriod) / exact.period);
 }
 
 /** The estimate for a resolved IIIF request on a source of this pyramid. */
@@ -176,9 +185,9 @@ export function estimateRequest(
   req: ResolvedImageRequest,
   channels: number,
 ): number {
-  const { levels, tileWidth, tileHeight, codec } = source;
+  const { levels, tileWidth, tileHeight, codec, blockSamples } = source;
   const { region, width, height, degrees, format } = req;
-  return estimatePeakBytes({ levels, tileWidth, tileHeight, codec, channels, region, width, height, degrees, format });
+  return estimatePeakBytes({ levels, tileWidth, tileHeight, codec, blockSamples, channels, region, width, height, degrees, format });
 }
 
 /**

@@ -139,6 +139,16 @@ export class Cog {
     return stored ? Math.min(full.getSamplesPerPixel(), 4) : 3;
   }
 
+  /**
+   * Samples a decoded block of the full level holds a pixel: a chunky block decodes every sample
+   * it stores, however few a render uses; a planar read decodes the planes it uses.
+   */
+  get blockSamples(): number {
+    const full = this.levels[0].image;
+    const chunky = full.getFileDirectory().getValue("PlanarConfiguration") !== 2;
+    return chunky ? Math.max(this.channels, full.getSamplesPerPixel()) : this.channels;
+  }
+
   /** How the full level's blocks are stored, as the cost model counts their decode. */
   get codec(): Codec {
     return codecOf(this.levels[0].image.getFileDirectory().getValue("Compression") as number | undefined);
@@ -154,7 +164,7 @@ export class Cog {
 
   private renderLimits(): ImageLimits {
     const full = this.levels[0];
-    const shape = { levels: this.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight, codec: this.codec };
+    const shape = { levels: this.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight, codec: this.codec, blockSamples: this.blockSamples };
     // Its memory only: the work a request may take is the deadline it is given, which the edge
     // (the DO's REQUEST_TIMEOUT) applies to what it declares, and the decoder to what it runs.
     const maxArea = maxRenderArea(shape, this.channels, this.codec, { bytes: this.budget.limitBytes, work: Infinity });

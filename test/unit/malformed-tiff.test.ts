@@ -550,9 +550,9 @@ describe("every registered codec decodes honest files", () => {
   }
 });
 
-describe("blocks that decode to more than the bands a tile asks for", () => {
-  // A chunky block decodes every sample it stores, whichever bands a tile reads: a 2048² tile of
-  // sixteen 16-bit samples is 128 MiB decoded (its Deflate stream some 130 KB), for one band asked.
+describe("blocks that decode to more than the bands a request asks for", () => {
+  // A chunky block decodes every sample it stores, whichever bands a request reads: a 2048² tile
+  // of sixteen 16-bit samples is 128 MiB decoded (its Deflate stream some 130 KB), for one band asked.
   const SIDE = 2048;
   const SAMPLES = 16;
   const decoded = SIDE * SIDE * SAMPLES * 2;
@@ -568,6 +568,17 @@ describe("blocks that decode to more than the bands a tile asks for", () => {
     await write("many-samples", buildTiff({ width: SIDE, height: SIDE, tileWidth: SIDE, tileHeight: SIDE, samples: SAMPLES, photometric: 1, compression: 8, tiles: [deflateSync(new Uint8Array(decoded))], extraTags }));
     const { version } = (await (await signedGet(small, DECODER.info("many-samples"))).json()) as SourceInfo;
     const res = await signedGet(small, DECODER.tile("many-samples", "WorldCRS84Quad/0/0/0.png?bidx=1", version));
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { message: string }).message).toMatch(/more than the whole 64\.0 MiB work budget/);
+    expect(await metricValue(small, "tessera_decoder_work_budget_peak_bytes")).toBe(0);
+  });
+
+  it("a grey IIIF image of a 32-sample 8-bit source reserves the whole block: 413 under a budget it exceeds, before any decode", async () => {
+    const samples = 32; // 128 MiB a decoded block, for a grey picture of 4 MiB
+    const extraTags: Tag[] = [{ tag: 338, type: 3, values: Array(samples - 1).fill(0) }];
+    await write("many-grey-samples", buildTiff({ width: SIDE, height: SIDE, tileWidth: SIDE, tileHeight: SIDE, samples, photometric: 1, compression: 8, tiles: [deflateSync(new Uint8Array(SIDE * SIDE * samples))], extraTags }));
+    const { version } = (await (await signedGet(small, DECODER.info("many-grey-samples"))).json()) as SourceInfo;
+    const res = await signedGet(small, DECODER.image("many-grey-samples", "full/max/0/default.png", version));
     expect(res.status).toBe(413);
     expect(((await res.json()) as { message: string }).message).toMatch(/more than the whole 64\.0 MiB work budget/);
     expect(await metricValue(small, "tessera_decoder_work_budget_peak_bytes")).toBe(0);
