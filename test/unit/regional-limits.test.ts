@@ -269,9 +269,12 @@ describe("work budget", () => {
 
 describe("reads through geotiff.js (strips, planar tiles)", () => {
   // The layouts the block reader does not take: GDAL writes them from the test pattern.
+  const georeferenced = ["-a_srs", "EPSG:4326", "-a_ullr", "-180", "90", "180", "-90"];
   const layouts = [
-    { id: "strips", options: ["-co", "TILED=NO", "-co", "BLOCKYSIZE=64"] },
-    { id: "planar", options: ["-co", "TILED=YES", "-co", "INTERLEAVE=BAND"] },
+    { id: "strips", options: ["-co", "TILED=NO", "-co", "BLOCKYSIZE=64"], route: "image" },
+    { id: "planar", options: ["-co", "TILED=YES", "-co", "INTERLEAVE=BAND"], route: "image" },
+    // A map tile reads its bands through geotiff.js too (bands.ts).
+    { id: "planar-map", options: ["-co", "TILED=YES", "-co", "INTERLEAVE=BAND", ...georeferenced], route: "tile" },
   ];
   beforeAll(() => {
     for (const { id, options } of layouts) {
@@ -279,14 +282,15 @@ describe("reads through geotiff.js (strips, planar tiles)", () => {
     }
   });
 
-  it.each(layouts)("a cancelled request over $id keeps its reservation until the read it started settles", async ({ id }) => {
+  it.each(layouts)("a cancelled request over $id ($route) keeps its reservation until the read it started settles", async ({ id, route }) => {
     const budget = new WorkBudget(64 * MIB);
     // Held reads notice their abort only once let through, as a store read under way.
     const catalog = new GatedCatalog(new LocalCatalog(fixtures.dir), { noticesAbort: false });
     const d = await startDecoder(catalog, 3, { prefetchRing: 0, blockCache: new DecodedBlockCache(0), budget });
     try {
       const info = (await (await signedGet(d, DECODER.info(id))).json()) as SourceInfo;
-      const req = await start(d, DECODER.image(id, "0,0,256,256/256,256/0/default.png", info.version));
+      const path = route === "image" ? DECODER.image(id, "0,0,256,256/256,256/0/default.png", info.version) : DECODER.tile(id, "WorldCRS84Quad/0/0/0.png", info.version);
+      const req = await start(d, path);
       await catalog.readsStarted(1);
       const reserved = await metricValue(d, "tessera_decoder_work_budget_used_bytes");
       expect(reserved).toBeGreaterThan(0);
