@@ -266,6 +266,9 @@ class JpegDecoder extends BoundedDecoder {
   }
 }
 
+const MULTI_SCAN_REFUSAL =
+  "progressive or multi-scan JPEG blocks are not supported: their decode holds every coefficient of the block at once (TIFF's JPEG blocks are baseline, in one scan, as libtiff and GDAL write them)";
+
 /**
  * Merged streams (tile + JPEGTables) being decoded, reused: a block's merged stream is as large
  * as the tile, and a new one per block was garbage for V8 to count and collect.
@@ -289,6 +292,8 @@ export async function decodeJpegBlock(stored: Uint8Array, params: BlockParameter
     if (frame.components !== 1 && frame.components !== 3) {
       throw unsupported(`JPEG blocks with ${frame.components} components are not supported`);
     }
+    // Its estimate counts a block decoded a row of MCUs at a time.
+    if (!frame.onePass) throw unsupported(MULTI_SCAN_REFUSAL);
     let decoded;
     try {
       const input = Buffer.from(jpeg.buffer, jpeg.byteOffset, jpeg.byteLength);

@@ -89,7 +89,8 @@ describe("malformed TIFFs", () => {
    * out); or nothing, for a message that leaves nothing out.
    */
   type Logged = "label" | RegExp | "nothing";
-  const cases: { name: string; make: () => Promise<Uint8Array> | Uint8Array; status: number; message: RegExp; logged: Logged }[] = [
+  /** `canonical`: the image request made after info (a 16² crop unless said). */
+  const cases: { name: string; make: () => Promise<Uint8Array> | Uint8Array; status: number; message: RegExp; logged: Logged; canonical?: string }[] = [
     { name: "not a TIFF", make: () => new TextEncoder().encode("GIF89a, certainly not a TIFF"), status: 502, message: /no II\/MM byte-order mark/, logged: "label" },
     { name: "empty", make: () => new Uint8Array(0), status: 502, message: /too short for a TIFF header/, logged: "label" },
     {
@@ -285,6 +286,20 @@ describe("malformed TIFFs", () => {
       logged: /^malformed TIFF: corrupt WebP block \(.*unsupported image format\)$/, // libvips' words
     },
     {
+      // A progressive frame holds all of its coefficients while it decodes (2 bytes a sample, in
+      // whole MCUs): twice a 4:4:4 block's pixels beside them, past what its estimate counts.
+      name: "progressive JPEG tile",
+      make: async () => {
+        const tile = await sharp({ create: { width: 16, height: 16, channels: 3, background: "#c08040" } }).jpeg({ progressive: true, chromaSubsampling: "4:4:4" }).toBuffer();
+        return buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression: 7, photometric: 2, tiles: [tile] });
+      },
+      status: 501,
+      message: /^progressive or multi-scan JPEG blocks are not supported/,
+      logged: "nothing",
+      // Decoded (the whole tile as JPEG would pass the stored bytes through, undecoded).
+      canonical: "0,0,8,8/max/0/default.png",
+    },
+    {
       name: "palette without a ColorMap",
       make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, samples: 1, photometric: 3, tiles: [new Uint8Array(256)] }),
       status: 502,
@@ -299,7 +314,7 @@ describe("malformed TIFFs", () => {
       if (c.name.startsWith("truncated")) bytes = cutSecondTile(bytes);
       const id = c.name.replace(/[^a-z0-9]+/gi, "-").replace(/^-|-$/g, "").toLowerCase();
       await write(id, bytes);
-      const failure = await firstFailure(id, c.name.startsWith("truncated") ? "0,16,16,16/max/0/default.jpg" : undefined);
+      const failure = await firstFailure(id, c.canonical ?? (c.name.startsWith("truncated") ? "0,16,16,16/max/0/default.jpg" : undefined));
       expect(failure.status).toBe(c.status);
       expect(failure.body?.message).toMatch(c.message);
       expectNothingInternal(failure.body, id);
@@ -504,7 +519,7 @@ describe("JPEG tiles whose markers hide a decoy frame header", () => {
   for (const [what, marker] of [["a restart marker", 0xd0], ["stuffed bytes", 0x00]] as const) {
     it(`${what} before the decoy: the real 256² frame is read and refused (502)`, async () => {
       const { tile, tables, compression, photometric } = await gdalTile("JPEG", ["-co", "PHOTOMETRIC=YCBCR"]);
-      expect(jpegFrame(hide(marker, tile))).toEqual({ width: 256, height: 256, components: 3 });
+      expect(jpegFrame(hide(marker, tile))).toEqual({ width: 256, height: 256, components: 3, onePass: true });
       const id = `decoy-${marker}`;
       await write(id, buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression, photometric, tiles: [hide(marker, tile)], extraTags: [{ tag: 347, type: 7, values: tables! }] }));
       // The whole tile (passed through as stored) and a crop (decoded).
@@ -517,10 +532,15 @@ describe("JPEG tiles whose markers hide a decoy frame header", () => {
     });
   }
 
-  it("a stream libjpeg reads is read the same way: fill bytes, garbage, restart markers, tables", async () => {
+  it("a stream libjpeg reads is read the same way: fill bytes, garbage, restart markers, tables, its first scan", async () => {
     const { tile } = await gdalTile("JPEG", ["-co", "PHOTOMETRIC=YCBCR"]);
     const noisy = Uint8Array.from([0xff, 0xd8, 0xff, 0xff, 0xd7, 0x12, 0x34, 0xff, 0x01, ...tile.subarray(2)]);
-    expect(jpegFrame(noisy)).toEqual({ width: 256, height: 256, components: 3 });
+    expect(jpegFrame(noisy)).toEqual({ width: 256, height: 256, components: 3, onePass: true });
+    // A first scan of one component of three: more scans follow, so libjpeg buffers the frame.
+    const sos = tile.findIndex((b, i) => b === 0xff && tile[i + 1] === 0xda);
+    const oneComponent = Uint8Array.from(tile);
+    oneComponent[sos + 4] = 1;
+    expect(jpegFrame(oneComponent)).toMatchObject({ components: 3, onePass: false });
     expect(jpegFrame(Uint8Array.from([0xff, 0xd8, 0xff, 0xda, 0x00, 0x02]))).toBeUndefined();
   });
 });
