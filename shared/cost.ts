@@ -74,7 +74,7 @@ export function decodedSide(side: number, codec: Codec | undefined): number {
  */
 export const JP2_ENCODE_MULTIPLE = 4;
 
-/** What the estimate needs of a source: its pyramid, its full level's tiling and codec. */
+/** What the estimate needs of a source: its pyramid, its full level's tiling, and how its blocks decode. */
 export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight" | "codec" | "blockSamples">;
 
 /** Windows of more pixels than this (at the level read) are rendered in bands of block rows. */
