@@ -44,6 +44,26 @@ export interface DecodeShape {
   degrees: number;
   /** The output format (absent: one whose encoder holds at most the raw image, as jpg). */
   format?: Format;
+  /** How the stored blocks are compressed (absent: not known yet, and counted as JPEG, see JPEG_MCU). */
+  codec?: Codec;
+  /**
+   * Samples a decoded block holds a pixel, where more than `channels`: a block stored chunky
+   * decodes every sample it stores, however few the render uses (absent: `channels`).
+   */
+  blockSamples?: number;
+}
+
+/**
+ * Side (px) of the largest JPEG MCU: a JPEG block decodes into whole MCUs of 8 × its largest
+ * sampling factor (1 to 4) each way, 16 for the common 4:2:0. Every JPEG block is counted in MCUs
+ * of this side, so neither tier needs its subsampling (the stream's own, each block may declare
+ * another): the dearest, which only blocks whose sides are not multiples of 32 px pay for.
+ */
+export const JPEG_MCU = 32;
+
+/** A block's side as it decodes: in whole MCUs for JPEG, or a codec not known (see JPEG_MCU). */
+export function decodedSide(side: number, codec: Codec | undefined): number {
+  return codec === undefined || codec === "jpeg" ? Math.ceil(side / JPEG_MCU) * JPEG_MCU : side;
 }
 
 /**
@@ -54,8 +74,8 @@ export interface DecodeShape {
  */
 export const JP2_ENCODE_MULTIPLE = 4;
 
-/** What the estimate needs of a source: its pyramid and its full level's tiling. */
-export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight">;
+/** What the estimate needs of a source: its pyramid, its full level's tiling, and how its blocks decode. */
+export type SourceShape = Pick<DecodeShape, "levels" | "tileWidth" | "tileHeight" | "codec" | "blockSamples">;
 
 /** Windows of more pixels than this (at the level read) are rendered in bands of block rows. */
 export const STRIP_MIN_PIXELS = 4096 * 4096;
@@ -95,7 +115,8 @@ export function exactBands(windowWidth: number, windowHeight: number, outWidth: 
     outPeriod: outHeight / g,
     period,
   };
-  const cheaper = bandPixels(windowWidth, outWidth, windowHeight, band, step) <= bandPixels(windowWidth, outWidth, windowHeight, band);
+  // Compared as for blocks of the render's own channels (decoded, copied): the choice is the render's.
+  const cheaper = bandPixels(windowWidth, outWidth, windowHeight, band, 2, step) <= bandPixels(windowWidth, outWidth, windowHeight, band, 2);
   return cheaper ? step : undefined;
 }
 
@@ -115,7 +136,9 @@ const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
  * Peak bytes of decode → scale → rotate → encode, each stage's buffer counted as if all were
  * alive at once (the decoder holds each input until the next stage is done):
  * - decode, a window read whole: the window at the level the decoder will read, widened to
- *   whole stored tiles, twice: the decoded blocks and the window copied out of them;
+ *   whole stored tiles, twice: the decoded blocks and the window copied out of them; a JPEG
+ *   block (or one of a codec not known) decodes in whole MCUs, and counts so (decodedSpan);
+ *   the decoded blocks count every sample they hold (blockSamples), the copy the channels;
  * - decode, a large window read in bands (rendersInStrips): see bandPixels;
  * - scale: the output size;
  * - rotate: the rotated output's bounding box (nothing when there is no rotation);
@@ -125,17 +148,21 @@ export function estimatePeakBytes(s: DecodeShape, bands: BandChoice = "cheaper")
   const level = s.levels[chooseLevel(s.levels, s.region, s.width, s.height)];
   const window = windowAtLevel(s.levels[0], level, s.region);
   const [x0, y0, x1, y1] = window;
-  const decodeW = alignedSpan(x0, x1, s.tileWidth, level.width);
+  // Strips span the image's width (geotiff.js, and so SourceInfo, give a strip's width as the tile's).
+  const strips = s.tileWidth >= s.levels[0].width;
+  const decodeW = decodedSpan(x0, x1, s.tileWidth, level.width, s.codec, strips);
   const canvas = rotatedCanvas(s.width, s.height, s.degrees);
   const band = bandRows(s.tileHeight);
   const step = bands === "cheaper" ? exactBands(x1 - x0, y1 - y0, s.width, s.height, band) : undefined;
+  // The decoded blocks and the window copied out of them, in pixels of the render's channels.
+  const read = 1 + (s.blockSamples ?? s.channels) / s.channels;
   const decode = rendersInStrips(window)
-    ? bandPixels(decodeW, s.width, y1 - y0, band, step)
-    : 2 * decodeW * alignedSpan(y0, y1, s.tileHeight, level.height);
+    ? bandPixels(decodeW, s.width, y1 - y0, band, read, step)
+    : read * decodeW * decodedSpan(y0, y1, s.tileHeight, level.height, s.codec, strips);
   const scale = s.width * s.height;
   const rotate = s.degrees === 0 ? 0 : canvas.width * canvas.height;
   const encode = (s.degrees === 0 ? scale : rotate) * (s.format === "jp2" ? JP2_ENCODE_MULTIPLE : 1);
-  return (decode + scale + rotate + encode) * s.channels;
+  return Math.ceil((decode + scale + rotate + encode) * s.channels);
 }
 
 /** Which banded method an estimate counts: the one the decoder takes, or always rows reduced across first. */
@@ -143,13 +170,13 @@ export type BandChoice = "cheaper" | "rows";
 
 /**
  * Pixels a banded read holds at its peak besides the output: in exact bands, one band with its
- * halo (decoded, copied) and its resized rows, which the output takes; else one band (decoded,
- * copied, reduced to the output width) and every band's reduced rows.
+ * halo (decoded and copied, `read` times its pixels) and its resized rows, which the output
+ * takes; else one band (decoded, copied, reduced to the output width) and every band's reduced rows.
  */
-function bandPixels(readWidth: number, outWidth: number, windowHeight: number, band: number, exact?: BandStep): number {
-  if (!exact) return 2 * readWidth * band + outWidth * band + outWidth * windowHeight;
-  const read = exact.rows + 2 * exact.halo;
-  return 2 * readWidth * read + outWidth * ((read * exact.outPeriod) / exact.period);
+function bandPixels(readWidth: number, outWidth: number, windowHeight: number, band: number, read: number, exact?: BandStep): number {
+  if (!exact) return read * readWidth * band + outWidth * band + outWidth * windowHeight;
+  const rows = exact.rows + 2 * exact.halo;
+  return read * readWidth * rows + outWidth * ((rows * exact.outPeriod) / exact.period);
 }
 
 /** The estimate for a resolved IIIF request on a source of this pyramid. */
@@ -158,9 +185,9 @@ export function estimateRequest(
   req: ResolvedImageRequest,
   channels: number,
 ): number {
-  const { levels, tileWidth, tileHeight } = source;
+  const { levels, tileWidth, tileHeight, codec, blockSamples } = source;
   const { region, width, height, degrees, format } = req;
-  return estimatePeakBytes({ levels, tileWidth, tileHeight, channels, region, width, height, degrees, format });
+  return estimatePeakBytes({ levels, tileWidth, tileHeight, codec, blockSamples, channels, region, width, height, degrees, format });
 }
 
 /**
@@ -213,6 +240,21 @@ function largestFitting(lo: number, hi: number, fits: (area: number) => boolean)
     else hi = mid;
   }
   return lo;
+}
+
+/**
+ * Width of [lo, hi) once widened to whole blocks of `tile` px, clamped to the level, each block's
+ * frame as it decodes (decodedSide). A tile's frame is the whole tile (what
+ * lies past the level's edge is left out, as for every codec); a strip's (`strips`) is the rows
+ * of the image it holds, the last one's fewer, and the whole width.
+ */
+function decodedSpan(lo: number, hi: number, tile: number, size: number, codec: Codec | undefined, strips: boolean): number {
+  const span = alignedSpan(lo, hi, tile, size);
+  if (tile <= 0) return span;
+  const blocks = Math.ceil(span / tile);
+  const last = span - (blocks - 1) * tile;
+  const padded = decodedSide(tile, codec);
+  return (blocks - 1) * padded + (strips ? decodedSide(last, codec) : last + padded - tile);
 }
 
 /** Width of [lo, hi) once widened to whole tiles of `tile` px, clamped to the level. */

@@ -54,8 +54,8 @@ export const WORK_PER_REQUEST = 2;
 export const megasamples = (samples: number, perMegasample: number) => (samples / 1e6) * perMegasample;
 
 /**
- * The work of an IIIF render: the blocks of the level it reads (whole blocks, as the decoder
- * decodes them), the resampling when the output is not the window's size, the rotation's canvas,
+ * The work of an IIIF render: the blocks of the level it reads (whole blocks, every sample they
+ * store, as the decoder decodes them), the resampling when the output is not the window's size, the rotation's canvas,
  * and the encode.
  */
 export function imageWork(s: DecodeShape & { codec?: Codec; mirror?: boolean }): number {
@@ -73,7 +73,7 @@ export function imageWork(s: DecodeShape & { codec?: Codec; mirror?: boolean }):
   const c = s.channels;
   return (
     WORK_PER_REQUEST +
-    megasamples(blocks * c, WORK_PER_MEGASAMPLE.decode[s.codec ?? "other"]) +
+    megasamples(blocks * (s.blockSamples ?? c), WORK_PER_MEGASAMPLE.decode[s.codec ?? "other"]) +
     resample +
     megasamples(out * c, WORK_PER_MEGASAMPLE.pipeline) +
     megasamples(rotated * c, WORK_PER_MEGASAMPLE.rotate) +

@@ -6,7 +6,7 @@
 // geotiff.js's readRasters with the bounded codecs. Every read goes through the Source and
 // stops at the signal.
 import type { GeoTIFFImage } from "geotiff";
-import { untilAborted } from "../../shared/abort";
+import { heldRead } from "./geotiff-source";
 import type { Reservation } from "../runtime/work-budget";
 import { asHttpError, type Cog, type LevelWindow } from "./cog";
 import type { PixelView } from "./pixels";
@@ -60,7 +60,7 @@ export function bandLayout(image: GeoTIFFImage): BandLayout {
 
 /**
  * Reads one-based `bands` of level `index` over `window`. `nodata` overrides the file's value.
- * `work` is the request's reservation (shared by block fetches that outlive a cancel).
+ * `work` is the request's reservation (shared by the block fetches and geotiff.js reads that outlive a cancel).
  */
 export async function readBands(
   cog: Cog,
@@ -99,7 +99,7 @@ async function readSamples(cog: Cog, index: number, window: LevelWindow, samples
   const level = cog.levels[index];
   const channels = level.blocks?.layout.channels ?? 0;
   if (samples.every((s) => s < channels)) return planesOf(await cog.readLevelWindow(index, window, signal, work), samples);
-  const rasters = await untilAborted(level.image.readRasters({ window, samples, signal }), signal);
+  const rasters = await heldRead((options) => level.image.readRasters({ window, samples, ...options }), signal, work.share());
   return Array.from({ length: samples.length }, (_, i) => rasters[i] as ArrayLike<number>);
 }
 
@@ -107,7 +107,7 @@ async function readSamples(cog: Cog, index: number, window: LevelWindow, samples
 async function readMask(cog: Cog, index: number, window: LevelWindow, signal: AbortSignal, work: Reservation): Promise<ArrayLike<number> | undefined> {
   const { mask, maskBlocks } = cog.levels[index];
   if (maskBlocks) return planesOf(await maskBlocks.read(window, signal, work), [0])[0];
-  if (mask) return (await untilAborted(mask.readRasters({ window, samples: [0], signal }), signal))[0] as ArrayLike<number>;
+  if (mask) return (await heldRead((options) => mask.readRasters({ window, samples: [0], ...options }), signal, work.share()))[0] as ArrayLike<number>;
   return undefined;
 }
 

@@ -19,7 +19,7 @@ import { promisify } from "node:util";
 import { isMainThread } from "node:worker_threads";
 import { inflate as inflateCb, inflateSync } from "node:zlib";
 import jpegTurbo from "@julusian/jpeg-turbo";
-import { addDecoder, BaseDecoder, type ImageFileDirectory } from "geotiff";
+import { addDecoder, BaseDecoder, getDecoder, type ImageFileDirectory } from "geotiff";
 import sharp from "sharp";
 import { ZSTDDecoder } from "zstddec";
 import { badGateway, HttpError, unsupported } from "../../shared/errors";
@@ -45,6 +45,8 @@ export interface BlockParameters {
   bitsPerSample: number[];
   samplesPerPixel: number;
   predictor: number;
+  /** Rows the shortest block has: a tile all of its own, the last strip what is left of the image. */
+  minimumRows: number;
   JPEGTables?: Uint8Array;
 }
 
@@ -128,21 +130,45 @@ export async function blockParameters(dir: ImageFileDirectory): Promise<BlockPar
   if (predictor !== 1 && predictor !== 2 && !(predictor === 3 && float)) {
     throw unsupported(`Predictor ${predictor} is not supported (1, none; 2, horizontal differencing, for integer samples; 3 for floating-point samples)`);
   }
+  const tileHeight = tiled ? ((await dir.loadValue("TileLength")) as number) : Math.min(height, ((await dir.loadValue("RowsPerStrip")) as number) || height);
   return {
     tileWidth: (await dir.loadValue(tiled ? "TileWidth" : "ImageWidth")) as number,
-    tileHeight: tiled ? ((await dir.loadValue("TileLength")) as number) : Math.min(height, ((await dir.loadValue("RowsPerStrip")) as number) || height),
+    tileHeight,
     planarConfiguration: ((await dir.loadValue("PlanarConfiguration")) as number) || 1,
     bitsPerSample,
     samplesPerPixel: ((await dir.loadValue("SamplesPerPixel")) as number) || 1,
     predictor,
+    minimumRows: tiled ? tileHeight : height - (Math.ceil(height / tileHeight) - 1) * tileHeight,
     JPEGTables: tables === undefined ? undefined : Uint8Array.from(tables),
   };
+}
+
+/**
+ * Throws unless `bytes` is a size a decoded block of `p` may have: whole rows, no more than the
+ * declared block, and no fewer than its shortest block (the last strip) has. geotiff.js would
+ * read a short block past its end, or take the next block's place for it.
+ */
+export function checkDecodedSize(codec: string, p: BlockParameters, bytes: number): void {
+  const limit = blockBytes(p);
+  const row = limit / p.tileHeight;
+  if (bytes > limit) throw new BlockTooLargeError(codec, limit);
+  if (bytes < row * p.minimumRows || bytes % row !== 0) {
+    throw new HttpError("bad_gateway", `malformed TIFF: ${codec} block decodes to ${bytes} bytes, not the declared ${limit} bytes`);
+  }
+}
+
+/** A block of a geotiff.js raster read, decoded by its registered codec and its size checked (checkDecodedSize). */
+export async function decodeRasterBlock(compression: number, p: BlockParameters, stored: ArrayBufferLike): Promise<ArrayBufferLike> {
+  const decoder = await getDecoder(compression, p as never);
+  const decoded = await decoder.decode(stored);
+  checkDecodedSize(decoder instanceof BoundedDecoder ? decoder.name : `compression ${compression}`, p, decoded.byteLength);
+  return decoded;
 }
 
 /** Base of every codec here: decodeBlock gets the byte bound, decode() checks the result. */
 abstract class BoundedDecoder extends BaseDecoder {
   declare parameters: BlockParameters;
-  protected abstract readonly name: string;
+  abstract readonly name: string;
 
   protected get limit(): number {
     return blockBytes(this.parameters);
@@ -156,7 +182,7 @@ abstract class BoundedDecoder extends BaseDecoder {
 }
 
 class RawDecoder extends BoundedDecoder {
-  protected readonly name = "uncompressed";
+  readonly name = "uncompressed";
   decodeBlock(buffer: ArrayBuffer): ArrayBuffer {
     if (buffer.byteLength > this.limit) throw new BlockTooLargeError(this.name, this.limit);
     return buffer;
@@ -164,7 +190,7 @@ class RawDecoder extends BoundedDecoder {
 }
 
 class DeflateDecoder extends BoundedDecoder {
-  protected readonly name = "Deflate";
+  readonly name = "Deflate";
   async decodeBlock(buffer: ArrayBuffer): Promise<ArrayBuffer> {
     try {
       // maxOutputLength stops zlib itself at the bound: a bomb never gets its buffer.
@@ -178,14 +204,14 @@ class DeflateDecoder extends BoundedDecoder {
 }
 
 class LzwDecoder extends BoundedDecoder {
-  protected readonly name = "LZW";
+  readonly name = "LZW";
   decodeBlock(buffer: ArrayBuffer): ArrayBuffer {
     return decodeLzw(new Uint8Array(buffer), this.limit).buffer as ArrayBuffer;
   }
 }
 
 class PackBitsDecoder extends BoundedDecoder {
-  protected readonly name = "PackBits";
+  readonly name = "PackBits";
   decodeBlock(buffer: ArrayBuffer): ArrayBuffer {
     const src = new Uint8Array(buffer);
     const out = new Uint8Array(this.limit);
@@ -205,7 +231,7 @@ class PackBitsDecoder extends BoundedDecoder {
 
 const zstd = new ZSTDDecoder();
 class ZstdDecoder extends BoundedDecoder {
-  protected readonly name = "ZSTD";
+  readonly name = "ZSTD";
   decodeBlock(buffer: ArrayBuffer): ArrayBuffer {
     // With the size given, zstddec allocates exactly the bound and ZSTD stops there.
     const out = zstd.decode(new Uint8Array(buffer), this.limit);
@@ -215,7 +241,7 @@ class ZstdDecoder extends BoundedDecoder {
 
 /** WebP blocks through libvips; the declared size is enforced before decoding. */
 class WebpDecoder extends BoundedDecoder {
-  protected readonly name = "WebP";
+  readonly name = "WebP";
   async decodeBlock(buffer: ArrayBuffer): Promise<ArrayBuffer> {
     const { tileWidth, tileHeight, samplesPerPixel } = this.parameters;
     const img = sharp(new Uint8Array(buffer), { limitInputPixels: tileWidth * tileHeight, failOn: "error" });
@@ -234,11 +260,14 @@ class WebpDecoder extends BoundedDecoder {
 
 /** JPEG blocks through TurboJPEG, which allocates what the frame header says: checked first. */
 class JpegDecoder extends BoundedDecoder {
-  protected readonly name = "JPEG";
+  readonly name = "JPEG";
   async decodeBlock(buffer: ArrayBuffer): Promise<ArrayBuffer> {
     return toArrayBuffer(await decodeJpegBlock(new Uint8Array(buffer), this.parameters));
   }
 }
+
+const MULTI_SCAN_REFUSAL =
+  "progressive or multi-scan JPEG blocks are not supported: their decode holds every coefficient of the block at once (TIFF's JPEG blocks are baseline, in one scan, as libtiff and GDAL write them)";
 
 /**
  * Merged streams (tile + JPEGTables) being decoded, reused: a block's merged stream is as large
@@ -263,6 +292,8 @@ export async function decodeJpegBlock(stored: Uint8Array, params: BlockParameter
     if (frame.components !== 1 && frame.components !== 3) {
       throw unsupported(`JPEG blocks with ${frame.components} components are not supported`);
     }
+    // Its estimate counts a block decoded a row of MCUs at a time.
+    if (!frame.onePass) throw unsupported(MULTI_SCAN_REFUSAL);
     let decoded;
     try {
       const input = Buffer.from(jpeg.buffer, jpeg.byteOffset, jpeg.byteLength);

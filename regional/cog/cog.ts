@@ -11,19 +11,18 @@ import { GeoTIFF, getDecoder, type GeoTIFFImage, type ImageFileDirectory } from 
 import { badGateway, HttpError, unsupported } from "../../shared/errors";
 import type { SourceInfo } from "../../shared/protocol";
 import type { Source } from "../source/source";
-import { untilAborted } from "../../shared/abort";
 import { WorkBudget, type Reservation } from "../runtime/work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
 import { BlockReader, checkStoredRange, type LevelLayout } from "./block-reader";
 import { readGeoreference, type SourceGeo } from "./georeference";
 import { blockBytes, blockParameters, codecOf, COMPRESSION, registerCodecs, unknownCompression, type BlockParameters } from "./codecs";
 import type { Codec } from "../../shared/work";
-import { GeoTiffSource } from "./geotiff-source";
+import { GeoTiffSource, heldRead } from "./geotiff-source";
 import { windowAtLevel, type LevelSize } from "../../shared/levels";
 import { compactWindow, copyWindow, type PixelView, type Pixels } from "./pixels";
 import { checkTiffStructure, malformed } from "./tiff-guard";
 import type { ImageLimits, Rect } from "../../shared/iiif/resolve";
-import { maxRenderArea } from "../../shared/cost";
+import { decodedSide, maxRenderArea } from "../../shared/cost";
 
 /** [x0, y0, x1, y1) in one level's pixels. */
 export type LevelWindow = [number, number, number, number];
@@ -140,6 +139,16 @@ export class Cog {
     return stored ? Math.min(full.getSamplesPerPixel(), 4) : 3;
   }
 
+  /**
+   * Samples a decoded block of the full level holds a pixel: a chunky block decodes every sample
+   * it stores, however few a render uses; a planar read decodes the planes it uses.
+   */
+  get blockSamples(): number {
+    const full = this.levels[0].image;
+    const chunky = full.getFileDirectory().getValue("PlanarConfiguration") !== 2;
+    return chunky ? Math.max(this.channels, full.getSamplesPerPixel()) : this.channels;
+  }
+
   /** How the full level's blocks are stored, as the cost model counts their decode. */
   get codec(): Codec {
     return codecOf(this.levels[0].image.getFileDirectory().getValue("Compression") as number | undefined);
@@ -155,7 +164,7 @@ export class Cog {
 
   private renderLimits(): ImageLimits {
     const full = this.levels[0];
-    const shape = { levels: this.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight };
+    const shape = { levels: this.levels, tileWidth: full.tileWidth, tileHeight: full.tileHeight, codec: this.codec, blockSamples: this.blockSamples };
     // Its memory only: the work a request may take is the deadline it is given, which the edge
     // (the DO's REQUEST_TIMEOUT) applies to what it declares, and the decoder to what it runs.
     const maxArea = maxRenderArea(shape, this.channels, this.codec, { bytes: this.budget.limitBytes, work: Infinity });
@@ -185,12 +194,16 @@ export class Cog {
     return unsupportedSamples(this.levels[0].image)[0]?.error;
   }
 
-  /** Work memory (bytes) reading `window` of level `index` takes: its blocks, stored and decoded, and the window. */
+  /**
+   * Work memory (bytes) reading `window` of level `index` takes: its blocks, stored and decoded
+   * (a JPEG block in whole MCUs), and the window.
+   */
   windowCost(index: number, window: LevelWindow): number {
-    const level = this.levels[index];
+    const { tileWidth: tw, tileHeight: th, blocks: reader } = this.levels[index];
     const [x0, y0, x1, y1] = window;
-    const blocks = (Math.ceil(x1 / level.tileWidth) - Math.floor(x0 / level.tileWidth)) * (Math.ceil(y1 / level.tileHeight) - Math.floor(y0 / level.tileHeight));
-    const blockBytes = level.blocks?.blockBytes ?? level.tileWidth * level.tileHeight * 4;
+    const blocks = (Math.ceil(x1 / tw) - Math.floor(x0 / tw)) * (Math.ceil(y1 / th) - Math.floor(y0 / th));
+    const perPixel = reader ? reader.blockBytes / (tw * th) : 4;
+    const blockBytes = Math.ceil(perPixel * decodedSide(tw, this.codec) * decodedSide(th, this.codec));
     return blocks * 2 * blockBytes + (x1 - x0) * (y1 - y0) * 4;
   }
 
@@ -227,8 +240,10 @@ export class Cog {
     try {
       if (level.blocks) return await level.blocks.read(window, signal, (work ?? own)!, into);
       // Tile reads abort on the signal; shared header reads (tile tables) finish for the
-      // next request, but this caller stops waiting for them at once.
-      const { data, channels } = await untilAborted(readInterleaved(level.image, window, signal), signal);
+      // next request, but this caller stops waiting for them at once. The read keeps a share of
+      // the reservation until what it started has settled.
+      const read = (options: RasterOptions) => readInterleaved(level.image, window, options);
+      const { data, channels } = await heldRead(read, signal, (work ?? own)!.share());
       if (data.length !== width * height * channels) {
         throw malformed(this.source.label, "a decoded block has the wrong size");
       }
@@ -263,22 +278,25 @@ export class Cog {
   }
 }
 
+/** What a held read passes geotiff.js (see heldRead). */
+type RasterOptions = Parameters<Parameters<typeof heldRead>[0]>[0];
+
 /** Reads an interleaved 8-bit window, converting other colour spaces to RGB. */
 async function readInterleaved(
   image: GeoTIFFImage,
   window: number[],
-  signal?: AbortSignal,
+  options: RasterOptions,
 ): Promise<{ data: Uint8Array; channels: 1 | 2 | 3 | 4 }> {
   const photometric = image.getFileDirectory().getValue("PhotometricInterpretation");
   const alpha = hasAlpha(image);
   if (photometric === PHOTOMETRIC.rgb || photometric === PHOTOMETRIC.blackIsZero) {
     const colour = photometric === PHOTOMETRIC.rgb ? 3 : 1;
     const samples = Array.from({ length: colour + (alpha ? 1 : 0) }, (_, i) => i);
-    const data = await image.readRasters({ window, samples, interleave: true, signal });
+    const data = await image.readRasters({ window, samples, interleave: true, ...options });
     return { data: asBytes(data), channels: samples.length as 1 | 2 | 3 | 4 };
   }
   // YCbCr (JPEG-compressed COGs), palette, CMYK, CIELab, WhiteIsZero: geotiff converts to RGB.
-  const data = await image.readRGB({ window, interleave: true, signal });
+  const data = await image.readRGB({ window, interleave: true, ...options });
   return { data: asBytes(data), channels: 3 };
 }
 

@@ -12,9 +12,16 @@
 //   fetched at once, not one after another.
 // - Tile reads (readRasters) carry the caller's signal and go straight to the Source as exact
 //   ranges; Cog always passes a signal, so pixel data never crowds headers out of the cache.
+//
+// heldRead runs one raster read under a signal of its own and keeps the request's memory
+// reserved until every fetch and decode that read started has settled.
 
+import type { Pool } from "geotiff";
+import { untilAborted } from "../../shared/abort";
 import { DEFAULT_SHARED_WORK_TIMEOUT_MS, withSharedDeadline } from "../runtime/deadlines";
+import type { Reservation } from "../runtime/work-budget";
 import type { Source } from "../source/source";
+import { decodeRasterBlock, type BlockParameters } from "./codecs";
 
 export interface BlockCacheOptions {
   /** Alignment and size of cached blocks. */
@@ -81,7 +88,12 @@ export class GeoTiffSource {
     if (!signal) return toArrayBuffer(await this.read(offset, length));
     const end = Math.min(offset + length, this.source.size);
     if (offset < 0 || end <= offset) return new ArrayBuffer(0);
-    return toArrayBuffer(await this.source.read(offset, end - offset, signal));
+    signal.throwIfAborted();
+    return tracked(signal, this.source.read(offset, end - offset, signal).then((bytes) => {
+      // Bytes that arrive for an abandoned read are dropped: geotiff.js would decode them for nobody.
+      signal.throwIfAborted();
+      return toArrayBuffer(bytes);
+    }));
   }
 
   private async fromBlocks(offset: number, end: number): Promise<Uint8Array> {
@@ -136,6 +148,65 @@ export class GeoTiffSource {
       this.blocks.delete(oldest);
     }
     return pending;
+  }
+}
+
+/** The fetches and decodes each heldRead's own signal has under way. */
+const underWay = new WeakMap<AbortSignal, Set<Promise<unknown>>>();
+
+/** `work`, counted under way for the read of `signal` (if it is a heldRead's) until it settles. */
+function tracked<T>(signal: AbortSignal, work: Promise<T>): Promise<T> {
+  const pending = underWay.get(signal);
+  if (!pending) return work;
+  pending.add(work);
+  const done = () => pending.delete(work);
+  work.then(done, done);
+  return work;
+}
+
+/**
+ * A geotiff.js "pool" that decodes here, with the registered codecs: each decode counted under
+ * way, and its size checked as the block reader checks its own.
+ */
+function trackingPool(signal: AbortSignal): Pool {
+  const bindParameters = (compression: number, parameters: BlockParameters) => ({
+    decode: (buffer: ArrayBufferLike) => tracked(signal, decodeRasterBlock(compression, parameters, buffer)),
+  });
+  return { bindParameters } as unknown as Pool;
+}
+
+/**
+ * One geotiff.js raster read (`read` passes the options on to readRasters or readRGB), under a
+ * signal of its own that `signal` aborts. It answers as soon as the read does or `signal` aborts;
+ * `hold` (a share of the request's reservation) is released only once the read and every fetch
+ * and decode it started have settled: geotiff.js gives up at an abort or a block's failure while
+ * its other blocks' reads and decodes run on, and their memory is in use until they end.
+ */
+export function heldRead<T>(read: (options: { signal: AbortSignal; pool: Pool }) => Promise<T>, signal: AbortSignal, hold: Reservation): Promise<T> {
+  const own = new AbortController();
+  const stop = () => own.abort(signal.reason);
+  signal.addEventListener("abort", stop, { once: true });
+  if (signal.aborted) stop();
+  underWay.set(own.signal, new Set());
+  const result = read({ signal: own.signal, pool: trackingPool(own.signal) });
+  void settled(result, own).finally(() => {
+    signal.removeEventListener("abort", stop);
+    hold.release();
+  });
+  return untilAborted(result, signal);
+}
+
+/** Resolves once `result` and all that its read has under way have settled; stops what it would still start. */
+async function settled(result: Promise<unknown>, own: AbortController): Promise<void> {
+  await result.catch(() => {});
+  own.abort(new DOMException("the read has ended", "AbortError"));
+  const pending = underWay.get(own.signal)!;
+  // A fetch that has just resolved hands its bytes to a decode a few microtasks later: a turn of
+  // the event loop lets it start (and count) before the read is taken for settled.
+  for (;;) {
+    await new Promise((r) => setImmediate(r));
+    if (pending.size === 0) return;
+    await Promise.allSettled([...pending]);
   }
 }
 

@@ -33,28 +33,60 @@ export function mergeJpegTables(tile: Uint8Array, tables: Uint8Array | undefined
   return out;
 }
 
+/** What a JPEG stream's frame header declares, and whether libjpeg decodes it in one pass. */
+export interface JpegFrame {
+  width: number;
+  height: number;
+  components: number;
+  /**
+   * A sequential Huffman frame (SOF0, SOF1) whose first scan holds every component: libjpeg
+   * then decodes a row of MCUs at a time. Any other (progressive, a scan a component, lossless,
+   * arithmetic) holds every coefficient of the frame until its last scan.
+   */
+  onePass: boolean;
+}
+
+const SOS = 0xda;
+
 /**
- * Frame size of a JPEG stream (undefined when it has none), found as libjpeg's marker reader
+ * The frame of a JPEG stream (undefined when it has none), found as libjpeg's marker reader
  * finds it, because TurboJPEG allocates what that frame says: bytes before an 0xFF are skipped,
  * as are 0xFF fill bytes and stuffed 0xFF00 pairs; RSTn and TEM carry no length; the first SOF
- * is the frame. Any other reading lets a tile show this check one frame and the decoder another.
+ * is the frame, and the first SOS after it says how many components its scan holds. Any other
+ * reading lets a tile show this check one frame and the decoder another.
  */
-export function jpegFrame(bytes: Uint8Array): { width: number; height: number; components: number } | undefined {
-  if (!startsWithSoi(bytes)) return undefined;
+export function jpegFrame(bytes: Uint8Array): JpegFrame | undefined {
+  let frame: JpegFrame | undefined;
+  for (const at of segments(bytes)) {
+    const marker = bytes[at - 1];
+    if (!frame && isFrameHeader(marker)) {
+      // Length (2), precision (1), height (2), width (2), components (1).
+      if (at + 8 > bytes.length) return undefined;
+      const sequential = marker === 0xc0 || marker === 0xc1;
+      frame = { height: (bytes[at + 3] << 8) | bytes[at + 4], width: (bytes[at + 5] << 8) | bytes[at + 6], components: bytes[at + 7], onePass: sequential };
+    } else if (frame && marker === SOS) {
+      // Length (2), then the scan's component count.
+      return { ...frame, onePass: frame.onePass && bytes[at + 2] === frame.components };
+    } else if (!hasLength(marker)) break; // scan data before a frame, a second SOI, or a marker libjpeg refuses
+  }
+  return frame && { ...frame, onePass: false };
+}
+
+/**
+ * Where each marker segment's length field starts, after SOI, the marker byte just before it;
+ * the walk goes on past each segment by its length, and ends at the end of the bytes.
+ */
+function* segments(bytes: Uint8Array): Generator<number> {
+  if (!startsWithSoi(bytes)) return;
   let i = 2;
   for (;;) {
     while (i < bytes.length && bytes[i] !== 0xff) i++;
     while (i < bytes.length && bytes[i] === 0xff) i++;
-    if (i >= bytes.length) return undefined;
+    if (i >= bytes.length) return;
     const marker = bytes[i++];
     if (marker === 0x00 || marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) continue;
-    if (isFrameHeader(marker)) {
-      // Length (2), precision (1), height (2), width (2), components (1).
-      if (i + 8 > bytes.length) return undefined;
-      return { height: (bytes[i + 3] << 8) | bytes[i + 4], width: (bytes[i + 5] << 8) | bytes[i + 6], components: bytes[i + 7] };
-    }
-    // Scan data or the end before a frame, a second SOI, or a marker libjpeg refuses.
-    if (!hasLength(marker) || i + 2 > bytes.length) return undefined;
+    yield i;
+    if (i + 2 > bytes.length) return;
     i += Math.max(2, (bytes[i] << 8) | bytes[i + 1]);
   }
 }

@@ -133,19 +133,26 @@ function shift(xs: Float64Array, ys: Float64Array, window: LevelWindow, start: n
 /** What a planned read costs: tileCost and readWork with the real window, bands, sample size and codec. */
 export function plannedCost(cog: Cog, plan: TilePlan): Cost {
   const shape = plannedShape(cog, plan);
-  return { bytes: tileCost(shape, plan.read, plan.side), work: readWork({ ...shape, codec: cog.codec }, plan.read, plan.side, plan.resampling) };
+  return { bytes: tileCost(shape, plan.read, plan.side), work: readWork(shape, plan.read, plan.side, plan.resampling) };
 }
 
-/** What a planned read holds: its level's blocks, the bands read with the mask or alpha, their sample size. */
+/**
+ * What a planned read holds: its level's blocks (a chunky one decodes every sample it stores,
+ * a planar one the planes read), the bands read with the mask or alpha, their sample size.
+ */
 function plannedShape(cog: Cog, plan: TilePlan): TileCostShape {
   const level = cog.levels[plan.read?.level ?? 0];
   const { bits } = sampleType(level.image);
   const layout = bandLayout(level.image);
+  const bands = plan.bands.length + (level.mask || layout.alpha !== undefined ? 1 : 0);
+  const chunky = level.image.getFileDirectory().getValue("PlanarConfiguration") !== 2;
   return {
     tileWidth: level.tileWidth,
     tileHeight: level.tileHeight,
-    bands: plan.bands.length + (level.mask || layout.alpha !== undefined ? 1 : 0),
+    bands,
     bytesPerSample: Math.ceil(bits / 8),
+    blockSamples: chunky ? Math.max(bands, layout.count + (level.mask ? 1 : 0)) : bands,
+    codec: cog.codec,
   };
 }
 

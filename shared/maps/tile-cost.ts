@@ -3,6 +3,7 @@
 // refused exactly like images. The edge feeds it a coarse read (the level and window a tile's
 // bounds cover, mapped linearly from the source's bounds in the set's CRS); the decoder feeds it
 // the window its transformer really reads and the source's real bands and sample size.
+import { decodedSide } from "../cost";
 import type { MosaicSummary, SourceInfo, SourceTiling } from "../protocol";
 import { chooseLevel, windowAtLevel } from "../levels";
 import { megasamples, WORK_PER_MEGASAMPLE, WORK_PER_REQUEST, type Codec } from "../work";
@@ -23,6 +24,10 @@ export interface TileCostShape {
   bands: number;
   /** Bytes per stored sample (1 for 8-bit, 2 for 16-bit, 4 for float32). */
   bytesPerSample: number;
+  /** Samples a decoded block holds a pixel, where more than `bands`: a chunky block decodes every sample it stores. */
+  blockSamples?: number;
+  /** The blocks' codec (absent: not known): a JPEG block decodes in whole MCUs (decodedSide). */
+  codec?: Codec;
 }
 
 /** Bytes per sample of the float planes a warp works in. */
@@ -38,7 +43,8 @@ export function tileCost(shape: TileCostShape, read: TileRead | undefined, side:
   const warped = out * (shape.bands + 1) * WORK_SAMPLE + out * 4 * 2;
   if (!read) return warped;
   const [x0, y0, x1, y1] = read.window;
-  const decoded = blocksCovered(shape, read.window) * shape.tileWidth * shape.tileHeight * shape.bands * shape.bytesPerSample;
+  const block = decodedSide(shape.tileWidth, shape.codec) * decodedSide(shape.tileHeight, shape.codec);
+  const decoded = blocksCovered(shape, read.window) * block * (shape.blockSamples ?? shape.bands) * shape.bytesPerSample;
   const planes = (x1 - x0) * (y1 - y0) * (shape.bands + 1) * WORK_SAMPLE;
   return decoded + planes + warped;
 }

@@ -1,12 +1,18 @@
-// The shared cost estimate (both tiers' formula) and the decoder's memory-limit detection.
+// The shared cost estimate (both tiers' formula), the decoder's figure of JPEG blocks against
+// what their decode holds, and the decoder's memory-limit detection.
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir, totalmem } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { classify, estimatePeakBytes, exactBands, maxRenderArea, STRIP_MIN_PIXELS } from "../../shared/cost";
-import { imageWork, WORK_PER_MEGASAMPLE } from "../../shared/work";
+import { execFileSync } from "node:child_process";
+import jpegTurbo from "@julusian/jpeg-turbo";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { LocalCatalog } from "../../regional/source/local";
+import { classify, ESTIMATE_HEADER, estimatePeakBytes, estimateRequest, exactBands, maxRenderArea, STRIP_MIN_PIXELS } from "../../shared/cost";
+import { DECODER, type SourceInfo } from "../../shared/protocol";
+import { imageWork, WORK_PER_MEGASAMPLE, type Codec } from "../../shared/work";
 import { resolveSize } from "../../shared/iiif/resolve";
 import { detectMemoryLimit } from "../../regional/runtime/heartbeat";
+import { REFERENCE_PNG, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 const pyramid = {
   levels: [
@@ -100,6 +106,50 @@ describe("estimatePeakBytes", () => {
     expect(classify({ bytes: 33554431, work: 249 }, thresholds)).toBe("tile");
     expect(classify({ bytes: 33554432, work: 0 }, thresholds)).toBe("full");
     expect(classify({ bytes: 0, work: 250 }, thresholds)).toBe("full");
+  });
+});
+
+describe("JPEG blocks, decoded in whole MCUs", () => {
+  // GDAL's JPEG strips of the 1000 px wide pattern, 48 rows each (the last 40), YCbCr 4:2:0:
+  // each strip decodes in 16 px MCUs, 1008 wide. TurboJPEG's buffer size for a block is what its
+  // MCUs hold, 2 bytes a coefficient (3 a pixel in 4:2:0), and 2048 bytes of headers.
+  let dir: string;
+  let d: Decoder;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "tessera-mcu-"));
+    const options = ["-co", "TILED=NO", "-co", "BLOCKYSIZE=48", "-co", "COMPRESS=JPEG", "-co", "PHOTOMETRIC=YCBCR"];
+    execFileSync("gdal_translate", ["-q", ...options, REFERENCE_PNG, path.join(dir, "strips.tif")], { stdio: "pipe" });
+    d = await startDecoder(new LocalCatalog(dir));
+  });
+  afterAll(async () => {
+    await d?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    { strip: "the first", region: "0,0,1000,48", rows: 48 },
+    { strip: "the last, shorter", region: "0,960,1000,40", rows: 40 },
+  ])("the decoder's estimate of a read of $strip strip covers the strip in whole MCUs besides the window, the output and the encoder's input", async ({ region, rows }) => {
+    const info = (await (await signedGet(d, DECODER.info("strips"))).json()) as SourceInfo;
+    expect(info).toMatchObject({ tileWidth: 1000, tileHeight: 48, codec: "jpeg" });
+    const res = await signedGet(d, DECODER.image("strips", `${region}/max/0/default.jpg`, info.version));
+    expect(res.status).toBe(200);
+    const inMcus = jpegTurbo.bufferSize({ width: 1000, height: rows, subsampling: jpegTurbo.SAMP_420 }) - 2048;
+    expect(inMcus).toBe(1008 * 48 * 3);
+    const window = 1000 * rows * 3;
+    expect(Number(res.headers.get(ESTIMATE_HEADER))).toBeGreaterThanOrEqual(inMcus + 3 * window);
+  });
+
+  it("the edge, which knows no subsampling (nor, before a decoder said so, the codec), counts MCUs of 32 px, never less than the decoder", () => {
+    const strips = { levels: [{ width: 1000, height: 1000 }], tileWidth: 1000, tileHeight: 48 };
+    const req = { region: { x: 0, y: 0, w: 1000, h: 48 }, width: 1000, height: 48, degrees: 0 };
+    const estimate = (codec?: Codec) => estimateRequest({ ...strips, codec }, { ...req, format: "jpg" } as never, 3);
+    expect(estimate("jpeg")).toBe((2 * 1024 * 64 + 2 * 1000 * 48) * 3);
+    expect(estimate(undefined)).toBe(estimate("jpeg"));
+    expect(estimate("deflate")).toBe((2 * 1000 * 48 + 2 * 1000 * 48) * 3);
+    // Tiles of a multiple of 32 px (GDAL's COGs: 256, 512) have no partial MCU: nothing changes.
+    const cog = { ...pyramid, codec: "jpeg" as const };
+    expect(estimatePeakBytes({ ...cog, channels: 3, region: full, width: 4000, height: 4000, degrees: 0 })).toBe(192_000_000);
   });
 });
 

@@ -12,11 +12,12 @@ import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { asHttpError } from "../../regional/cog/cog";
 import { jpegFrame } from "../../regional/cog/jpeg-tables";
+import { WorkBudget } from "../../regional/runtime/work-budget";
 import { LocalCatalog } from "../../regional/source/local";
 import type { Source } from "../../regional/source/source";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { buildTiff, type Tag } from "../support/tiff-builder";
-import { decodeRgb, fixtureDir, meanAbsDiff, referenceRgb, refusalLog, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+import { decodeRgb, fixtureDir, meanAbsDiff, metricValue, referenceRgb, refusalLog, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
 let d: Decoder;
@@ -88,7 +89,8 @@ describe("malformed TIFFs", () => {
    * out); or nothing, for a message that leaves nothing out.
    */
   type Logged = "label" | RegExp | "nothing";
-  const cases: { name: string; make: () => Promise<Uint8Array> | Uint8Array; status: number; message: RegExp; logged: Logged }[] = [
+  /** `canonical`: the image request made after info (a 16² crop unless said). */
+  const cases: { name: string; make: () => Promise<Uint8Array> | Uint8Array; status: number; message: RegExp; logged: Logged; canonical?: string }[] = [
     { name: "not a TIFF", make: () => new TextEncoder().encode("GIF89a, certainly not a TIFF"), status: 502, message: /no II\/MM byte-order mark/, logged: "label" },
     { name: "empty", make: () => new Uint8Array(0), status: 502, message: /too short for a TIFF header/, logged: "label" },
     {
@@ -284,6 +286,20 @@ describe("malformed TIFFs", () => {
       logged: /^malformed TIFF: corrupt WebP block \(.*unsupported image format\)$/, // libvips' words
     },
     {
+      // A progressive frame holds all of its coefficients while it decodes (2 bytes a sample, in
+      // whole MCUs): twice a 4:4:4 block's pixels beside them, past what its estimate counts.
+      name: "progressive JPEG tile",
+      make: async () => {
+        const tile = await sharp({ create: { width: 16, height: 16, channels: 3, background: "#c08040" } }).jpeg({ progressive: true, chromaSubsampling: "4:4:4" }).toBuffer();
+        return buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression: 7, photometric: 2, tiles: [tile] });
+      },
+      status: 501,
+      message: /^progressive or multi-scan JPEG blocks are not supported/,
+      logged: "nothing",
+      // Decoded (the whole tile as JPEG would pass the stored bytes through, undecoded).
+      canonical: "0,0,8,8/max/0/default.png",
+    },
+    {
       name: "palette without a ColorMap",
       make: () => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, samples: 1, photometric: 3, tiles: [new Uint8Array(256)] }),
       status: 502,
@@ -298,7 +314,7 @@ describe("malformed TIFFs", () => {
       if (c.name.startsWith("truncated")) bytes = cutSecondTile(bytes);
       const id = c.name.replace(/[^a-z0-9]+/gi, "-").replace(/^-|-$/g, "").toLowerCase();
       await write(id, bytes);
-      const failure = await firstFailure(id, c.name.startsWith("truncated") ? "0,16,16,16/max/0/default.jpg" : undefined);
+      const failure = await firstFailure(id, c.canonical ?? (c.name.startsWith("truncated") ? "0,16,16,16/max/0/default.jpg" : undefined));
       expect(failure.status).toBe(c.status);
       expect(failure.body?.message).toMatch(c.message);
       expectNothingInternal(failure.body, id);
@@ -341,32 +357,33 @@ describe("malformed TIFFs", () => {
   }
 });
 
+const GEO_KEYS = 34735;
+const PIXEL_SCALE = 33550;
+const TIEPOINT = 33922;
+const TRANSFORMATION = 34264;
+const GEO_DOUBLES = 34736;
+const GEOGRAPHIC = { 1024: 2, 1025: 1, 2048: 4326 };
+/** GeoKeys as GDAL writes them: SHORT values in the directory, doubles in GeoDoubleParams. */
+function geoKeys(keys: Record<number, number>, doubles: Record<number, number> = {}): Tag[] {
+  const ids = [...Object.keys(keys), ...Object.keys(doubles)].map(Number).sort((a, b) => a - b);
+  const doubleIds = Object.keys(doubles).map(Number);
+  const entries = ids.flatMap((id) => (doubleIds.includes(id) ? [id, GEO_DOUBLES, 1, doubleIds.indexOf(id)] : [id, 0, 1, keys[id]]));
+  return [
+    { tag: GEO_KEYS, type: 3, values: [1, 1, 0, ids.length, ...entries] },
+    ...(doubleIds.length ? [{ tag: GEO_DOUBLES, type: 12 as const, values: doubleIds.map((id) => doubles[id]) }] : []),
+  ];
+}
+/** Upper-left corner at (x, y), pixels of `sx` × `sy` CRS units. */
+const placed = (x: number, y: number, sx: number, sy = sx): Tag[] => [
+  { tag: PIXEL_SCALE, type: 12, values: [sx, sy, 0] },
+  { tag: TIEPOINT, type: 12, values: [0, 0, 0, x, y, 0] },
+];
+
 describe("hostile georeferences on the map routes", () => {
   // A 16² grey picture, its west half 100 and its east half 200, with GeoTIFF tags that lie.
   // Each is still an image; its map tiles are served correctly or refused with the table's
   // status and a message saying why, never a 5xx.
   const halves = Uint8Array.from({ length: 256 }, (_, i) => (i % 16 < 8 ? 100 : 200));
-  const GEO_KEYS = 34735;
-  const PIXEL_SCALE = 33550;
-  const TIEPOINT = 33922;
-  const TRANSFORMATION = 34264;
-  const GEO_DOUBLES = 34736;
-  const GEOGRAPHIC = { 1024: 2, 1025: 1, 2048: 4326 };
-  /** GeoKeys as GDAL writes them: SHORT values in the directory, doubles in GeoDoubleParams. */
-  function geoKeys(keys: Record<number, number>, doubles: Record<number, number> = {}): Tag[] {
-    const ids = [...Object.keys(keys), ...Object.keys(doubles)].map(Number).sort((a, b) => a - b);
-    const doubleIds = Object.keys(doubles).map(Number);
-    const entries = ids.flatMap((id) => (doubleIds.includes(id) ? [id, GEO_DOUBLES, 1, doubleIds.indexOf(id)] : [id, 0, 1, keys[id]]));
-    return [
-      { tag: GEO_KEYS, type: 3, values: [1, 1, 0, ids.length, ...entries] },
-      ...(doubleIds.length ? [{ tag: GEO_DOUBLES, type: 12 as const, values: doubleIds.map((id) => doubles[id]) }] : []),
-    ];
-  }
-  /** Upper-left corner at (x, y), pixels of `sx` × `sy` CRS units. */
-  const placed = (x: number, y: number, sx: number, sy = sx): Tag[] => [
-    { tag: PIXEL_SCALE, type: 12, values: [sx, sy, 0] },
-    { tag: TIEPOINT, type: 12, values: [0, 0, 0, x, y, 0] },
-  ];
   const geoTiff = (tags: Tag[]) => buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, samples: 1, tiles: [halves], extraTags: tags });
 
   async function mapAnswer(id: string, tags: Tag[], canonical: string) {
@@ -440,6 +457,57 @@ describe("hostile georeferences on the map routes", () => {
   });
 });
 
+describe("planar and 16-bit tiles that inflate to more or less than declared", () => {
+  // As an attacker writes them: 16² tiles, PlanarConfiguration 2 (a tile a plane) or
+  // BitsPerSample 16, each tile of one Deflate stream that inflates to 4 MiB (a bomb) or to
+  // fewer bytes than the tile declares. Planar 8-bit RGB goes through the IIIF image route; 16-bit
+  // sources serve map tiles only (IIIF images are 8-bit), so theirs go through the tile route.
+  const SIDE = 16;
+  const bomb = () => deflateSync(new Uint8Array(4 << 20));
+  const short = () => deflateSync(new Uint8Array(100).fill(7));
+  const honest = (bytes: number) => deflateSync(new Uint8Array(bytes).fill(9));
+  const georeferenced = [...geoKeys(GEOGRAPHIC), ...placed(-180, 90, 22.5, 11.25)];
+  /** A 16² tiled Deflate TIFF: `samples` of `bits`, chunky or planar, its last tile (plane) `broken`. */
+  const file = (samples: number, bits: 8 | 16, planar: boolean, broken: Uint8Array, geo: boolean) => {
+    const plane = SIDE * SIDE * (bits / 8) * (planar ? 1 : samples);
+    const tiles: Uint8Array[] = Array.from({ length: planar ? samples : 1 }, () => honest(plane));
+    tiles[tiles.length - 1] = broken;
+    const extraTags: Tag[] = [
+      { tag: 258, type: 3, values: Array(samples).fill(bits) },
+      { tag: 284, type: 3, values: [planar ? 2 : 1] },
+      ...(geo ? georeferenced : []),
+    ];
+    return buildTiff({ width: SIDE, height: SIDE, tileWidth: SIDE, tileHeight: SIDE, samples, compression: 8, tiles, extraTags });
+  };
+  const cases = [
+    { name: "planar 8-bit RGB, a plane a bomb", bytes: () => file(3, 8, true, bomb(), false), declared: 256, route: "image" },
+    { name: "planar 8-bit RGB, a plane short", bytes: () => file(3, 8, true, short(), false), declared: 256, route: "image" },
+    { name: "16-bit grey, a bomb", bytes: () => file(1, 16, false, bomb(), true), declared: 512, route: "tile" },
+    { name: "16-bit grey, short", bytes: () => file(1, 16, false, short(), true), declared: 512, route: "tile" },
+    { name: "16-bit RGB, a bomb", bytes: () => file(3, 16, false, bomb(), true), declared: 1536, route: "tile" },
+    { name: "16-bit RGB, short", bytes: () => file(3, 16, false, short(), true), declared: 1536, route: "tile" },
+    { name: "planar 16-bit RGB, a plane a bomb", bytes: () => file(3, 16, true, bomb(), true), declared: 512, route: "tile" },
+    { name: "planar 16-bit RGB, a plane short", bytes: () => file(3, 16, true, short(), true), declared: 512, route: "tile" },
+  ] as const;
+
+  for (const c of cases) {
+    it(`${c.name}: 502 saying what the tile decodes to, the decoder still serving`, async () => {
+      const id = `inflated-${c.name.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}`;
+      await write(id, c.bytes());
+      const info = await signedGet(d, DECODER.info(id));
+      expect(info.status).toBe(200);
+      const { version } = (await info.json()) as SourceInfo;
+      const path = c.route === "image" ? DECODER.image(id, "full/max/0/default.png", version) : DECODER.tile(id, "WebMercatorQuad/0/0/0.png", version);
+      const res = await signedGet(d, path);
+      expect(res.status).toBe(502);
+      const body = (await res.json()) as { message: string };
+      expect(body.message).toMatch(new RegExp(`block decodes to (more than the declared|\\d+ bytes, not the declared) ${c.declared} bytes`));
+      expectNothingInternal(body, id);
+      expect((await fetch(d.url + DECODER.health)).status).toBe(200);
+    });
+  }
+});
+
 describe("JPEG tiles whose markers hide a decoy frame header", () => {
   // A segment libjpeg skips (COM, at 6) hides a 16² frame header (at 14) from it; a parser
   // that reads a length after a parameterless marker (RST0) or stuffed bytes (FF 00) at 2
@@ -451,7 +519,7 @@ describe("JPEG tiles whose markers hide a decoy frame header", () => {
   for (const [what, marker] of [["a restart marker", 0xd0], ["stuffed bytes", 0x00]] as const) {
     it(`${what} before the decoy: the real 256² frame is read and refused (502)`, async () => {
       const { tile, tables, compression, photometric } = await gdalTile("JPEG", ["-co", "PHOTOMETRIC=YCBCR"]);
-      expect(jpegFrame(hide(marker, tile))).toEqual({ width: 256, height: 256, components: 3 });
+      expect(jpegFrame(hide(marker, tile))).toEqual({ width: 256, height: 256, components: 3, onePass: true });
       const id = `decoy-${marker}`;
       await write(id, buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression, photometric, tiles: [hide(marker, tile)], extraTags: [{ tag: 347, type: 7, values: tables! }] }));
       // The whole tile (passed through as stored) and a crop (decoded).
@@ -464,10 +532,15 @@ describe("JPEG tiles whose markers hide a decoy frame header", () => {
     });
   }
 
-  it("a stream libjpeg reads is read the same way: fill bytes, garbage, restart markers, tables", async () => {
+  it("a stream libjpeg reads is read the same way: fill bytes, garbage, restart markers, tables, its first scan", async () => {
     const { tile } = await gdalTile("JPEG", ["-co", "PHOTOMETRIC=YCBCR"]);
     const noisy = Uint8Array.from([0xff, 0xd8, 0xff, 0xff, 0xd7, 0x12, 0x34, 0xff, 0x01, ...tile.subarray(2)]);
-    expect(jpegFrame(noisy)).toEqual({ width: 256, height: 256, components: 3 });
+    expect(jpegFrame(noisy)).toEqual({ width: 256, height: 256, components: 3, onePass: true });
+    // A first scan of one component of three: more scans follow, so libjpeg buffers the frame.
+    const sos = tile.findIndex((b, i) => b === 0xff && tile[i + 1] === 0xda);
+    const oneComponent = Uint8Array.from(tile);
+    oneComponent[sos + 4] = 1;
+    expect(jpegFrame(oneComponent)).toMatchObject({ components: 3, onePass: false });
     expect(jpegFrame(Uint8Array.from([0xff, 0xd8, 0xff, 0xda, 0x00, 0x02]))).toBeUndefined();
   });
 });
@@ -493,6 +566,59 @@ describe("every registered codec decodes honest files", () => {
       const got = await decodeRgb(Buffer.from(await res.arrayBuffer()));
       // The answer is JPEG q85, so even lossless sources differ a little from the reference.
       expect(meanAbsDiff(got, await referenceRgb(rect))).toBeLessThan(tolerance + 2);
+    });
+  }
+});
+
+describe("blocks that decode to more than the bands a request asks for", () => {
+  // A chunky block decodes every sample it stores, whichever bands a request reads: a 2048² tile
+  // of sixteen 16-bit samples is 128 MiB decoded (its Deflate stream some 130 KB), for one band asked.
+  const SIDE = 2048;
+  const SAMPLES = 16;
+  const decoded = SIDE * SIDE * SAMPLES * 2;
+  let small: Decoder;
+  beforeAll(async () => {
+    // No tile-table prefetch: the budget then shows nothing but what the request reserved.
+    small = await startDecoder(new LocalCatalog(fixtures.dir), 3, { budget: new WorkBudget(64 * 1024 * 1024), prefetchRing: 0 });
+  });
+  afterAll(() => small?.close());
+
+  it("a one-band tile of a 16-sample 16-bit source reserves the whole block: 413 under a budget it exceeds, before any decode", async () => {
+    const extraTags: Tag[] = [{ tag: 258, type: 3, values: Array(SAMPLES).fill(16) }, ...geoKeys(GEOGRAPHIC), ...placed(-180, 90, 360 / SIDE, 180 / SIDE)];
+    await write("many-samples", buildTiff({ width: SIDE, height: SIDE, tileWidth: SIDE, tileHeight: SIDE, samples: SAMPLES, photometric: 1, compression: 8, tiles: [deflateSync(new Uint8Array(decoded))], extraTags }));
+    const { version } = (await (await signedGet(small, DECODER.info("many-samples"))).json()) as SourceInfo;
+    const res = await signedGet(small, DECODER.tile("many-samples", "WorldCRS84Quad/0/0/0.png?bidx=1", version));
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { message: string }).message).toMatch(/more than the whole 64\.0 MiB work budget/);
+    expect(await metricValue(small, "tessera_decoder_work_budget_peak_bytes")).toBe(0);
+  });
+
+  it("a grey IIIF image of a 32-sample 8-bit source reserves the whole block: 413 under a budget it exceeds, before any decode", async () => {
+    const samples = 32; // 128 MiB a decoded block, for a grey picture of 4 MiB
+    const extraTags: Tag[] = [{ tag: 338, type: 3, values: Array(samples - 1).fill(0) }];
+    await write("many-grey-samples", buildTiff({ width: SIDE, height: SIDE, tileWidth: SIDE, tileHeight: SIDE, samples, photometric: 1, compression: 8, tiles: [deflateSync(new Uint8Array(SIDE * SIDE * samples))], extraTags }));
+    const { version } = (await (await signedGet(small, DECODER.info("many-grey-samples"))).json()) as SourceInfo;
+    const res = await signedGet(small, DECODER.image("many-grey-samples", "full/max/0/default.png", version));
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { message: string }).message).toMatch(/more than the whole 64\.0 MiB work budget/);
+    expect(await metricValue(small, "tessera_decoder_work_budget_peak_bytes")).toBe(0);
+  });
+});
+
+describe("the layouts read through geotiff.js decode honest files", () => {
+  // Strips of 64 rows (the last one 40), and planar tiles: every decoded block's size is checked.
+  for (const [layout, options] of [
+    ["strips", ["-co", "TILED=NO", "-co", "BLOCKYSIZE=64"]],
+    ["planar tiles", ["-co", "TILED=YES", "-co", "INTERLEAVE=BAND"]],
+  ] as [string, string[]][]) {
+    it(layout, async () => {
+      const id = `honest-${layout.replace(" ", "-")}`;
+      execFileSync("gdal_translate", ["-q", "-co", "COMPRESS=DEFLATE", ...options, path.join(SAMPLES, "test-pattern.png"), path.join(fixtures.dir, `${id}.tif`)], { stdio: "pipe" });
+      const info = (await (await signedGet(d, DECODER.info(id))).json()) as SourceInfo;
+      const res = await signedGet(d, DECODER.image(id, "full/max/0/default.png", info.version));
+      expect(res.status).toBe(200);
+      const got = await decodeRgb(Buffer.from(await res.arrayBuffer()));
+      expect(meanAbsDiff(got, await referenceRgb({ x: 0, y: 0, w: 1000, h: 1000 }))).toBe(0);
     });
   }
 });

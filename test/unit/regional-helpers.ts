@@ -175,10 +175,13 @@ export class GatedCatalog implements SourceCatalog {
   private release!: () => void;
   private waiting: (() => void)[] = [];
 
-  /** noticesAbort false: a held read notices its abort only once let through (a store read under way). */
+  /**
+   * noticesAbort false: a held read notices its abort only once let through (a store read under
+   * way); `ungated` says which tile reads (by offset) are never held.
+   */
   constructor(
     private readonly inner: SourceCatalog,
-    private readonly options = { noticesAbort: true },
+    private readonly options: { noticesAbort: boolean; ungated?: (offset: number) => boolean } = { noticesAbort: true },
   ) {
     this.close();
   }
@@ -206,7 +209,7 @@ export class GatedCatalog implements SourceCatalog {
     const src = await this.inner.open(id, version, signal);
     const read = src.read.bind(src);
     src.read = async (offset, length, sig) => {
-      if (!sig) return read(offset, length, sig);
+      if (!sig || this.options.ungated?.(offset)) return read(offset, length, sig);
       this.tileReads.push({ offset, length });
       this.waiting.splice(0).forEach((w) => w());
       await new Promise<void>((resolve, reject) => {

@@ -2,9 +2,11 @@
 // work budget with its single exclusive retry, deadlines and cancellation, and their metrics.
 // GatedCatalog holds tile reads so requests can be kept in flight deterministically.
 
+import { execFileSync } from "node:child_process";
 import { request, type IncomingMessage } from "node:http";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { deflateSync } from "node:zlib";
 import jpegTurbo from "@julusian/jpeg-turbo";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,7 +17,8 @@ import { LocalCatalog } from "../../regional/source/local";
 import { ResourceLimitError, WorkBudget } from "../../regional/runtime/work-budget";
 import { ESTIMATE_HEADER, NEEDED_HEADER } from "../../shared/cost";
 import { DECODER, GRANT_HEADER, limitHeaders, signedHeaders, TIMEOUT_HEADER, type SourceInfo } from "../../shared/protocol";
-import { fixtureDir, GatedCatalog, metricValue, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+import { buildTiff } from "../support/tiff-builder";
+import { fixtureDir, GatedCatalog, metricValue, REFERENCE_PNG, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
 beforeAll(async () => {
@@ -263,6 +266,74 @@ describe("work budget", () => {
       await expect.poll(() => budget.usedBytes).toBe(0);
       expect(catalog.tileReads).toHaveLength(1); // one fetch served both
     });
+  });
+});
+
+describe("reads through geotiff.js (strips, planar tiles)", () => {
+  // The layouts the block reader does not take: GDAL writes them from the test pattern.
+  const georeferenced = ["-a_srs", "EPSG:4326", "-a_ullr", "-180", "90", "180", "-90"];
+  const layouts = [
+    { id: "strips", options: ["-co", "TILED=NO", "-co", "BLOCKYSIZE=64"], route: "image" },
+    { id: "planar", options: ["-co", "TILED=YES", "-co", "INTERLEAVE=BAND"], route: "image" },
+    // A map tile reads its bands through geotiff.js too (bands.ts).
+    { id: "planar-map", options: ["-co", "TILED=YES", "-co", "INTERLEAVE=BAND", ...georeferenced], route: "tile" },
+  ];
+  beforeAll(() => {
+    for (const { id, options } of layouts) {
+      execFileSync("gdal_translate", ["-q", "-co", "COMPRESS=DEFLATE", ...options, REFERENCE_PNG, path.join(fixtures.dir, `${id}.tif`)], { stdio: "pipe" });
+    }
+  });
+
+  it.each(layouts)("a cancelled request over $id ($route) keeps its reservation until the read it started settles", async ({ id, route }) => {
+    const budget = new WorkBudget(64 * MIB);
+    // Held reads notice their abort only once let through, as a store read under way.
+    const catalog = new GatedCatalog(new LocalCatalog(fixtures.dir), { noticesAbort: false });
+    const d = await startDecoder(catalog, 3, { prefetchRing: 0, blockCache: new DecodedBlockCache(0), budget });
+    try {
+      const info = (await (await signedGet(d, DECODER.info(id))).json()) as SourceInfo;
+      const path = route === "image" ? DECODER.image(id, "0,0,256,256/256,256/0/default.png", info.version) : DECODER.tile(id, "WorldCRS84Quad/0/0/0.png", info.version);
+      const req = await start(d, path);
+      await catalog.readsStarted(1);
+      const reserved = await metricValue(d, "tessera_decoder_work_budget_used_bytes");
+      expect(reserved).toBeGreaterThan(0);
+      req.abort();
+      // The request has ended at once, but its read is still under way: its memory stays counted.
+      await expect.poll(() => metricValue(d, "tessera_decoder_rejected_total", '{reason="cancelled"}')).toBe(1);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await metricValue(d, "tessera_decoder_work_budget_used_bytes")).toBe(reserved);
+      catalog.pass();
+      await expect.poll(() => metricValue(d, "tessera_decoder_work_budget_used_bytes")).toBe(0);
+    } finally {
+      catalog.pass();
+      await d.close();
+    }
+  });
+
+  it("a read that fails at one block keeps its reservation until its other blocks' reads settle", async () => {
+    // Planar RGB, 16²: plane 0's tile (the file's first bytes after the header) is corrupt and
+    // read at once; planes 1 and 2 are honest, their reads held. geotiff.js gives up at plane 0.
+    const planes = [Uint8Array.from({ length: 50 }, (_, i) => i * 7), deflateSync(new Uint8Array(256)), deflateSync(new Uint8Array(256))];
+    const tags = [{ tag: 284, type: 3 as const, values: [2] }];
+    await writeFile(path.join(fixtures.dir, "failing-plane.tif"), buildTiff({ width: 16, height: 16, tileWidth: 16, tileHeight: 16, compression: 8, tiles: planes, extraTags: tags }));
+    const budget = new WorkBudget(64 * MIB);
+    const catalog = new GatedCatalog(new LocalCatalog(fixtures.dir), { noticesAbort: false, ungated: (offset) => offset === 8 });
+    const d = await startDecoder(catalog, 3, { prefetchRing: 0, blockCache: new DecodedBlockCache(0), budget });
+    try {
+      const info = (await (await signedGet(d, DECODER.info("failing-plane"))).json()) as SourceInfo;
+      const held = signedGet(d, DECODER.image("failing-plane", "full/max/0/default.png", info.version));
+      await catalog.readsStarted(2);
+      const res = await held;
+      expect(res.status).toBe(502);
+      expect(((await res.json()) as { message: string }).message).toBe("malformed TIFF: corrupt Deflate block");
+      // Answered, but planes 1 and 2 are still being read: their memory stays counted.
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await metricValue(d, "tessera_decoder_work_budget_used_bytes")).toBeGreaterThan(0);
+      catalog.pass();
+      await expect.poll(() => metricValue(d, "tessera_decoder_work_budget_used_bytes")).toBe(0);
+    } finally {
+      catalog.pass();
+      await d.close();
+    }
   });
 });
 
