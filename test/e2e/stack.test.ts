@@ -54,6 +54,20 @@ describe("IIIF through edge, admission and decoder from a versioned S3 COG", () 
     });
   });
 
+  it("runs its decoder with the documented limits when none is set: a 512 MiB work budget, 64 requests in flight", async () => {
+    const decoder = (name: string) => sumMetric(stack.decoders[0].url, `tessera_decoder_${name} `);
+    expect(await decoder("work_budget_limit_bytes")).toBe(512 * 2 ** 20);
+    expect(await decoder("requests_in_flight_limit")).toBe(64);
+    // A tile and a full image reserve from it, and give it all back.
+    for (const p of ["/iiif/3/test-pattern/0,0,256,256/256,/0/default.jpg", "/iiif/3/test-pattern/full/200,/0/default.png"]) {
+      const res = await get(p);
+      expect(res.status, p).toBe(200);
+      await res.arrayBuffer();
+    }
+    expect(await decoder("work_budget_peak_bytes")).toBeGreaterThan(0);
+    await expect.poll(() => decoder("work_budget_used_bytes")).toBe(0);
+  });
+
   it("keeps serving a snapshot after a publish: the versioned bucket still has the version it names, and the plain id moves on", async () => {
     const publish = async (sample: string) => {
       const body = await readFile(new URL(`../../samples/${sample}`, import.meta.url));
