@@ -16,50 +16,37 @@
 // RSS settled. BENCH_VIEWER_SECONDS (10) and BENCH_CRAWLERS (8) change a run's size; BENCH_KINDS
 // (a comma-separated list of the kinds' names) runs only those.
 //
-// The crawlers reach the stack through an edge location of their own (faked: a second workerd on
-// this machine, sharing the first's admission DO), as on Cloudflare, where a flood's requests run
-// in isolates of their own and meet the viewers only in the DO and the decoders. One workerd
-// thread for both showed the viewers waiting behind the crawlers' requests in the edge: a flood
-// of 404s alone lifted their p99 1.4–2.5 times. BENCH_LOCATIONS=1 runs both through one edge.
+// The crawlers are elsewhere, as on Cloudflare, where a flood's clients are on the internet and
+// its requests run in edge isolates of their own, meeting the viewers only in the admission DO
+// and the decoders: they reach the stack through an edge location of their own (faked: a second
+// workerd on this machine, sharing the first's DO), and they and that workerd run at nice 19, so
+// they get the CPU the stack leaves idle. With both at the stack's priority, the crawlers' client
+// and edge took over a core of the two (a flood of 404s: 60 % its workerd, 53 % its client), and
+// that flood alone lifted the viewers' p99 twofold. BENCH_LOCATIONS=1 runs them as before: on this
+// thread, through the viewers' edge, at the same priority.
 
+import { readdirSync } from "node:fs";
 import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { setPriority, tmpdir } from "node:os";
+import { Worker } from "node:worker_threads";
 import path from "node:path";
 import { ROOT } from "../infra/root";
 import { startStack, type Stack } from "../infra/local/stack";
-import { expressionBomb } from "../test/support/expression-bomb";
 import { patternCog } from "../test/support/pattern-cog";
 import { flatTiff } from "../test/support/tiff-builder";
-import { crawl, decodersRss, edgeMetric, healthSampler, loopLagSampler, p99, progress, rssSampler, sleep, viewers, viewerTiles } from "./load";
+import { BIG, KINDS } from "./hostile-kinds";
+import { workerdPid } from "../test/support/workerd-process";
+import { crawl, decodersRss, edgeMetric, healthSampler, loopLagSampler, p99, progress, rssSampler, sleep, viewers, viewerTiles, type Flood } from "./load";
 
 const VIEWER_SECONDS = Number(process.env.BENCH_VIEWER_SECONDS ?? 10);
 const CRAWLERS = Number(process.env.BENCH_CRAWLERS ?? 8);
 const LOCATIONS = Number(process.env.BENCH_LOCATIONS ?? 2);
 const VIEWERS = 3;
-const BIG = 6000;
 const DECODERS = 2;
 /** The decoders' decoded-block cache cap (TESSERA_BLOCK_CACHE_MB's default), each. */
 const BLOCK_CACHE_BYTES = 256 * 2 ** 20;
 const SETTLE_MS = 30_000;
 const MIB = 2 ** 20;
-
-/** Columns of the bundled UTM sample's zoom-12 tiles (row 1427). */
-const MAP_COLUMNS = [2218, 2219, 2220, 2221];
-
-const KINDS: Record<string, (i: number) => string> = {
-  // The control: the cheapest answer there is (no route: 404 from the router, no cache, no DO).
-  // Its ratio is what any flood costs the viewers here, where the clients, both edges and the
-  // decoders share two cores: the floor under every other kind's.
-  control: (i) => `/no-such-route/${i}`,
-  // The worst legal expression (at the node cap); the rescale makes each of 200 URLs its own.
-  expression: (i) => `/tiles/utm-quadrants/WebMercatorQuad/12/${MAP_COLUMNS[i % 4]}/1427@2x.png?expression=${encodeURIComponent(expressionBomb())}&rescale=-4,${4 + (i % 50)}`,
-  mosaic: (i) => `/tiles/mosaic32/WebMercatorQuad/12/${MAP_COLUMNS[i % 4]}/1427.png?pixel_selection=mean&bidx=1&rescale=0,${200 + (i % 50)}`,
-  upscale: (i) => `/iiif/3/test-pattern/full/%5E${15000 + i},/0/default.png`,
-  "no overviews": (i) => `/iiif/3/flat/full/${256 + i},/0/default.jpg`,
-  jp2: (i) => `/iiif/3/big-jp2/full/${3000 + i},/0/default.jp2`,
-  // Eight large answers, each asked by several clients at once: coalesced, or streamed.
-  "large answers": (i) => `/iiif/3/big-png/full/${BIG - (i % 8)},/0/default.png`,
-};
 
 async function fixtures(dir: string): Promise<void> {
   const samples = `${ROOT}samples`;
@@ -92,7 +79,7 @@ interface Result {
   samples: [number, number];
   stallMs: number;
   healthMs: number;
-  flood: ReturnType<typeof crawl>["flood"];
+  flood: Flood;
   viewerErrors: number;
   decodersMin: number;
   rssPeak: number;
@@ -107,17 +94,43 @@ function liveSampler(stack: Stack): { min(): number; stop(): void } {
   return { min: () => min, stop: () => clearInterval(timer) };
 }
 
+/**
+ * The crawlers of `kind`. With more than one location, on a thread at nice 19 through the last
+ * location, whose workerd runs at nice 19 too (`elsewhere`): a flood's clients and edge isolates
+ * are not on the decoders' machine. With one, on this thread through the viewers' edge.
+ */
+function floodOf(stack: Stack, kind: string): { stop(): Promise<Flood> } {
+  if (LOCATIONS === 1) {
+    const stop = new AbortController();
+    const crawler = crawl(stack.url, KINDS[kind], CRAWLERS, stop.signal);
+    return { stop: async () => (stop.abort(), await crawler.done, crawler.flood) };
+  }
+  const thread = new Worker(new URL("./crawl-thread.ts", import.meta.url), { workerData: { base: stack.locations.at(-1), kind, crawlers: CRAWLERS } });
+  return {
+    async stop() {
+      const answered = new Promise<Flood>((resolve) => thread.once("message", resolve));
+      thread.postMessage("stop");
+      const flood = await answered;
+      await thread.terminate();
+      return flood;
+    },
+  };
+}
+
+/** Every thread of the process `pid` at nice 19. */
+function elsewhere(pid: number): void {
+  for (const tid of readdirSync(`/proc/${pid}/task`)) setPriority(Number(tid), 19);
+}
+
 async function runKind(stack: Stack, kind: string, k: number, idleRss: number): Promise<Result> {
   progress(`${kind}: viewers alone`);
   const alone = await viewers(stack, phaseTiles(`alone-${k}`), { viewers: VIEWERS, seconds: VIEWER_SECONDS });
   const [rss, lag, health, live] = [rssSampler(stack), loopLagSampler(stack), healthSampler(stack), liveSampler(stack)];
   progress(`${kind}: viewers under the flood`);
-  const stop = new AbortController();
-  const crawler = crawl(stack.locations[LOCATIONS - 1], KINDS[kind], CRAWLERS, stop.signal);
+  const crawler = floodOf(stack, kind);
   await sleep(2000);
   const flooded = await viewers(stack, phaseTiles(`flooded-${k}`), { viewers: VIEWERS, seconds: VIEWER_SECONDS });
-  stop.abort();
-  await crawler.done;
+  const flood = await crawler.stop();
   const settleStart = Date.now();
   const bound = idleRss + DECODERS * (64 * MIB + BLOCK_CACHE_BYTES);
   let settled = await decodersRss(stack);
@@ -133,7 +146,7 @@ async function runKind(stack: Stack, kind: string, k: number, idleRss: number): 
     samples: [alone.latencies.length, flooded.latencies.length],
     stallMs: lag.max() * 1000,
     healthMs: health.max(),
-    flood: crawler.flood,
+    flood,
     viewerErrors: alone.errors + flooded.errors,
     decodersMin: live.min(),
     rssPeak: rss.max(),
@@ -157,6 +170,7 @@ async function main(): Promise<void> {
   try {
     await fixtures(dir);
     stack = await startStack({ decoders: DECODERS, locations: LOCATIONS, decoderEnv: { TESSERA_DATA_DIR: dir, TESSERA_DECODER_CAPACITY: "2" } });
+    if (LOCATIONS > 1) elsewhere(workerdPid(stack.locations.at(-1)!));
     // Idle before any decode: the memory bound counts the block caches apart.
     const idleRss = await decodersRss(stack);
     // Unmeasured: the first phases alone had a p99 of 150–180 ms against 55–65 once the decoders'
