@@ -1,13 +1,14 @@
-// Large renders run on the render pool's threads, off the decoder's event loop: a full's pixel
-// work (block decodes, copies, resizes, encode) costs the main thread almost nothing, the
-// answer's bytes are those of the same render on the main thread, and a cancelled full gives
-// its work memory and its thread back.
+// Large renders run in the render pool's processes, off the decoder's event loop and below its
+// priority, every thread of them: a full's pixel work (block decodes, copies, resizes, encode)
+// costs the main thread almost nothing, the answer's bytes are those of the same render on the
+// main thread, a cancelled full stops and gives its work memory and its process back, and a
+// process killed under its render fails only that render.
 //
 // Why CPU time and not latency: on a loaded two-core machine a timed assertion (event-loop lag,
 // a tile answered within N ms) passes or fails with the neighbours' load, while the share of the
-// process's CPU time the main thread spends on a render depends only on where its work runs.
+// CPU time the main thread spends on a render depends only on where its work runs.
 import { copyFile, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { getPriority, tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -21,6 +22,7 @@ import { parseImageRequest } from "../../shared/iiif/image-request";
 import { badGateway, HttpError } from "../../shared/errors";
 import { DECODER, GRANT_HEADER, GRANT_WORK_HEADER, GRANTED_PARTITION_HEADER, signedHeaders, type SourceInfo } from "../../shared/protocol";
 import { patternCog } from "../support/pattern-cog";
+import { cpuMicros, renderProcesses, threadNices } from "../support/render-processes";
 import { expressionBomb } from "../support/expression-bomb";
 import { metricValue, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
@@ -35,7 +37,7 @@ beforeAll(async () => {
   await copyFile(path.join(SAMPLES, "utm-quadrants.tif"), path.join(dir, "utm-quadrants.tif"));
   d = await startDecoder(new LocalCatalog(dir), 3, { budget: new WorkBudget() });
   version = ((await (await signedGet(d, DECODER.info("big"))).json()) as SourceInfo).version;
-  // The pool's first thread starts with the first large render: started here, not timed below.
+  // The pool's first process starts with the first large render: started here, not timed below.
   expect((await signedGet(d, DECODER.image("big", "full/2999,/0/default.jpg", version))).status).toBe(200);
 }, 120_000);
 afterAll(async () => {
@@ -43,20 +45,29 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const cpuMicros = ({ user, system }: NodeJS.CpuUsage) => user + system;
+const usageMicros = ({ user, system }: NodeJS.CpuUsage) => user + system;
+
+/** The share of `work`'s CPU time (this process's and the render processes') spent on the main thread. */
+async function mainThreadShare(work: () => Promise<unknown>): Promise<number> {
+  const pids = renderProcesses();
+  const before = { thread: process.threadCpuUsage(), process: process.cpuUsage(), pids: pids.map(cpuMicros) };
+  await work();
+  const thread = usageMicros(process.threadCpuUsage(before.thread));
+  const rendering = pids.reduce((sum, pid, i) => sum + cpuMicros(pid) - before.pids[i], 0);
+  return thread / (usageMicros(process.cpuUsage(before.process)) + rendering);
+}
 
 describe("a full render", () => {
-  it("runs on a pool thread: the main thread spends a small share of its CPU time", async () => {
-    const before = { thread: process.threadCpuUsage(), process: process.cpuUsage() };
-    const res = await signedGet(d, DECODER.image("big", FULL, version));
-    expect(res.status, await res.clone().text()).toBe(200);
-    await res.arrayBuffer();
-    const thread = cpuMicros(process.threadCpuUsage(before.thread));
-    const whole = cpuMicros(process.cpuUsage(before.process));
+  it("runs in a pool process: the main thread spends a small share of the CPU time", async () => {
+    const share = await mainThreadShare(async () => {
+      const res = await signedGet(d, DECODER.image("big", FULL, version));
+      expect(res.status, await res.clone().text()).toBe(200);
+      await res.arrayBuffer();
+    });
     // Rendered on the main thread it took almost half the process's time (block copies, big
     // buffers, their collection); here the main thread serves the pool's reads and the HTTP
     // exchange, under a tenth.
-    expect(thread / whole).toBeLessThan(0.2);
+    expect(share).toBeLessThan(0.2);
     expect(await metricValue(d, "tessera_decoder_render_pool_renders_total")).toBe(2);
   }, 60_000);
 
@@ -71,9 +82,20 @@ describe("a full render", () => {
     expect(pooled.equals(here.body)).toBe(true);
   }, 60_000);
 
-  it("an unscaled region TurboJPEG encodes on a pool thread crosses back whole", async () => {
+  it("runs in processes every thread of which is 10 below the decoder's priority: libvips's and V8's too", () => {
+    const pids = renderProcesses();
+    expect(pids.length).toBeGreaterThan(0);
+    for (const pid of pids) {
+      const nices = threadNices(pid);
+      // The main thread, libuv's, V8's platform threads, libvips's workers after a render.
+      expect(nices.length).toBeGreaterThan(5);
+      expect(new Set(nices)).toEqual(new Set([Math.min(19, getPriority() + 10)]));
+    }
+  });
+
+  it("an unscaled region TurboJPEG encodes in a pool process crosses back whole", async () => {
     // Large enough for the full partition, small enough that no libvips step is needed: the
-    // pool thread's answer lies in that thread's pooled encoder buffer.
+    // process's answer lies in its pooled encoder buffer.
     const region = "0,0,3600,3600/max/0/default.jpg";
     const res = await signedGet(d, DECODER.image("big", region, version));
     expect(res.status, await res.clone().text()).toBe(200);
@@ -81,7 +103,7 @@ describe("a full render", () => {
     expect([meta.format, meta.width, meta.height]).toEqual(["jpeg", 3600, 3600]);
   }, 60_000);
 
-  it("cancelled by its client, frees its work memory and its thread for the next", async () => {
+  it("cancelled by its client, stops, and frees its work memory and its process for the next", async () => {
     const client = new AbortController();
     const target = DECODER.image("big", "full/3500,/0/default.jpg", version);
     const headers = await signedHeaders(d.secret, "GET", target);
@@ -92,7 +114,25 @@ describe("a full render", () => {
     await pending;
     await expect.poll(() => metricValue(d, "tessera_decoder_render_pool_busy"), { timeout: 20_000 }).toBe(0);
     await expect.poll(() => metricValue(d, "tessera_decoder_work_budget_used_bytes"), { timeout: 20_000 }).toBe(0);
+    // The render stopped: its process spends (almost) no CPU any more.
+    const pids = renderProcesses();
+    expect(pids.length).toBeGreaterThan(0);
+    const before = pids.map(cpuMicros);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(pids.reduce((sum, pid, i) => sum + cpuMicros(pid) - before[i], 0)).toBeLessThan(50_000);
     expect((await signedGet(d, DECODER.image("big", FULL, version))).status).toBe(200);
+  }, 60_000);
+
+  it("whose process is killed fails with a 502, and the next one renders in a new process", async () => {
+    const pending = signedGet(d, DECODER.image("big", "full/3500,/0/default.jpg", version));
+    await expect.poll(() => metricValue(d, "tessera_decoder_render_pool_busy"), { interval: 20, timeout: 20_000 }).toBe(1);
+    const killed = renderProcesses();
+    for (const pid of killed) process.kill(pid, "SIGKILL");
+    const res = await pending;
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { message: string }).message).toMatch(/process ended/);
+    expect((await signedGet(d, DECODER.image("big", FULL, version))).status).toBe(200);
+    expect(renderProcesses().some((pid) => !killed.includes(pid))).toBe(true);
   }, 60_000);
 });
 
@@ -110,14 +150,11 @@ describe("a map tile of the full partition", () => {
     utmVersion = ((await (await signedGet(d, DECODER.info("utm-quadrants"))).json()) as SourceInfo).version;
   });
 
-  it("paints on a pool thread, at its lower priority: the main thread spends a small share of the CPU time", async () => {
+  it("paints in a pool process, at its lower priority: the main thread spends a small share of the CPU time", async () => {
     const renders = await metricValue(d, "tessera_decoder_render_pool_renders_total");
-    const before = { thread: process.threadCpuUsage(), process: process.cpuUsage() };
-    await tile();
-    const thread = cpuMicros(process.threadCpuUsage(before.thread));
-    const whole = cpuMicros(process.cpuUsage(before.process));
+    const share = await mainThreadShare(() => tile());
     // Painted in slices of the event loop, the expression's passes were most of the main thread's time.
-    expect(thread / whole).toBeLessThan(0.2);
+    expect(share).toBeLessThan(0.2);
     expect(await metricValue(d, "tessera_decoder_render_pool_renders_total")).toBe(renders + 1);
   }, 60_000);
 
@@ -129,7 +166,7 @@ describe("a map tile of the full partition", () => {
   }, 60_000);
 });
 
-describe("a refusal crossing between threads", () => {
+describe("a refusal crossing between processes", () => {
   it("keeps its kind, its Retry-After and the detail the decoder logs", () => {
     const refusal = badGateway("malformed TIFF: no image", "s3://bucket/big.tif: malformed TIFF: no image");
     expect(fromWire(toWire(refusal))).toMatchObject({ kind: "bad_gateway", message: refusal.message, detail: refusal.detail });
