@@ -7,7 +7,7 @@
 // libuv pool, the IFD's JPEGTables merged into each abbreviated tile stream; measured at half
 // the time of the same decode through libvips, whose pipeline setup costs as much as the decode
 // of a 512² block), WebP through sharp/libwebp, Deflate through node:zlib on the libuv pool,
-// except on a render-pool thread: there JPEG and Deflate decode synchronously, on the render's
+// except in a render process: there JPEG and Deflate decode synchronously, on the render's
 // own thread, so that a full's hundreds of blocks never queue in the libuv pool ahead of tiles;
 // ZSTD through zstddec's WASM with the output size fixed up front. LZW and PackBits are small
 // bounded decoders here (geotiff.js's grow without limit). LERC is refused (501): its blob
@@ -16,7 +16,6 @@
 // test a decoder against, and Aperio's YCbCr needs a colour conversion of its own.
 
 import { promisify } from "node:util";
-import { isMainThread } from "node:worker_threads";
 import { inflate as inflateCb, inflateSync } from "node:zlib";
 import jpegTurbo from "@julusian/jpeg-turbo";
 import { addDecoder, BaseDecoder, getDecoder, type ImageFileDirectory } from "geotiff";
@@ -25,15 +24,17 @@ import { ZSTDDecoder } from "zstddec";
 import { badGateway, HttpError, unsupported } from "../../shared/errors";
 import { jpegFrame, mergeJpegTables } from "./jpeg-tables";
 import type { Codec } from "../../shared/work";
+import { inBackgroundProcess } from "../runtime/priority";
 
 // CommonJS whose exports Node's ESM loader cannot detect statically: take them off the default.
 const { decompress, decompressSync, FORMAT_GRAY, FORMAT_RGB } = jpegTurbo;
 
-// On the main thread, off the event loop on the libuv pool; on a render-pool thread, on that thread.
-const inflate = isMainThread ? promisify(inflateCb) : async (b: Uint8Array, o: { maxOutputLength: number }) => inflateSync(b, o);
+// In the decoder, off the event loop on the libuv pool; in a render process, on the render's thread.
+const onLibuvPool = !inBackgroundProcess();
+const inflate = onLibuvPool ? promisify(inflateCb) : async (b: Uint8Array, o: { maxOutputLength: number }) => inflateSync(b, o);
 type DecodeOptions = { format: number };
 async function decompressJpeg(input: Buffer, into: Buffer | undefined, options: DecodeOptions) {
-  if (isMainThread) return into ? decompress(input, into, options) : decompress(input, options);
+  if (onLibuvPool) return into ? decompress(input, into, options) : decompress(input, options);
   return into ? decompressSync(input, into, options) : decompressSync(input, options);
 }
 

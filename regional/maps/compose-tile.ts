@@ -4,7 +4,6 @@
 // by pixel selection in paint order; the colouring then runs once on the result. The plan is
 // made and costed before any pixel I/O, so a mosaic tile is admitted like any tile: one
 // reservation, permit and deadline for all of its child reads.
-import { isMainThread } from "node:worker_threads";
 import type { Partition } from "../../shared/cost";
 import { badRequest } from "../../shared/errors";
 import { expressionEvaluation, expressionNodes, parseExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
@@ -14,6 +13,7 @@ import type { TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import { bandLayout } from "../cog/bands";
 import type { PreparedDecode } from "../render/prepared-decode";
+import { inBackgroundProcess } from "../runtime/priority";
 import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
 import { pixelSelection, type AssetTuple } from "./pixel-selection";
@@ -101,13 +101,13 @@ export async function composeTile(assets: TileAsset[], req: TileRequest, what: s
 }
 
 /**
- * A tile of the full partition (a mosaic of many assets, an expression at the node cap) paints on
- * the render pool's threads, at their lower priority, so that viewers' tiles on this decoder take
+ * A tile of the full partition (a mosaic of many assets, an expression at the node cap) paints in
+ * the render pool's processes, at their lower priority, so that viewers' tiles on this decoder take
  * the CPU first; a tile paints here, in slices of the event loop.
  */
 async function render(composition: Composition, what: string, signal: AbortSignal, work: Reservation, partition: Partition): Promise<RenderedTile> {
-  if (partition === "full" && isMainThread) {
-    // Loaded here, not above: the pool's threads paint and never load the pool.
+  if (partition === "full" && !inBackgroundProcess()) {
+    // Loaded here, not above: the pool's processes paint and never load the pool.
     const { paintInPool } = await import("../render/render-pool");
     return paintInPool(composition.assets, composition.req, what, signal, work);
   }
