@@ -1,6 +1,6 @@
 // Builds the regional decoder into dist/decoder/, a directory that runs on the pinned Node alone
 // (`node dist/decoder/main.js`, no tsx): one ESM bundle with three entries (the decoder, its
-// render-pool thread and its OpenJPEG thread; code they share goes to chunks beside them), and
+// render-pool process and its OpenJPEG thread; code they share goes to chunks beside them), and
 // node_modules/ with the packages that cannot be bundled and everything they depend on, copied
 // from this checkout's install, so the image and a service run exactly what the tests ran.
 import { execFileSync } from "node:child_process";
@@ -13,17 +13,16 @@ export const DECODER_DIST = `${ROOT}dist/decoder/`;
 
 /**
  * Left out of the bundle, loaded from node_modules at run time: native bindings (sharp and
- * libvips, TurboJPEG), piscina (it starts threads on a script of its own) and the OpenJPEG
- * codec (it loads its .wasm file from beside its JavaScript).
+ * libvips, TurboJPEG) and the OpenJPEG codec (it loads its .wasm file from beside its JavaScript).
  */
-const RUNTIME_PACKAGES = ["sharp", "@julusian/jpeg-turbo", "piscina", "@cornerstonejs/codec-openjpeg"];
+const RUNTIME_PACKAGES = ["sharp", "@julusian/jpeg-turbo", "@cornerstonejs/codec-openjpeg"];
 
 export async function buildDecoder(outdir = DECODER_DIST): Promise<void> {
   await rm(outdir, { recursive: true, force: true });
   await build({
     entryPoints: {
       main: `${ROOT}regional/main.ts`,
-      "render-worker": `${ROOT}regional/render/render-worker.ts`,
+      "render-process": `${ROOT}regional/render/render-process.ts`,
       "openjpeg-worker": `${ROOT}regional/encode/openjpeg-worker.ts`,
     },
     outdir,

@@ -1,69 +1,167 @@
-// The render pool: worker threads (piscina) that render the full partition's decodes, large IIIF
-// requests and costly map tiles (render-worker.ts), so that a decode of seconds never holds the
-// decoder's event loop, and the loop keeps answering tiles, heartbeats and deadlines while it
-// runs, at a lower priority than tiles' work. The main thread keeps what it owns: the work
-// reservation (held until the render returns), the request's signal (passed on as an abort),
-// and the sources' I/O (the worker's reads are served here and their bytes transferred). Fulls
+// The render pool: child processes (render-process.ts) that render the full partition's decodes,
+// large IIIF requests and costly map tiles, so that a decode of seconds never holds the decoder's
+// event loop, and the loop keeps answering tiles, heartbeats and deadlines while it runs. Each
+// process starts at nice +10, so that every thread of it is below tiles' work: its main thread,
+// libvips's workers and V8's collector threads (worker threads at +10 left the last two at the
+// decoder's priority, a third to a half of a flood's CPU). The decoder keeps what it owns: the
+// work reservation (held until the render returns), the request's signal (passed on as an abort),
+// and the sources' I/O (the process's reads are served here, over its IPC channel). Fulls
 // bypass the shared decoded-block cache: their blocks are read once, and would only evict the
-// blocks viewers come back to; sharing it would move every decoded block between threads.
+// blocks viewers come back to.
 
+import { spawn, type ChildProcess } from "node:child_process";
 import { availableParallelism } from "node:os";
-import { MessageChannel, type MessagePort } from "node:worker_threads";
-import { Piscina } from "piscina";
+import { fileURLToPath } from "node:url";
+import { badGateway } from "../../shared/errors";
 import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
 import type { Cog } from "../cog/cog";
 import { workerScript } from "../decoder-files";
 import { chooseLevel, windowAtLevel } from "../../shared/levels";
 import type { RenderedImage } from "./render";
-import { fromWire, toWire, type MainMessage, type ReadRequest, type RenderOutcome, type RenderTask, type WireSource } from "./render-worker";
+import { fromWire, toWire, type MainMessage, type ReadRequest, type RenderTask, type WireSource } from "./render-worker";
+import type { FromRenderProcess, ToRenderProcess } from "./render-process";
 import type { TileAsset } from "../maps/compose-tile";
 import type { TileRequest } from "../../shared/maps/tile-request";
-import { BACKGROUND_NICE_INCREMENT } from "../runtime/priority";
+import { DECODER_NODE_FLAGS } from "../runtime/allocator";
+import { jsonLog } from "../runtime/log";
+import { BACKGROUND_NICE_INCREMENT, BACKGROUND_PROCESS_ENV } from "../runtime/priority";
 import type { Reservation } from "../runtime/work-budget";
 
-/** Idle threads beyond the first end after this long; a busier moment starts them again. */
+/** Idle processes beyond the first end after this long; a busier moment starts them again. */
 const IDLE_TIMEOUT_MS = 60_000;
 
+/** How many renders run at once; the rest wait their turn, first come first served. */
 let threads = availableParallelism();
-let pool: Piscina<RenderTask, RenderOutcome> | undefined;
+
+/** The processes (starting, idle or rendering), and the renders waiting for one. */
+const processes = new Set<RenderProcess>();
+const queue: Job[] = [];
+
+/** A render handed to the pool: its task, the sources its reads are served from, and its end. */
+interface Job {
+  task: RenderTask;
+  cogs: Cog[];
+  signal: AbortSignal;
+  /** The process rendering it, once one took it. */
+  process?: RenderProcess;
+  finish(result: RenderedImage | Error): void;
+}
 
 /**
  * Sets how many large renders run at once (the rest wait their turn) and starts the first
- * thread now: loading a thread's modules takes about a second, which no render should wait.
+ * process now: loading a process's modules takes about a second, which no render should wait.
  */
-export function configureRenderPool(maxThreads: number): void {
-  threads = maxThreads;
-  renderPool();
+export function configureRenderPool(maxProcesses: number): void {
+  threads = maxProcesses;
+  if (processes.size === 0) processes.add(new RenderProcess());
 }
 
-function renderPool(): Piscina<RenderTask, RenderOutcome> {
-  if (!pool) {
-    pool = startPool();
-    // A thread lost with no render on it (a failed start) is logged: unheard, piscina's error
-    // event would end the decoder.
-    pool.on("error", (err: unknown) =>
-      process.stderr.write(`${JSON.stringify({ level: "error", msg: "render pool thread failed", error: String(err) })}\n`),
-    );
+// The processes end with the decoder: at its exit here, and at any other end (SIGKILL, a crash)
+// when their IPC channel closes (render-process.ts).
+process.on("exit", () => {
+  for (const p of processes) p.child.kill();
+});
+
+/** Hands waiting renders to idle processes, and starts processes for those no process will take. */
+function dispatch(): void {
+  for (const p of processes) if (p.ready && !p.job && queue.length > 0) p.take(queue.shift()!);
+  const starting = [...processes].filter((p) => !p.ready).length;
+  for (let i = starting; i < queue.length && processes.size < threads; i++) processes.add(new RenderProcess());
+}
+
+/** A render process: started below the decoder's priority, one render at a time. */
+class RenderProcess {
+  readonly child: ChildProcess;
+  ready = false;
+  job: Job | undefined;
+  /** The running render's answer so far. */
+  private pieces: Uint8Array[] = [];
+  private idleTimer: NodeJS.Timeout | undefined;
+  private gone = false;
+  /** Ended here (idle, or recycled), not lost. */
+  private ended = false;
+
+  constructor() {
+    const script = workerScript("render/render-process");
+    const node = [process.execPath, ...DECODER_NODE_FLAGS, ...script.execArgv, fileURLToPath(script.url)];
+    // Through nice(1), so that the process runs below the decoder from its first instruction, and
+    // so does every thread it starts.
+    this.child = spawn("nice", ["-n", String(BACKGROUND_NICE_INCREMENT), ...node], {
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+      // Bytes cross as bytes (a JSON channel would spell them out).
+      serialization: "advanced",
+      env: { ...process.env, [BACKGROUND_PROCESS_ENV]: "1" },
+    });
+    // An idle process keeps no one alive; a render's request does.
+    this.child.unref();
+    this.child.channel?.unref();
+    this.child.on("message", (m: FromRenderProcess) => this.heard(m));
+    this.child.on("exit", (code, signal) => this.exited(`exited (${signal ?? code})`));
+    this.child.on("error", (err) => this.exited(`failed: ${err.message}`));
   }
-  return pool;
-}
 
-function startPool(): Piscina<RenderTask, RenderOutcome> {
-  const script = workerScript("render/render-worker");
-  return new Piscina({
-    filename: script.url.href,
-    minThreads: 1,
-    maxThreads: threads,
-    idleTimeout: IDLE_TIMEOUT_MS,
-    // A full is throughput, a tile is latency: on a busy machine the scheduler runs the event
-    // loop and the libuv pool (tiles' decodes and encodes) first; idle CPU still goes to fulls.
-    niceIncrement: BACKGROUND_NICE_INCREMENT,
-    // From source the worker is TypeScript: tsx's loader, whether or not this process started with it.
-    execArgv: script.execArgv,
-    // geotiff.js loads web-worker, which on any thread but the main one reads workerData to
-    // find its own script: an object without one tells it this thread is not its worker.
-    workerData: {},
-  });
+  take(job: Job): void {
+    clearTimeout(this.idleTimer);
+    this.job = job;
+    job.process = this;
+    this.send({ task: job.task });
+  }
+
+  send(m: ToRenderProcess): void {
+    // A process that has gone fails its render at its exit; what was sent meanwhile is moot.
+    if (this.child.connected) this.child.send(m, () => {});
+  }
+
+  /** Ends the process (idle, or recycled): it returns all the memory it grew. */
+  end(): void {
+    this.ended = true;
+    processes.delete(this);
+    this.child.kill();
+  }
+
+  private heard(m: FromRenderProcess): void {
+    const job = this.job;
+    if ("ready" in m) {
+      this.ready = true;
+      return dispatch();
+    }
+    if (!job) return;
+    if ("read" in m) void serveRead(job.cogs[m.read.source], m.read, job.signal, (reply) => this.job === job && this.send(reply));
+    else if ("piece" in m) this.pieces.push(m.piece);
+    else this.answered(job, m.outcome);
+  }
+
+  private answered(job: Job, outcome: Extract<FromRenderProcess, { outcome: unknown }>["outcome"]): void {
+    const pieces = this.pieces.splice(0);
+    this.job = undefined;
+    job.finish("error" in outcome ? fromWire(outcome.error) : { body: Buffer.concat(pieces), contentType: outcome.contentType });
+    this.idle();
+    dispatch();
+  }
+
+  /** With nothing to render: a process beyond the first ends after IDLE_TIMEOUT_MS of it. */
+  private idle(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => !this.job && processes.size > 1 && this.end(), IDLE_TIMEOUT_MS).unref();
+  }
+
+  /** Its render fails (a 502) and the pool goes on without it; a process lost before it was ready fails the waiting renders too. */
+  private exited(how: string): void {
+    if (this.gone) return;
+    this.gone = true;
+    clearTimeout(this.idleTimer);
+    processes.delete(this);
+    if (this.ended) return;
+    const detail = `render process ${this.child.pid ?? "(not started)"} ${how}`;
+    jsonLog({ level: "error", msg: "render process lost", detail });
+    const failed = this.job ? [this.job] : this.ready ? [] : queue.splice(0);
+    for (const job of failed) job.finish(badGateway("the render failed: its process ended", detail));
+    this.job = undefined;
+    // A process that started and then died is replaced at once; one that could not start is not
+    // (it would not start again), until a render asks for one.
+    if (this.ready && processes.size === 0) processes.add(new RenderProcess());
+    dispatch();
+  }
 }
 
 /** Renders handed to the pool and not yet returned (running or queued). */
@@ -75,20 +173,20 @@ let recycles = 0;
 /** `renders` when the current pool started. */
 let rendersAtStart = 0;
 
-/** What the decoder's /metrics reports of the pool (metrics.ts). */
+/** What the decoder's /metrics reports of the pool (metrics.ts): processes started, renders running, renders waiting. */
 export function renderPoolStats(): { threads: number; busy: number; queued: number; renders: number; recycles: number } {
-  const queued = pool?.queueSize ?? 0;
-  return { threads: pool?.threads.length ?? 0, busy: Math.max(0, inPool - queued), queued, renders, recycles };
+  const busy = [...processes].filter((p) => p.job).length;
+  return { threads: processes.size, busy, queued: queue.length, renders, recycles };
 }
 
-/** Renders `req` on a pool thread, its reads served from `cog`'s source. */
+/** Renders `req` in a pool process, its reads served from `cog`'s source. */
 export function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: AbortSignal, work: Reservation): Promise<RenderedImage> {
   return runInPool({ kind: "image", source: wireSource(cog), req, cacheBytes: blockRowsBytes(cog, req) }, [cog], signal, work);
 }
 
 /**
- * Paints a map tile of the full partition on a pool thread, its assets' sources read from the
- * COGs open here. Its reservation counts every asset's decoded blocks: the thread's own block
+ * Paints a map tile of the full partition in a pool process, its assets' sources read from the
+ * COGs open here. Its reservation counts every asset's decoded blocks: the render's own block
  * cache may hold them all, so that a tile's bands never decode a block twice.
  */
 export function paintInPool(assets: TileAsset[], req: TileRequest, what: string, signal: AbortSignal, work: Reservation): Promise<RenderedImage> {
@@ -100,61 +198,68 @@ export function paintInPool(assets: TileAsset[], req: TileRequest, what: string,
 const wireSource = ({ source: { version, size, label, firstBytes } }: Cog): WireSource => ({ version, size, label, firstBytes });
 
 /**
- * Runs `task` on a pool thread. The reservation stays held on this thread for the whole render;
- * the worker's reads are served from `cogs`' sources under `signal`.
+ * Runs `task` in a pool process, after those handed over before it. The reservation stays held
+ * here for the whole render; the process's reads are served from `cogs`' sources under `signal`.
  */
 async function runInPool(
-  task: DistributiveOmit<RenderTask, "workBytes" | "budgetBytes" | "port">,
+  task: DistributiveOmit<RenderTask, "workBytes" | "budgetBytes">,
   cogs: Cog[],
   signal: AbortSignal,
   work: Reservation,
 ): Promise<RenderedImage> {
   signal.throwIfAborted();
-  const { port1, port2 } = new MessageChannel();
-  port1.on("message", (m: ReadRequest) => void serveRead(cogs[m.source], m, signal, port1));
-  const abort = () => port1.postMessage({ abort: toWire(signal.reason) } satisfies MainMessage);
-  signal.addEventListener("abort", abort, { once: true });
   inPool++;
   renders++;
   try {
-    const handed = { ...task, workBytes: work.bytes, budgetBytes: cogs[0].budget.limitBytes, port: port2 } as RenderTask;
-    const out = await renderPool().run(handed, { transferList: [port2] });
+    const handed = { ...task, workBytes: work.bytes, budgetBytes: cogs[0].budget.limitBytes } as RenderTask;
+    const out = await new Promise<RenderedImage | Error>((finish) => {
+      const job: Job = { task: handed, cogs, signal, finish };
+      const abort = () => abortJob(job);
+      signal.addEventListener("abort", abort, { once: true });
+      job.finish = (result) => {
+        signal.removeEventListener("abort", abort);
+        finish(result);
+      };
+      queue.push(job);
+      dispatch();
+    });
     signal.throwIfAborted();
-    if ("error" in out) throw fromWire(out.error);
-    return { body: Buffer.from(out.body.buffer, out.body.byteOffset, out.body.byteLength), contentType: out.contentType };
+    if (out instanceof Error) throw out;
+    return out;
   } finally {
     inPool--;
-    signal.removeEventListener("abort", abort);
-    port1.close();
   }
+}
+
+/** A waiting render leaves the queue; a running one is told, and stops at its next read or stage. */
+function abortJob(job: Job): void {
+  if (job.process) return job.process.send({ abort: toWire(job.signal.reason) });
+  queue.splice(queue.indexOf(job), 1);
+  job.finish(job.signal.reason);
 }
 
 /** Omit over each member of a union, keeping it a union. */
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /**
- * Replaces the pool, when idle and it has rendered since it started, by a fresh one (its first
- * thread started now), ending the old one's threads: a thread keeps what a large render grew (its
- * heap, pixel buffers awaiting a collection an idle thread never runs, its allocator's arenas).
+ * Replaces the pool, when idle and it has rendered since it started, by a fresh process (started
+ * now), ending the old ones: a process keeps what a large render grew (its heap, pixel buffers
+ * awaiting a collection an idle process never runs, its allocator's arenas).
  */
 export function recycleRenderPool(): void {
-  if (inPool > 0 || !pool || renders === rendersAtStart) return;
-  const old = pool;
-  pool = undefined;
+  if (inPool > 0 || renders === rendersAtStart) return;
   recycles++;
-  renderPool();
+  for (const p of [...processes]) p.end();
+  processes.add(new RenderProcess());
   rendersAtStart = renders;
-  void old.destroy();
 }
 
-/** Serves one of the worker's reads, its bytes transferred when they are a buffer of their own. */
-async function serveRead(cog: Cog, { id, offset, length }: ReadRequest, signal: AbortSignal, port: MessagePort): Promise<void> {
+/** Serves one of a render's reads. */
+async function serveRead(cog: Cog, { id, offset, length }: ReadRequest, signal: AbortSignal, reply: (m: MainMessage) => void): Promise<void> {
   try {
-    const bytes = await cog.source.read(offset, length, signal);
-    const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
-    port.postMessage({ id, bytes } satisfies MainMessage, own ? [bytes.buffer as ArrayBuffer] : []);
+    reply({ id, bytes: await cog.source.read(offset, length, signal) });
   } catch (e) {
-    port.postMessage({ id, error: toWire(e) } satisfies MainMessage);
+    reply({ id, error: toWire(e) });
   }
 }
 

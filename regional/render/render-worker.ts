@@ -1,12 +1,11 @@
-// A render-pool thread (render-pool.ts): renders one large request, read, assembled, resized and
-// encoded here, so none of that work (block copies, big-buffer allocation and collection,
-// synchronous block decodes, a map tile's warps and expressions) runs on the decoder's event
-// loop, and all of it runs at the pool's lower priority. An IIIF image reads one source; a map
-// tile (a mosaic's, or one COG's) the sources of every asset it paints. Their bytes still come
-// through the main thread, which owns the store connections: this thread asks for byte ranges on
-// the task's port and gets them back transferred, not copied.
+// A large render, as a render-pool process runs it (render-pool.ts, render-process.ts): read,
+// assembled, resized and encoded there, so none of that work (block copies, big-buffer allocation
+// and collection, synchronous block decodes, a map tile's warps and expressions) runs on the
+// decoder's event loop, and all of it runs at the pool's lower priority. An IIIF image reads one
+// source; a map tile (a mosaic's, or one COG's) the sources of every asset it paints. Their bytes
+// still come through the decoder, which owns the store connections: the render asks for byte
+// ranges on its task's channel and gets them back on it.
 
-import type { MessagePort } from "node:worker_threads";
 import { HttpError, type ErrorKind } from "../../shared/errors";
 import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
 import type { TileRequest } from "../../shared/maps/tile-request";
@@ -40,7 +39,6 @@ interface TaskBase {
   budgetBytes: number;
   /** Cap of this render's own block cache: what it reads again (a band's halo rows, a tile's blocks). */
   cacheBytes: number;
-  port: MessagePort;
 }
 
 /** One render, as the main thread hands it over: an IIIF image, or a map tile. */
@@ -48,12 +46,12 @@ export type RenderTask =
   | (TaskBase & { kind: "image"; source: WireSource; req: ResolvedImageRequest })
   | (TaskBase & { kind: "tile"; sources: WireSource[]; assets: WireAsset[]; req: TileRequest; what: string });
 
-/** Messages on the task's port: this thread's reads (of source `source`), the main thread's answers, and its abort. */
+/** Messages on the task's channel: the render's reads (of source `source`), the decoder's answers, and its abort. */
 export type ReadRequest = { id: number; source: number; offset: number; length: number };
 export type ReadReply = { id: number; bytes: Uint8Array } | { id: number; error: WireError };
 export type MainMessage = ReadReply | { abort: WireError };
 
-/** An error as it crosses threads: an HttpError keeps its kind, Retry-After and detail. */
+/** An error as it crosses processes: an HttpError keeps its kind, Retry-After and detail. */
 export interface WireError {
   message: string;
   name: string;
@@ -76,9 +74,16 @@ export function fromWire(w: WireError): Error {
   return w.name === "AbortError" || w.name === "TimeoutError" ? new DOMException(w.message, w.name) : new Error(w.message);
 }
 
-export default async function renderTask(task: RenderTask): Promise<RenderOutcome> {
+/** What a render talks to the decoder over: its reads go out, their answers and the abort come in. */
+export interface TaskChannel {
+  post(m: ReadRequest): void;
+  /** Listens for the decoder's messages; the returned function stops listening. */
+  listen(listener: (m: MainMessage) => void): () => void;
+}
+
+export async function renderTask(task: RenderTask, channel: TaskChannel): Promise<RenderOutcome> {
   const controller = new AbortController();
-  const port = new TaskPort(task.port, controller);
+  const port = new TaskPort(channel, controller);
   const budget = new WorkBudget(task.budgetBytes);
   const cache = new DecodedBlockCache(task.cacheBytes);
   const cogs: Cog[] = [];
@@ -93,8 +98,8 @@ export default async function renderTask(task: RenderTask): Promise<RenderOutcom
       task.kind === "image"
         ? await renderCheapest(await open(task.source, 0), task.req, controller.signal, work)
         : await paintTile(task, open, controller.signal, work);
-    // A pooled answer's buffer belongs to this thread's pool: its bytes cross as a copy, and
-    // only plain fields can cross at all.
+    // A pooled answer's buffer goes back to its pool: its bytes leave as a copy, and only plain
+    // fields can cross at all.
     const body = out.done ? Buffer.from(out.body) : out.body;
     out.done?.();
     return { body, contentType: out.contentType };
@@ -120,16 +125,22 @@ async function paintTile(
   return prepared.render(signal, work, "full");
 }
 
-/** The task's port: reads of any of its sources go out on it, their answers and the abort come back. */
+/**
+ * Read ids of this process, never reused: an answer to a read of a task that ended (aborted, or
+ * failed at another read) can still arrive, and must not settle a read of the next.
+ */
+let nextId = 0;
+
+/** The task's channel: reads of any of its sources go out on it, their answers and the abort come back. */
 class TaskPort {
   private readonly waiting = new Map<number, { resolve(b: Uint8Array): void; reject(e: Error): void }>();
-  private nextId = 0;
+  private readonly unlisten: () => void;
 
   constructor(
-    private readonly port: MessagePort,
+    private readonly channel: TaskChannel,
     controller: AbortController,
   ) {
-    port.on("message", (m: MainMessage) => {
+    this.unlisten = channel.listen((m) => {
       if ("abort" in m) return controller.abort(fromWire(m.abort));
       const waiter = this.waiting.get(m.id);
       this.waiting.delete(m.id);
@@ -138,21 +149,21 @@ class TaskPort {
     });
   }
 
-  /** Source `index` of the task, read through the main thread. */
+  /** Source `index` of the task, read through the decoder. */
   source({ version, size, label, firstBytes }: WireSource, index: number): Source {
     const read = (offset: number, length: number, signal?: AbortSignal) => {
       signal?.throwIfAborted();
-      const id = this.nextId++;
+      const id = nextId++;
       return new Promise<Uint8Array>((resolve, reject) => {
         this.waiting.set(id, { resolve, reject });
-        this.port.postMessage({ id, source: index, offset, length } satisfies ReadRequest);
+        this.channel.post({ id, source: index, offset, length });
       });
     };
     return { version, size, label, firstBytes, read, close: async () => {} };
   }
 
-  /** The task is over: no more reads, and the port no longer keeps this thread busy. */
+  /** The task is over: its late answers are not heard. */
   end(): void {
-    this.port.close();
+    this.unlisten();
   }
 }
