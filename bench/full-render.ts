@@ -1,5 +1,5 @@
 // `npm run bench:full`: the memory of whole-image renders of a 20000² COG, each in a fresh
-// decoder process so its peak RSS (VmHWM) is that request's alone.
+// decoder process so its peak RSS (VmHWM, with its render processes') is that request's alone.
 //
 // Fixture: the 1000² test pattern repeated to 20000² RGB, a GDAL JPEG q85 COG with 512² blocks
 // and overviews (made once, cached under BENCH_DIR, not committed). For each of full/max (the
@@ -10,12 +10,12 @@
 // BENCH_BLOCK_CACHE_MB sets the decoders' block cache (the cache fills during a large read).
 // Needs gdal-bin. The last line is the summary.
 
-import { readFileSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
 import { startDecoder, stopDecoder, type DecoderProcess } from "../infra/local/decoders";
 import { DECODER, signedHeaders, type SourceInfo } from "../shared/protocol";
 import { patternCog } from "../test/support/pattern-cog";
+import { decoderPeakBytes } from "../test/support/render-processes";
 
 const DIR = process.env.BENCH_DIR ?? "/tmp/tessera-bench";
 const ID = "pattern-20000";
@@ -41,12 +41,6 @@ async function signedGet(d: DecoderProcess, pathAndQuery: string): Promise<Respo
   return res;
 }
 
-/** The process's peak resident set so far, in bytes (Linux). */
-function peakRss(pid: number): number {
-  const kib = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-  return Number(kib) * 1024;
-}
-
 async function workPeak(d: DecoderProcess): Promise<number> {
   const text = await (await fetch(`${d.url}/metrics`)).text();
   return Number(/^tessera_decoder_work_budget_peak_bytes (\S+)$/m.exec(text)?.[1]);
@@ -58,12 +52,12 @@ async function measure(canonical: string): Promise<Figures> {
   const d = await startDecoder(env);
   try {
     const info = (await (await signedGet(d, DECODER.info(ID))).json()) as SourceInfo;
-    const idleRss = peakRss(d.process.pid!);
+    const idleRss = decoderPeakBytes(d.process.pid!);
     const started = performance.now();
     const body = Buffer.from(await (await signedGet(d, DECODER.image(ID, canonical, info.version))).arrayBuffer());
     const ms = performance.now() - started;
     const { width, height } = await sharp(body).metadata();
-    return { width: width!, height: height!, idleRss, peakRss: peakRss(d.process.pid!), workPeak: await workPeak(d), ms };
+    return { width: width!, height: height!, idleRss, peakRss: decoderPeakBytes(d.process.pid!), workPeak: await workPeak(d), ms };
   } finally {
     await stopDecoder(d);
   }

@@ -3,9 +3,9 @@
 // the decoders' resident memory, event-loop stalls and /health latency, all against a local
 // stack (infra/local/stack.ts).
 
-import { readFile } from "node:fs/promises";
 import type { Stack } from "../infra/local/stack";
 import { histogram, longestSince, type Bucket } from "../test/support/metrics";
+import { decoderResidentBytes } from "../test/support/render-processes";
 
 export interface Phase {
   latencies: number[];
@@ -115,12 +115,7 @@ function sampler(ms: number, read: () => Promise<number>): { max(): number; rese
 
 /** The decoders' summed resident memory now. */
 export async function decodersRss(stack: Stack): Promise<number> {
-  let sum = 0;
-  for (const d of stack.decoders) {
-    const status = await readFile(`/proc/${d.process.pid}/status`, "utf8").catch(() => "");
-    sum += Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
-  }
-  return sum;
+  return stack.decoders.reduce((sum, d) => sum + decoderResidentBytes(d.process.pid!), 0);
 }
 
 /** Peak of the decoders' summed resident memory, sampled every 20 ms. */
