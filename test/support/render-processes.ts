@@ -34,6 +34,12 @@ function tasksOf(pid: number | "self"): string[] {
   }
 }
 
+/** Whether process `pid` has ended (a zombie has: only its parent's wait is left, and its parent is gone). */
+export function ended(pid: number): boolean {
+  const state = statFields(proc(`/proc/${pid}/stat`))[0];
+  return state === "" || state === "Z";
+}
+
 /** The nice value of every thread of process `pid`. */
 export function threadNices(pid: number): number[] {
   return tasksOf(pid).map((tid) => Number(statFields(proc(`/proc/${pid}/task/${tid}/stat`))[16]));

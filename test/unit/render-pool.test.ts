@@ -22,7 +22,8 @@ import { parseImageRequest } from "../../shared/iiif/image-request";
 import { badGateway, HttpError } from "../../shared/errors";
 import { DECODER, GRANT_HEADER, GRANT_WORK_HEADER, GRANTED_PARTITION_HEADER, signedHeaders, type SourceInfo } from "../../shared/protocol";
 import { patternCog } from "../support/pattern-cog";
-import { cpuMicros, renderProcesses, threadNices } from "../support/render-processes";
+import { cpuMicros, ended, renderProcesses, threadNices } from "../support/render-processes";
+import { killDecoder, startDecoder as startDecoderProcess, stopDecoder } from "../../infra/local/decoders";
 import { expressionBomb } from "../support/expression-bomb";
 import { metricValue, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
@@ -164,6 +165,19 @@ describe("a map tile of the full partition", () => {
     expect(await metricValue(d, "tessera_decoder_render_pool_renders_total")).toBe(renders);
     expect((await tile()).equals(here)).toBe(true);
   }, 60_000);
+});
+
+describe("the render processes of a decoder process", () => {
+  for (const [how, end] of [["SIGKILL", killDecoder], ["SIGTERM", stopDecoder]] as const) {
+    it(`end with it when it ends by ${how}`, async () => {
+      const decoder = await startDecoderProcess({ TESSERA_DECODER_SECRET: d.secret, TESSERA_DECODER_PORT: "0", TESSERA_DATA_DIR: dir });
+      // The first process starts with the decoder.
+      await expect.poll(() => renderProcesses(decoder.process.pid!).length, { timeout: 10_000 }).toBeGreaterThan(0);
+      const pids = renderProcesses(decoder.process.pid!);
+      await end(decoder);
+      await expect.poll(() => pids.every(ended), { timeout: 5_000 }).toBe(true);
+    }, 30_000);
+  }
 });
 
 describe("a refusal crossing between processes", () => {
