@@ -15,8 +15,8 @@ const root = new URL(bundled ? "../../" : "../", import.meta.url);
 export const SAMPLES_DIR = fileURLToPath(new URL("samples/", root));
 
 /**
- * A worker thread's script and the Node options it needs. `sourcePath` is its place under
- * regional/ without extension ("encode/openjpeg-worker"); the bundle has every worker as
+ * A worker thread's or render process's script and the Node options it needs. `sourcePath` is
+ * its place under regional/ without extension ("encode/openjpeg-worker"); the bundle has each as
  * `<name>.js` beside main.js. Only TypeScript needs tsx's loader, and only a source checkout has it.
  */
 export function workerScript(sourcePath: string): { url: URL; execArgv: string[] } {

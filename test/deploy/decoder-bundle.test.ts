@@ -46,7 +46,7 @@ async function withBundle(test: (url: string) => Promise<void>): Promise<void> {
   }
 }
 
-it("serves the samples beside it by default, renders fulls on its pool threads and encodes JPEG 2000 on its worker", () =>
+it("serves the samples beside it by default, renders fulls in its pool processes and encodes JPEG 2000 on its worker", () =>
   withBundle(async (url) => {
     expect((await signedGet(url, DECODER.info("test-pattern"))).status).toBe(200);
 

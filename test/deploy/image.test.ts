@@ -63,8 +63,11 @@ it("registers with the edge, reporting its container's memory limit, and serves 
   expect(await sharp(Buffer.from(await res.arrayBuffer())).metadata()).toMatchObject({ format: "jpeg", width: 256, height: 256 });
 });
 
-it("runs the decoder as a user other than root, on the pinned Node", async () => {
-  expect(podman("top", CONTAINER, "user", "args").split("\n").slice(1)).toEqual([expect.stringMatching(/^tessera\s+node --max-semi-space-size=8 dist\/decoder\/main\.js$/)]);
+it("runs the decoder as a user other than root, on the pinned Node, and its render process 10 below it", async () => {
+  expect(podman("top", CONTAINER, "user", "nice", "args").split("\n").slice(1)).toEqual([
+    expect.stringMatching(/^tessera\s+0\s+node --max-semi-space-size=8 dist\/decoder\/main\.js\s*$/),
+    expect.stringMatching(/^tessera\s+10\s+\/usr\/local\/bin\/node --max-semi-space-size=8 \/opt\/tessera\/dist\/decoder\/render-process\.js$/),
+  ]);
   const pinned = (await import("../../package.json", { with: { type: "json" } })).default.dependencies.node;
   expect(podman("exec", CONTAINER, "node", "--version")).toBe(`v${pinned}`);
 });
