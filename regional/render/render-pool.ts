@@ -74,8 +74,8 @@ class RenderProcess {
   readonly child: ChildProcess;
   ready = false;
   job: Job | undefined;
-  /** The running render's answer so far. */
-  private pieces: Uint8Array[] = [];
+  /** The running render's answer, as its pieces fill it. */
+  private answer: { body: Buffer; filled: number; contentType: string } | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private gone = false;
   /** Ended here (idle, or recycled), not lost. */
@@ -127,14 +127,23 @@ class RenderProcess {
     }
     if (!job) return;
     if ("read" in m) void serveRead(job.cogs[m.read.source], m.read, job.signal, (reply) => this.job === job && this.send(reply));
-    else if ("piece" in m) this.pieces.push(m.piece);
-    else this.answered(job, m.outcome);
+    else if ("error" in m) this.answered(job, fromWire(m.error));
+    else if ("answer" in m) this.filling(job, { body: Buffer.allocUnsafe(m.answer.bytes), filled: 0, contentType: m.answer.contentType });
+    else this.filling(job, this.answer!, m.piece);
   }
 
-  private answered(job: Job, outcome: Extract<FromRenderProcess, { outcome: unknown }>["outcome"]): void {
-    const pieces = this.pieces.splice(0);
+  /** Copies a piece into its place in the answer, a piece at a time: never one long copy on the loop. */
+  private filling(job: Job, answer: NonNullable<RenderProcess["answer"]>, piece?: Uint8Array): void {
+    if (piece) answer.body.set(piece, answer.filled);
+    answer.filled += piece?.byteLength ?? 0;
+    this.answer = answer;
+    if (answer.filled === answer.body.byteLength) this.answered(job, { body: answer.body, contentType: answer.contentType });
+  }
+
+  private answered(job: Job, result: RenderedImage | Error): void {
     this.job = undefined;
-    job.finish("error" in outcome ? fromWire(outcome.error) : { body: Buffer.concat(pieces), contentType: outcome.contentType });
+    this.answer = undefined;
+    job.finish(result);
     this.idle();
     dispatch();
   }
