@@ -36,7 +36,7 @@ export interface DecoderConfig {
   workBudgetBytes: number;
   blockCacheBytes: number;
   mosaicMaxAssets: number;
-  /** Large renders run at once on the render pool's threads (render/render-pool.ts). */
+  /** Large renders run at once in the render pool's processes (render/render-pool.ts). */
   renderThreads: number;
   /** On SIGTERM, how long held requests may run on before they are cancelled (runtime/drain.ts). */
   drainTimeoutMs: number;

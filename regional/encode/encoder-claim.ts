@@ -1,6 +1,6 @@
 // The word an OpenJPEG worker thread and the thread that owns it share (openjpeg.ts,
 // openjpeg-worker.ts), so that the worker can end itself once idle even when its owner is
-// asleep: a render-pool thread is paused between tasks, its timers with it. The owner marks the
+// busy: a render process's thread decoding blocks synchronously runs no timers meanwhile. The owner marks the
 // word BUSY before it hands over a tile and IDLE once it waits for none; the worker retires only
 // by turning IDLE into RETIRED, and an owner that finds RETIRED starts a new worker.
 

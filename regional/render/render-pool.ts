@@ -30,7 +30,7 @@ import type { Reservation } from "../runtime/work-budget";
 /** Idle processes beyond the first end after this long; a busier moment starts them again. */
 const IDLE_TIMEOUT_MS = 60_000;
 
-/** How many renders run at once; the rest wait their turn, first come first served. */
+/** How many renders (processes) run at once; the rest wait their turn, first come first served. */
 let threads = availableParallelism();
 
 /** The processes (starting, idle or rendering), and the renders waiting for one. */

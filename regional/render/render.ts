@@ -2,7 +2,7 @@
 // region (read at the best stored level) → size → mirror → rotation → quality → format.
 // A large window is read and resized a band at a time (see `inBands`), so its memory follows
 // the output, not the source; shared/cost.ts decides which and counts it. Work of the full
-// partition runs on the render pool's threads (render-pool.ts), the rest on the calling thread.
+// partition runs in the render pool's processes (render-pool.ts), the rest on the calling thread.
 
 import sharp, { type Sharp } from "sharp";
 import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
@@ -15,7 +15,7 @@ import { renderDirectJpeg } from "./jpeg-encode";
 import type { EncodedAnswer } from "./prepared-decode";
 import type { Reservation } from "../runtime/work-budget";
 
-/** An answer with no pooled memory to give back: what a render-pool thread can hand over. */
+/** An answer with no pooled memory to give back: what a render process can hand over. */
 export type RenderedImage = Pick<EncodedAnswer, "body" | "contentType">;
 
 /**
@@ -35,15 +35,15 @@ const WHITE = { r: 255, g: 255, b: 255, alpha: 1 };
 const TRANSPARENT = { r: 0, g: 0, b: 0, alpha: 0 };
 
 /**
- * The cheapest way to answer `req`, on the right thread. `work`: the request's admitted work
- * reservation; a decode of the full partition (by its memory or its work) renders on the render
- * pool's threads, off the event loop. Without one (a direct call), the read reserves its own,
+ * The cheapest way to answer `req`, in the right place. `work`: the request's admitted work
+ * reservation; a decode of the full partition (by its memory or its work) renders in the render
+ * pool's processes, off the event loop. Without one (a direct call), the read reserves its own,
  * fail-fast, and libvips renders.
  */
 export async function render(cog: Cog, req: ResolvedImageRequest, signal?: AbortSignal, work?: Reservation, partition: Partition = "tile"): Promise<EncodedAnswer> {
   if (!work) return renderHere(cog, req, signal);
   if (partition === "full") {
-    // Loaded here, not above: the pool's threads run renderCheapest and never load the pool.
+    // Loaded here, not above: the pool's processes run renderCheapest and never load the pool.
     const { renderInPool } = await import("./render-pool");
     return renderInPool(cog, req, signal ?? NEVER_ABORTED, work);
   }

@@ -53,9 +53,9 @@ export const requestSeconds = new Histogram({
 // tessera_decoder_eventloop_delay_seconds above reports.
 const poolGauge = (name: string, help: string, read: (s: ReturnType<typeof renderPoolStats>) => number) =>
   new Gauge({ name, help, registers: [registry], collect() { this.set(read(renderPoolStats())); } });
-poolGauge("tessera_decoder_render_pool_threads", "Render-pool threads started now.", (s) => s.threads);
+poolGauge("tessera_decoder_render_pool_threads", "Render-pool processes started now.", (s) => s.threads);
 poolGauge("tessera_decoder_render_pool_busy", "Large renders running on the render pool now.", (s) => s.busy);
-poolGauge("tessera_decoder_render_pool_queued", "Large renders admitted and waiting for a render-pool thread.", (s) => s.queued);
+poolGauge("tessera_decoder_render_pool_queued", "Large renders admitted and waiting for a render-pool process.", (s) => s.queued);
 const poolCounter = (name: string, help: string, read: (s: ReturnType<typeof renderPoolStats>) => number) =>
   new Counter({
     name,
@@ -66,7 +66,7 @@ const poolCounter = (name: string, help: string, read: (s: ReturnType<typeof ren
       this.inc(read(renderPoolStats()));
     },
   });
-poolCounter("tessera_decoder_render_pool_renders_total", "Large renders run on the render pool's threads, off the event loop.", (s) => s.renders);
+poolCounter("tessera_decoder_render_pool_renders_total", "Large renders run in the render pool's processes, off the event loop.", (s) => s.renders);
 poolCounter("tessera_decoder_render_pool_recycles_total", "Times the idle render pool was replaced by a fresh one, to return what a large render grew.", (s) => s.recycles);
 
 /** The metric label for a request path: a fixed, small set. */

@@ -1,7 +1,7 @@
 // Memory returned once the decoder is idle after large work. A large render or a many-asset map
 // tile leaves hundreds of MB behind that nothing frees while the decoder is idle: pixel buffers
 // that only a collection frees (V8 collects when JavaScript allocates, and an idle decoder does
-// not), and the render pool's threads, which keep what they grew. So does a spell of many small
+// not), and the render pool's processes, which keep what they grew. So does a spell of many small
 // decodes: a few dozen 32-asset 256² map tiles, each reserving a few MiB, left the main heap and
 // its buffers 120 MiB larger. SETTLE_IDLE_MS after the last decode of a spell that reserved more
 // than SETTLE_ABOVE_BYTES at once, or that grew the main thread's heap and buffers by as much
@@ -14,7 +14,7 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
-/** A spell of decodes whose largest reservation is above this settles; less leaves too little to be worth a thread's start. */
+/** A spell of decodes whose largest reservation is above this settles; less leaves too little to be worth a process's start. */
 const SETTLE_ABOVE_BYTES = 64 * 2 ** 20;
 /** How long the decoder must have been idle. */
 export const SETTLE_IDLE_MS = 2000;

@@ -9,10 +9,10 @@
 // never waits.
 //
 // A computation of the full partition (a 32-asset mosaic, an expression at the node cap) does
-// not run here but on the render pool's threads, at their lower priority (compose-tile.ts): its
-// slices there keep that thread's reads and abort answered. A tile stays on the loop: its
+// not run here but in the render pool's processes, at their lower priority (compose-tile.ts): its
+// slices there keep that process's reads and abort answered. A tile stays on the loop: its
 // inputs are the decoder's shared block cache (neighbouring tiles read the same blocks), which
-// a pool thread cannot reach, and its answer is wanted in milliseconds.
+// a pool process cannot reach, and its answer is wanted in milliseconds.
 
 import { setImmediate as nextIteration } from "node:timers/promises";
 
