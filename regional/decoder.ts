@@ -17,8 +17,8 @@ import { jsonLog, type Log } from "./runtime/log";
 import { registry } from "./runtime/metrics";
 import { DEFAULT_MAX_FILE_TRANSFERS, DEFAULT_MAX_IN_FLIGHT, RequestLimiter } from "./runtime/request-limiter";
 import { serverMetrics, type ServerMetrics } from "./runtime/server-metrics";
-import { collectGarbage, Settle } from "./runtime/settle";
-import { recycleRenderPool } from "./render/render-pool";
+import { collectGarbage, mainThreadBytes, Settle } from "./runtime/settle";
+import { recycleRenderPool, renderPoolGrowthBytes } from "./render/render-pool";
 import { WorkBudget } from "./runtime/work-budget";
 import { readAssetConfig } from "./source/access-policy";
 import { assetCatalog } from "./source/asset-catalog";
@@ -129,7 +129,8 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
     cancellations: new Cancellations(),
     drain,
     metrics,
-    settle: new Settle([recycleRenderPool, collectGarbage]),
+    // What the render processes grew counts too: expression bombs, none large alone, grew them.
+    settle: new Settle([recycleRenderPool, collectGarbage], () => mainThreadBytes() + renderPoolGrowthBytes()),
     metricsPage: Registry.merge([registry, metrics.registry, drain.registry]),
     metricsToken: options.metricsToken,
     log: options.log ?? jsonLog,

@@ -10,6 +10,7 @@
 // blocks viewers come back to.
 
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { badGateway } from "../../shared/errors";
@@ -27,8 +28,12 @@ import { jsonLog } from "../runtime/log";
 import { BACKGROUND_NICE_INCREMENT, BACKGROUND_PROCESS_ENV } from "../runtime/priority";
 import type { Reservation } from "../runtime/work-budget";
 
-/** Idle processes beyond the first end after this long; a busier moment starts them again. */
-const IDLE_TIMEOUT_MS = 60_000;
+/**
+ * Idle processes beyond the first end after this long; a busier moment starts them again (half a
+ * second of a core, at the pool's priority). Each holds some 100 MiB of the decoder's envelope,
+ * which must be back within 30 s of a flood's end.
+ */
+const IDLE_TIMEOUT_MS = 10_000;
 
 /** How many renders (processes) run at once; the rest wait their turn, first come first served. */
 let threads = availableParallelism();
@@ -77,6 +82,8 @@ class RenderProcess {
   /** The running render's answer, as its pieces fill it. */
   private answer: { body: Buffer; filled: number; contentType: string } | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Its resident memory once it had loaded. */
+  private readyBytes = 0;
   private gone = false;
   /** Ended here (idle, or recycled), not lost. */
   private ended = false;
@@ -119,10 +126,16 @@ class RenderProcess {
     this.child.kill();
   }
 
+  /** What it grew since it had loaded. */
+  grownBytes(): number {
+    return this.ready ? Math.max(0, residentBytes(this.child.pid) - this.readyBytes) : 0;
+  }
+
   private heard(m: FromRenderProcess): void {
     const job = this.job;
     if ("ready" in m) {
       this.ready = true;
+      this.readyBytes = residentBytes(this.child.pid);
       return dispatch();
     }
     if (!job) return;
@@ -181,6 +194,30 @@ let renders = 0;
 let recycles = 0;
 /** `renders` when the current pool started. */
 let rendersAtStart = 0;
+
+/**
+ * What the processes grew since they were ready (Linux; 0 elsewhere): what a recycle returns of
+ * the memory they count in the decoder's envelope. Read at a spell's start and end
+ * (runtime/settle.ts), a small file each; a process still loading counts nothing, so that one
+ * started by a recycle never sets off the next.
+ */
+export function renderPoolGrowthBytes(): number {
+  let bytes = 0;
+  for (const p of processes) bytes += p.grownBytes();
+  return bytes;
+}
+
+/** The page size of /proc's statm (4 KiB on every Linux the decoder targets). */
+const PAGE_BYTES = 4096;
+
+/** Process `pid`'s resident memory now, 0 where /proc does not tell (not Linux, or it has just ended). */
+function residentBytes(pid: number | undefined): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/statm`, "latin1").split(" ")[1]) * PAGE_BYTES;
+  } catch {
+    return 0;
+  }
+}
 
 /** What the decoder's /metrics reports of the pool (metrics.ts): processes started, renders running, renders waiting. */
 export function renderPoolStats(): { threads: number; busy: number; queued: number; renders: number; recycles: number } {

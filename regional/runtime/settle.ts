@@ -4,8 +4,8 @@
 // not), and the render pool's processes, which keep what they grew. So does a spell of many small
 // decodes: a few dozen 32-asset 256² map tiles, each reserving a few MiB, left the main heap and
 // its buffers 120 MiB larger. SETTLE_IDLE_MS after the last decode of a spell that reserved more
-// than SETTLE_ABOVE_BYTES at once, or that grew the main thread's heap and buffers by as much
-// since the last settle, with no decode running, the decoder runs its settle steps: the render
+// than SETTLE_ABOVE_BYTES at once, or that grew the main thread's heap and buffers (and the
+// render processes, as the decoder counts them) by as much since the last settle, with no decode running, the decoder runs its settle steps: the render
 // pool replaced by a fresh one, a full collection of the main thread's heap. Measured after the
 // largest png or jp2 (5800²) or a spell of 32-asset map tiles, the process stayed 100–358 MiB
 // above its idle figure for good; settled (with the allocator settings, allocator.ts), −4 to
@@ -61,7 +61,7 @@ export class Settle {
 }
 
 /** What a collection of the main thread may return: its heap and the buffers its objects hold. */
-function mainThreadBytes(): number {
+export function mainThreadBytes(): number {
   const { heapTotal, external } = process.memoryUsage();
   return heapTotal + external;
 }
