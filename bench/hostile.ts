@@ -164,6 +164,9 @@ function report(r: Result): void {
   );
 }
 
+/** Long enough for a decoder's first render process to load its modules, from source. */
+const RENDER_PROCESS_LOAD_MS = 3000;
+
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), "tessera-bench-hostile-"));
   let stack: Stack | undefined;
@@ -171,7 +174,9 @@ async function main(): Promise<void> {
     await fixtures(dir);
     stack = await startStack({ decoders: DECODERS, locations: LOCATIONS, decoderEnv: { TESSERA_DATA_DIR: dir, TESSERA_DECODER_CAPACITY: "2" } });
     if (LOCATIONS > 1) elsewhere(workerdPid(stack.locations.at(-1)!));
-    // Idle before any decode: the memory bound counts the block caches apart.
+    // Idle before any decode: the memory bound counts the block caches apart. Once the decoders'
+    // render processes have loaded (about a second each), since their memory counts in.
+    await sleep(RENDER_PROCESS_LOAD_MS);
     const idleRss = await decodersRss(stack);
     // Unmeasured: the first phases alone had a p99 of 150–180 ms against 55–65 once the decoders'
     // block caches had filled and their code was compiled, which made the first kinds' ratios noise.
