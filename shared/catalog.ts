@@ -18,6 +18,12 @@ const POLICIES: SnapshotPolicy[] = ["RequireValidator", "AssumeImmutable"];
 export interface CatalogEntry {
   /** The pinned version; absent: the latest. */
   pin?: string;
+  /**
+   * Who may see the source: absent or "open", anyone. Any other value is a restriction this
+   * deployment does not enforce yet, kept as it was written so no re-pin drops it, and the
+   * source is withheld (assertServable): failing closed, never serving a restricted scan openly.
+   */
+  access?: unknown;
   policy: SnapshotPolicy;
   /** Every pin so far, oldest first. */
   pins: { version: string; at: string }[];
@@ -37,13 +43,19 @@ export function parseCatalogEntry(text: string, label: string): CatalogEntry {
     throw bad("is not JSON");
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw bad("is not an object");
-  const { pin, policy = NO_ENTRY.policy, pins = [] } = value as Record<string, unknown>;
+  const { pin, policy = NO_ENTRY.policy, pins = [], access } = value as Record<string, unknown>;
   if (pin !== undefined && (typeof pin !== "string" || pin === "")) throw bad("has a pin that is not a version");
   if (!POLICIES.includes(policy as SnapshotPolicy)) throw bad(`has policy ${JSON.stringify(policy)}, not ${POLICIES.join(" or ")}`);
   const valid = (p: unknown) =>
     typeof p === "object" && p !== null && typeof (p as { version?: unknown }).version === "string" && typeof (p as { at?: unknown }).at === "string";
   if (!Array.isArray(pins) || !pins.every(valid)) throw bad("has pins that are not {version, at} records");
-  return { pin, policy: policy as SnapshotPolicy, pins: pins as CatalogEntry["pins"] };
+  return { pin, policy: policy as SnapshotPolicy, pins: pins as CatalogEntry["pins"], ...(access !== undefined && { access }) };
+}
+
+/** Throws 501 for a source whose entry restricts who may see it: see CatalogEntry.access. */
+export function assertServable(entry: CatalogEntry, id: string): void {
+  if (entry.access === undefined || entry.access === "open") return;
+  throw new HttpError("unsupported", `source "${id}" is restricted to some viewers, and this deployment does not enforce access restrictions: it is withheld`);
 }
 
 /** The entry with `version` pinned at `at` (ISO time). */

@@ -14,7 +14,7 @@ import {
   type HeadObjectCommandOutput,
   type S3Client,
 } from "@aws-sdk/client-s3";
-import { catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry, type SnapshotPolicy } from "../../shared/catalog.js";
+import { assertServable, catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry, type SnapshotPolicy } from "../../shared/catalog.js";
 import { HttpError, notFound, versionGone } from "../../shared/errors.js";
 import { parseContentRange } from "./content-range.js";
 import { SOURCE_FILES, sourceFault, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
@@ -112,6 +112,7 @@ export class S3SourceCatalog implements SourceCatalog {
   async open(id: string, requested: string | undefined, signal?: AbortSignal): Promise<Source> {
     if (id === "") throw notFound("empty source id");
     const [entry, found] = await Promise.all([this.entry(id, signal), this.find(id, requested, signal)]);
+    assertServable(entry, id);
     const pin = requested ?? entry.pin;
     // Without a version asked for, the latest was read on the chance that the entry pins it.
     const missedPin = requested === undefined && pin !== undefined && !(found && isSnapshotOf(found, pin));

@@ -66,4 +66,21 @@ describe("catalog entries", () => {
     expect(() => parseCatalogEntry("[]", "t")).toThrow(/not an object/);
     expect(() => parseCatalogEntry('{"pins":[{"version":1}]}', "t")).toThrow(/pins/);
   });
+
+  it("keep an access restriction they carry through a re-pin, so the publisher's rule is never lost", () => {
+    const access = { profile: "active", degradedWidth: 800 };
+    const e = withPin(parseCatalogEntry(JSON.stringify({ access }), "t"), "A", "t1");
+    expect(JSON.parse(JSON.stringify(e)).access).toEqual(access);
+  });
+});
+
+describe("restricted sources, before this deployment enforces access", () => {
+  it("are withheld (501), never served openly", async () => {
+    entry = JSON.stringify({ policy: "AssumeImmutable", access: { profile: "active" } });
+    const err = (await catalog.open("x", undefined).catch((e) => e)) as HttpError;
+    expect(err).toBeInstanceOf(HttpError);
+    expect([err.status, err.message]).toEqual([501, expect.stringMatching(/restricted/)]);
+    entry = JSON.stringify({ policy: "AssumeImmutable", access: "open" });
+    expect((await catalog.open("x", undefined)).size).toBe(BODY.length);
+  });
 });
