@@ -13,7 +13,7 @@
 // the edge saw alive, and the decoders' RSS at its peak and once settled (sampled until it is back
 // within 64 MiB plus the block cache's cap of its idle figure, at most 30 s). The last line is the
 // summary against the targets: p99 ratio ≤ 1.5, stall ≤ 100 ms, no failure, no decoder dropped,
-// RSS settled. BENCH_VIEWER_SECONDS (10) and BENCH_CRAWLERS (8) change a run's size; BENCH_KINDS
+// RSS settled. BENCH_VIEWER_SECONDS (10), BENCH_VIEWERS (3) and BENCH_CRAWLERS (8) change a run's size; BENCH_KINDS
 // (a comma-separated list of the kinds' names) runs only those.
 //
 // The crawlers are elsewhere, as on Cloudflare, where a flood's clients are on the internet and
@@ -41,7 +41,7 @@ import { crawl, decodersRss, edgeMetric, healthSampler, loopLagSampler, p99, pro
 const VIEWER_SECONDS = Number(process.env.BENCH_VIEWER_SECONDS ?? 10);
 const CRAWLERS = Number(process.env.BENCH_CRAWLERS ?? 8);
 const LOCATIONS = Number(process.env.BENCH_LOCATIONS ?? 2);
-const VIEWERS = 3;
+const VIEWERS = Number(process.env.BENCH_VIEWERS ?? 3);
 const DECODERS = 2;
 /** The decoders' decoded-block cache cap (TESSERA_BLOCK_CACHE_MB's default), each. */
 const BLOCK_CACHE_BYTES = 256 * 2 ** 20;
