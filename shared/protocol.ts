@@ -3,6 +3,7 @@
 
 import { HttpError } from "./errors";
 import type { Codec } from "./work";
+import type { Restriction } from "./access";
 
 /** Where a georeferenced source lies: its CRS and the full image's bounds in it. */
 export interface Georeference {
@@ -53,6 +54,8 @@ export interface SourceInfo {
   georeference?: Georeference;
   /** Present for a mosaic (MosaicJSON or STAC): a map only, no IIIF image. */
   mosaic?: MosaicSummary;
+  /** Who may see it, from its catalog entry; absent: anyone. The edge enforces it. */
+  access?: Restriction;
 }
 
 /** A mosaic's shape, as the edge needs it to cost a tile before any decode. */
