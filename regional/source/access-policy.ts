@@ -8,6 +8,7 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP, type LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
+import { parseCidr, type Cidr } from "../../shared/cidr";
 import { badConfig, intVar } from "../../shared/config";
 import { badGateway, type HttpError } from "../../shared/errors";
 import { MAX_DEADLINE_MS } from "../../shared/protocol";
@@ -32,8 +33,6 @@ export interface HostPattern {
   port?: number;
 }
 
-export type Cidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
-
 export const DEFAULT_ASSET_CONNECTIONS = 16;
 export const DEFAULT_ASSET_TIMEOUT_MS = 10_000;
 
@@ -42,7 +41,7 @@ export function readAssetConfig(env: NodeJS.ProcessEnv): AssetConfig {
   return {
     prefixes: listVar(env, "TESSERA_ASSET_PREFIXES", parsePrefix) ?? [catalogPrefix(env)],
     hosts: listVar(env, "TESSERA_ASSET_HOSTS", parseHostPattern) ?? [],
-    allowAddresses: listVar(env, "TESSERA_ASSET_ALLOW_ADDRESSES", parseCidr) ?? [],
+    allowAddresses: listVar(env, "TESSERA_ASSET_ALLOW_ADDRESSES", cidrItem) ?? [],
     connections: intVar(env, "TESSERA_ASSET_CONNECTIONS", { fallback: DEFAULT_ASSET_CONNECTIONS, min: 1, max: 1024 }),
     timeoutMs: intVar(env, "TESSERA_ASSET_TIMEOUT_MS", { fallback: DEFAULT_ASSET_TIMEOUT_MS, min: 1, max: MAX_DEADLINE_MS }),
   };
@@ -92,15 +91,8 @@ function parseHostPattern(pattern: string): HostPattern | Invalid {
   return { host: normal, wildcard: star !== undefined, port: port === undefined ? undefined : Number(port) };
 }
 
-function parseCidr(text: string): Cidr | Invalid {
-  const invalid = new Invalid("is not an address range such as 10.0.0.0/8 or fd00::/8");
-  // Only the usual spellings: ipaddr.js also reads "10/8" (as 0.0.0.10/8) and hex or octal parts.
-  if (!isIP(text.slice(0, text.lastIndexOf("/")))) return invalid;
-  try {
-    return ipaddr.parseCIDR(text);
-  } catch {
-    return invalid;
-  }
+function cidrItem(text: string): Cidr | Invalid {
+  return parseCidr(text) ?? new Invalid("is not an address range such as 10.0.0.0/8 or fd00::/8");
 }
 
 /**
