@@ -4,8 +4,9 @@ import { badConfig, intVar } from "../shared/config";
 import { placement, type Placement, type PlacementVars } from "../shared/regions";
 import type { AdmissionDO } from "./admission/admission-do";
 import type { SizeLimits } from "../shared/iiif/info";
+import { accessConfig, type AccessConfig, type AccessVars } from "./access/config";
 
-export interface Env extends AdmissionVars, PlacementVars {
+export interface Env extends AdmissionVars, PlacementVars, AccessVars {
   ADMISSION: DurableObjectNamespace<AdmissionDO>;
   DECODER_SECRET: string;
   METRICS_TOKEN?: string;
@@ -70,6 +71,8 @@ export interface EdgeConfig {
   plainIdMode: PlainIdMode;
   /** Whether concurrent identical decodes are decoded once (false only to measure without it). */
   coalesce: boolean;
+  /** Who may see restricted sources; undefined (no AUTH_SECRET): they are withheld. */
+  access?: AccessConfig;
 }
 
 /** Parsed once per bindings object: an isolate keeps the same one for every request it serves. */
@@ -108,6 +111,7 @@ function parseConfig(env: Env): EdgeConfig {
     trustForwardedHeaders: flag(env, "TRUST_FORWARDED_HEADERS", false),
     plainIdMode: plainIdMode(env.PLAIN_ID_MODE),
     coalesce: flag(env, "COALESCE", true),
+    access: accessConfig(env),
   };
 }
 

@@ -56,8 +56,9 @@ export const errorCacheControl = (c: EdgeConfig) => `public, max-age=${c.errorMa
 
 /**
  * Client errors that the same request would get again: worth caching for ERROR_MAX_AGE.
- * Not 408 (a slow moment) and not 413: the budget it is measured against grows when decoders
- * join (MEMORY_LIMIT=0), so yesterday's "never" may fit today.
+ * Not 408 (a slow moment), not 401 (the next client to ask may present a grant), and not 413:
+ * the budget it is measured against grows when decoders join (MEMORY_LIMIT=0), so yesterday's
+ * "never" may fit today.
  */
 export const isPermanentError = (status: number) =>
-  status === 501 || (status >= 400 && status < 500 && status !== 408 && status !== 413);
+  status === 501 || (status >= 400 && status < 500 && status !== 401 && status !== 408 && status !== 413);

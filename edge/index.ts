@@ -11,6 +11,8 @@ import { unauthorized } from "./auth";
 import { corsify, preflight } from "./cors";
 import { edgeConfig, type Env } from "./env";
 import { invalidateHandler } from "./handlers/admin";
+import { activeAccessHandler, kioskAccessHandler, loginReturnHandler, logoutHandler, tokenHandler } from "./handlers/auth";
+import { probeHandler } from "./handlers/probe";
 import { fileHandler } from "./handlers/file";
 import { followVersion, withSource } from "./handlers/follow-version";
 import { imageHandler, misshapenImageHandler } from "./handlers/image";
@@ -32,7 +34,9 @@ const router = Router<IRequest, Args>({
   finally: [corsify, stampRequestId],
 });
 
-// Every :id is a plain source id or a snapshot, {id}@{version} (handlers/params.ts).
+// Every :id is a plain source id or a snapshot, {id}@{version}, and under /iiif a restricted
+// source's degraded image, {id}~degraded (handlers/params.ts). /auth/… and …/probe are the
+// Authorization Flow 2.0 services of restricted sources (handlers/auth.ts, handlers/probe.ts).
 router
   .get("/iiif/3/:id", withSource(baseUriHandler(3)))
   .get("/iiif/3/:id/info.json", withSource(infoHandler(3)))
@@ -41,6 +45,8 @@ router
   .get("/iiif/2/:id", withSource(baseUriHandler(2)))
   .get("/iiif/2/:id/info.json", withSource(infoHandler(2)))
   .get("/iiif/2/:id/:region/:size/:rotation/:qf", followVersion(imageHandler(2)))
+  .get("/iiif/3/:id/probe", withSource(probeHandler(3)))
+  .get("/iiif/2/:id/probe", withSource(probeHandler(2)))
   .get("/iiif/3/:id/*", misshapenImageHandler(3))
   .get("/iiif/2/:id/*", misshapenImageHandler(2))
   .get("/tiles/:id/:tileMatrixSetId/tilejson.json", withSource(tileJsonHandler))
@@ -48,6 +54,12 @@ router
   .get("/tiles/:id/:tileMatrixSetId/:z/:x/:y", followVersion(tileHandler))
   .get("/tiles/:id/*", misshapenTileHandler)
   .get("/tileMatrixSets", tileMatrixSetsHandler)
+  .get("/auth/active", activeAccessHandler)
+  .get("/auth/active/return", loginReturnHandler)
+  .post("/auth/active/return", loginReturnHandler)
+  .get("/auth/kiosk", kioskAccessHandler)
+  .get("/auth/:profile/token", tokenHandler)
+  .get("/auth/logout", logoutHandler)
   .get("/tileMatrixSets/:id", tileMatrixSetHandler)
   .get("/metrics", metricsHandler)
   .post(HEARTBEAT_PATH, heartbeatHandler)

@@ -27,9 +27,9 @@ export async function invalidateHandler(req: IRequest, env: Env): Promise<Respon
     return unauthorized("POST /admin/… needs Authorization: Bearer <ADMIN_TOKEN>", "admin");
   }
   await readBodyWithin(req, config.admission.bodyReadTimeoutMs);
-  const { id, version } = sourceRef(req.params.id);
+  const { id, version, degraded } = sourceRef(req.params.id);
   // A snapshot never changes, so there is nothing to invalidate under one.
-  if (version !== undefined) throw badRequest("invalidate a source by its plain id, not a snapshot {id}@{version}");
+  if (version !== undefined || degraded) throw badRequest("invalidate a source by its plain id, not a snapshot {id}@{version} or a degraded image");
   const member = new URL(req.url).searchParams.get("member");
   if (member === "") throw badRequest("member must name an asset of the mosaic");
   await forgetSourceInfo({ id });

@@ -8,6 +8,8 @@ import { DECODER, VERSION_HEADER } from "../../shared/protocol";
 import { declaredLength, lengthPipe, relay, streamedBody } from "../admission/answers";
 import { viaAdmission, type Cost } from "../admission-client";
 import { allowAnyOrigin } from "../cors";
+import { RESTRICTED_CACHE_CONTROL } from "../access/gate";
+import type { Restriction } from "../../shared/access";
 import type { EdgeConfig, Env } from "../env";
 import { forClient, type ForClient } from "../request-id";
 import { errorCacheControl, imageCacheControl, isPermanentError, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
@@ -28,6 +30,8 @@ export interface DecodeRequest {
   headers: Record<string, string>;
   /** The edge's coarse cost, needed only on a miss. */
   cost: () => Cost;
+  /** Set when the source is restricted: every answer, refusals too, is private (access/gate.ts). */
+  restriction?: Restriction;
 }
 
 /** The Cache API key of a decoded answer: not a routable URL, so only cachedDecode fills it. */
@@ -58,12 +62,12 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
   const key = decodedCacheKey(new URL(req.url).origin, d.route, d.id, d.canonical, d.version);
   const cache = caches.default;
   const hit = await cache.match(key);
-  if (hit) return answer(hit, d.headers, "hit");
+  if (hit) return answer(hit, d, "hit");
 
   const { body, init, length } = await decode(env, config, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), forClient(req), etag, d.cost());
   if (!(body instanceof ReadableStream)) {
     ctx.waitUntil(cache.put(key, new Response(body, init))); // the same buffer makes both responses
-    return answer(new Response(body, init), d.headers, "miss");
+    return answer(new Response(body, init), d, "miss");
   }
   // A stream goes to the client, under its declared length, and to the cache in step (relay):
   // the Worker holds one chunk of it, and a client that reads slowly holds its permit as long,
@@ -74,7 +78,7 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
   const toCache = new IdentityTransformStream();
   const whole = relay(body, [toClient.writable.getWriter(), toCache.writable.getWriter()]).catch(() => false);
   ctx.waitUntil(storeWhole(cache, key, new Response(toCache.readable, init), whole));
-  return answer(new Response(toClient.readable, init), d.headers, "miss");
+  return answer(new Response(toClient.readable, init), d, "miss");
 }
 
 /**
@@ -116,10 +120,15 @@ async function decode(env: Env, config: EdgeConfig, id: string, path: string, cl
   return { body: stream ?? (await decoded.arrayBuffer()), init: { headers }, length: declaredLength(decoded.headers) };
 }
 
-/** The stored answer with this request's headers: one new Response, already carrying CORS. */
-function answer(stored: Response, headers: Record<string, string>, status: "hit" | "miss"): Response {
+/**
+ * The stored answer with this request's headers: one new Response, already carrying CORS. The
+ * cache keeps what the decoder said for anyone who may see it; a restricted source's answer
+ * leaves private, whatever was stored.
+ */
+function answer(stored: Response, d: DecodeRequest, status: "hit" | "miss"): Response {
   const out = new Response(stored.body, stored);
-  if (stored.ok) for (const [k, v] of Object.entries(headers)) out.headers.set(k, v);
+  if (stored.ok) for (const [k, v] of Object.entries(d.headers)) out.headers.set(k, v);
+  if (d.restriction) out.headers.set("cache-control", RESTRICTED_CACHE_CONTROL);
   out.headers.set(CACHE_STATUS_HEADER, status);
   allowAnyOrigin(out.headers);
   return out;

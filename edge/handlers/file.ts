@@ -9,15 +9,18 @@ import { bytesCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "
 import { imageSourceInfo } from "../source-info";
 import type { SourceRef } from "./params";
 import { forClient } from "../request-id";
+import { assertMaySee, cacheControlFor } from "../access/gate";
 
 export async function fileHandler(source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
   const config = edgeConfig(env);
   const { id } = source;
-  const info = await imageSourceInfo(source, env, config, ctx, forClient(req));
-  const headers = { "cache-control": bytesCacheControl(config, source) };
+  const client = forClient(req);
+  const info = await imageSourceInfo(source, env, config, ctx, client);
+  const restriction = await assertMaySee(source, info, req, { env, config, ctx, client });
+  const headers = { "cache-control": cacheControlFor(bytesCacheControl(config, source), restriction) };
   const etag = await strongEtag("file", id, info.version);
   if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
-  const res = await viaAdmission(env, id, DECODER.file(id, info.version), forClient(req));
+  const res = await viaAdmission(env, id, DECODER.file(id, info.version), client);
   return new Response(res.body, {
     headers: {
       ...headers,

@@ -11,12 +11,21 @@ import type { SourceHandler } from "./follow-version";
 import { citedSource, publicBase, serviceId, type SourceRef } from "./params";
 import { tileJsonUrl } from "./tilejson";
 import { forClient } from "../request-id";
+import { degradedInfo } from "../access/degraded";
+import { degradedRestriction, restrictionOf } from "../access/gate";
+import { declaringProbe, probeService } from "../access/services";
 
 export const infoHandler =
   (version: ApiVersion): SourceHandler =>
   async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> => {
     const config = edgeConfig(env);
-    const info = await imageSourceInfo(source, env, config, ctx, forClient(req));
+    const client = forClient(req);
+    const whole = await imageSourceInfo(source, env, config, ctx, client);
+    // Anyone may read a restricted source's info.json: it names the probe a viewer asks whether
+    // it may see the image, and its degraded image's info.json describes that smaller image.
+    const lookup = { env, config, ctx, client };
+    const restriction = source.degraded ? await degradedRestriction(source, whole, lookup) : await restrictionOf(source, whole, lookup);
+    const info = source.degraded ? degradedInfo(whole, restriction!.degradedWidth!) : whole;
     // The id viewers build image URLs from, and a citation of the exact version.
     const cited = citedSource(source, info, config);
     const base = serviceId(req, config, version, cited);
@@ -29,15 +38,16 @@ export const infoHandler =
       vary: "Accept",
       [VERSION_HEADER]: info.version,
     };
-    const limits = servedLimits(config.limits, info, config.admission.requestTimeoutMs);
-    const etag = await strongEtag(base, info.version, JSON.stringify(limits), headers["content-type"]);
+    const served = servedLimits(config.limits, info, config.admission.requestTimeoutMs);
+    const limits = source.degraded ? { ...served, maxWidth: Math.min(served.maxWidth ?? Infinity, info.width) } : served;
+    const etag = await strongEtag(base, info.version, JSON.stringify(limits), headers["content-type"], JSON.stringify(restriction ?? null));
     if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
-    // A map too: its TileJSON on every set it lies on, for the same version.
-    const tiled = [...TILE_MATRIX_SETS.keys()].filter((tms) => info.georeference?.tiling[tms]);
+    // A map too: its TileJSON on every set it lies on, for the same version (the degraded image is not one).
+    const tiled = [...TILE_MATRIX_SETS.keys()].filter((tms) => !source.degraded && info.georeference?.tiling[tms]);
     const tileJsons = tiled.map((tms) => ({ tileMatrixSet: tms, url: tileJsonUrl(publicBase(req, config), cited, tms) }));
-    return new Response(JSON.stringify(infoJson(version, info, base, limits, tileJsons)), {
-      headers: { ...headers, etag },
-    });
+    const doc = infoJson(version, info, base, limits, tileJsons);
+    const declared = restriction && !source.degraded ? declaringProbe(doc, version, probeService(base, publicBase(req, config), restriction, config.access!)) : doc;
+    return new Response(JSON.stringify(declared), { headers: { ...headers, etag } });
   };
 
 /** The bare service URI answers 303 See Other to its info.json (Image API 3.0 §2.2). */

@@ -10,14 +10,22 @@ import type { EdgeConfig, Env } from "../env";
 import { sourceInfo } from "../source-info";
 import type { SourceRef } from "./params";
 import { forClient } from "../request-id";
+import type { Restriction } from "../../shared/access";
+import { assertMaySee } from "../access/gate";
 
 export interface MapSource {
   info: SourceInfo;
   georeference: Georeference;
   tiling: SourceTiling;
+  /** Set for a restricted source the request may see: its answers are private. */
+  restriction?: Restriction;
 }
 
-/** The source on the set `tileMatrixSetId` (a known one); 404 when it is not georeferenced or not on that set, 501 across the antimeridian. */
+/**
+ * The source on the set `tileMatrixSetId` (a known one), once the request may see it (401 for a
+ * restricted one without a grant); 404 when it is not georeferenced or not on that set, 501
+ * across the antimeridian.
+ */
 export async function mapSource(
   source: SourceRef,
   tileMatrixSetId: string,
@@ -26,11 +34,13 @@ export async function mapSource(
   config: EdgeConfig,
   ctx: ExecutionContext,
 ): Promise<MapSource> {
-  const info = await sourceInfo(source, env, config, ctx, forClient(req));
+  const client = forClient(req);
+  const info = await sourceInfo(source, env, config, ctx, client);
+  const restriction = await assertMaySee(source, info, req, { env, config, ctx, client });
   const { georeference } = info;
   if (!georeference) throw notFound(`source "${source.id}" is not georeferenced: it is served as an image only`);
   if (georeference.crossesAntimeridian) throw acrossAntimeridian(source.id);
   const tiling = georeference.tiling[tileMatrixSetId];
   if (!tiling) throw notFound(`source "${source.id}" does not lie within ${tileMatrixSetId}`);
-  return { info, georeference, tiling };
+  return { info, georeference, tiling, restriction };
 }

@@ -13,21 +13,27 @@ export interface SourceRef {
   id: string;
   /** The snapshot's version, exactly as x-tessera-version shows it; undefined: the plain id. */
   version?: string;
+  /** `{id}~degraded`: the smaller image of a restricted source that anyone may see (ids never contain "~"). */
+  degraded?: true;
 }
+
+export const DEGRADED_SUFFIX = "~degraded";
 
 /** The source reference from its URL-encoded path segment. */
 export function sourceRef(raw: string | undefined): SourceRef {
   const text = segment(raw, "identifier");
-  const [id, version, ...extra] = text.split("@");
+  const degraded = text.endsWith(DEGRADED_SUFFIX);
+  const [id, version, ...extra] = (degraded ? text.slice(0, -DEGRADED_SUFFIX.length) : text).split("@");
   if (!id || version === "" || extra.length > 0) {
     throw badRequest(`identifier "${text}" must be {id} or a snapshot {id}@{version}, with one "@" and both parts`);
   }
-  return { id, version };
+  return { id, version, ...(degraded && { degraded }) };
 }
 
 /** The id as it appears in URLs: `{id}` or `{id}@{version}`. */
-export const pathId = ({ id, version }: SourceRef) =>
-  version === undefined ? encodeURIComponent(id) : `${encodeURIComponent(id)}@${encodeURIComponent(version)}`;
+export const pathId = ({ id, version, degraded }: SourceRef) =>
+  (version === undefined ? encodeURIComponent(id) : `${encodeURIComponent(id)}@${encodeURIComponent(version)}`) +
+  (degraded ? DEGRADED_SUFFIX : "");
 
 /**
  * The source a document about it names in its links: a snapshot's own; a plain id's current
@@ -35,7 +41,7 @@ export const pathId = ({ id, version }: SourceRef) =>
  * mixes two versions.
  */
 export function citedSource(source: SourceRef, info: SourceInfo, config: EdgeConfig): SourceRef {
-  return source.version !== undefined || config.plainIdMode === "snapshot" ? { id: source.id, version: info.version } : source;
+  return source.version !== undefined || config.plainIdMode === "snapshot" ? { ...source, version: info.version } : source;
 }
 
 /**

@@ -23,6 +23,7 @@ import type { SourceHandler } from "./follow-version";
 import { mapSource } from "./map-source";
 import { pathId, publicBase, type SourceRef } from "./params";
 import { forClient } from "../request-id";
+import { cacheControlFor } from "../access/gate";
 
 export const tileHandler: SourceHandler = async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext) => {
   const config = edgeConfig(env);
@@ -32,7 +33,7 @@ export const tileHandler: SourceHandler = async (source: SourceRef, req: IReques
     new URL(req.url).searchParams,
   );
   const tile = await withStoredStyle(parsed, env, config, ctx, forClient(req));
-  const { info, tiling } = await mapSource(source, tile.tileMatrixSet, req, env, config, ctx);
+  const { info, tiling, restriction } = await mapSource(source, tile.tileMatrixSet, req, env, config, ctx);
   const tms = tileMatrixSet(tile.tileMatrixSet);
   const read = coarseTileRead(info, tiling, tileBounds(tms, tile.z, tile.x, tile.y), tms.tileMatrices[tile.z].cellSize / tile.scale);
   const canonical = canonicalTile(tile);
@@ -42,10 +43,11 @@ export const tileHandler: SourceHandler = async (source: SourceRef, req: IReques
     canonical,
     version: info.version,
     headers: {
-      "cache-control": bytesCacheControl(config, source),
+      "cache-control": cacheControlFor(bytesCacheControl(config, source), restriction),
       link: `<${publicBase(req, config)}/tiles/${pathId(source)}/${canonical}>;rel="canonical"`,
     },
     cost: () => coarseCost(coarseTileCost(tile, info, read), config),
+    restriction,
   };
   if (!read) return emptyTile(decode, req, tile.scale);
   return cachedDecode(decode, req, env, config, ctx);

@@ -12,6 +12,7 @@ import { mapSource } from "./map-source";
 import { citedSource, pathId, publicBase, serviceId, type SourceRef } from "./params";
 import { parseTileTemplate, tileUrlTemplate } from "./tile-template";
 import { forClient } from "../request-id";
+import { cacheControlFor } from "../access/gate";
 
 /** Where the TileJSON of `source` on a set is. */
 export const tileJsonUrl = (base: string, source: SourceRef, tileMatrixSetId: string) =>
@@ -21,7 +22,7 @@ export const tileJsonHandler: SourceHandler = async (source: SourceRef, req: IRe
   const config = edgeConfig(env);
   const parsed = parseTileTemplate(segment(req.params.tileMatrixSetId, "tile matrix set"), new URL(req.url).searchParams);
   const template = await withStoredStyle(parsed, env, config, ctx, forClient(req));
-  const { info, georeference, tiling } = await mapSource(source, template.tileMatrixSet, req, env, config, ctx);
+  const { info, georeference, tiling, restriction } = await mapSource(source, template.tileMatrixSet, req, env, config, ctx);
   const cited = citedSource(source, info, config);
   const [west, south, east, north] = georeference.lonLatBounds;
   const doc = {
@@ -38,7 +39,7 @@ export const tileJsonHandler: SourceHandler = async (source: SourceRef, req: IRe
   };
   return documentAnswer(req, JSON.stringify(doc), {
     "content-type": "application/json",
-    "cache-control": documentCacheControl(config, source),
+    "cache-control": cacheControlFor(documentCacheControl(config, source), restriction),
     [VERSION_HEADER]: info.version,
   });
 };

@@ -16,6 +16,7 @@ import { mapSource } from "./map-source";
 import { citedSource, pathId, publicBase, type SourceRef } from "./params";
 import { parseTileTemplate, templateQuery, tileUrlTemplate } from "./tile-template";
 import { forClient } from "../request-id";
+import { cacheControlFor } from "../access/gate";
 
 /**
  * How WMTS names each set: its CRS as an OGC URN (CRS84 is longitude first, as the corner is
@@ -30,7 +31,7 @@ export const wmtsHandler: SourceHandler = async (source: SourceRef, req: IReques
   const config = edgeConfig(env);
   const parsed = parseTileTemplate(segment(req.params.tileMatrixSetId, "tile matrix set"), new URL(req.url).searchParams);
   const template = await withStoredStyle(parsed, env, config, ctx, forClient(req));
-  const { info, georeference, tiling } = await mapSource(source, template.tileMatrixSet, req, env, config, ctx);
+  const { info, georeference, tiling, restriction } = await mapSource(source, template.tileMatrixSet, req, env, config, ctx);
   const base = publicBase(req, config);
   const cited = citedSource(source, info, config);
   const tms = tileMatrixSet(template.tileMatrixSet);
@@ -73,7 +74,7 @@ ${wellKnownScaleSet(tms, template)}${matrices.map((m) => tileMatrix(m, template.
 `;
   return documentAnswer(req, xml, {
     "content-type": "application/xml; charset=utf-8",
-    "cache-control": documentCacheControl(config, source),
+    "cache-control": cacheControlFor(documentCacheControl(config, source), restriction),
     [VERSION_HEADER]: info.version,
   });
 };
