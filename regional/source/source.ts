@@ -1,6 +1,7 @@
 // All decoder I/O goes through this one small interface (after cogeotiff's Source):
 // a source is one pinned snapshot of one object, read by byte ranges.
 
+import type { Restriction } from "../../shared/access";
 import { badGateway } from "../../shared/errors";
 
 export interface Source {
@@ -23,6 +24,11 @@ export interface Source {
   readonly firstBytes?: Uint8Array;
   /** Set when the source is a mosaic's document rather than a COG. */
   readonly document?: SourceDocument;
+  /**
+   * Who may see it, as its catalog entry said when it was opened by id (absent: anyone). The
+   * decoder reports it; the edge enforces it.
+   */
+  readonly access?: Restriction;
 }
 
 /**
@@ -51,8 +57,9 @@ export const SOURCE_FILES: readonly { suffix: string; document?: SourceDocument[
 /** Maps a public source id to a Source. */
 export interface SourceCatalog {
   /**
-   * Opens the source `id`, pinned to `version` when given (else to its current version).
-   * Unknown ids throw HttpError not_found; versions that no longer exist, version_gone (both 404).
+   * Opens the source `id`, pinned to `version` when given (else to its current version), with the
+   * access its catalog entry gives it now. Unknown ids throw HttpError not_found; versions that no
+   * longer exist, version_gone (both 404); an access rule this version cannot read, 501.
    */
   open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source>;
   /**
