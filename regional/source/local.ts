@@ -13,7 +13,8 @@ import path from "node:path";
 import type { Restriction } from "../../shared/access";
 import { catalogKey, NO_ENTRY, parseCatalogEntry, restrictionOf, type CatalogEntry } from "../../shared/catalog";
 import { notFound, versionGone } from "../../shared/errors";
-import { SOURCE_FILES, sourceFault, type Source, type SourceCatalog, type SourceDocument } from "./source";
+import { assertOpenFile } from "./restricted-files";
+import { SOURCE_FILES, sourceFault, sourceIdOfKey, type Source, type SourceCatalog, type SourceDocument } from "./source";
 import { isValidSourceId, knownSourceId } from "../../shared/source-id";
 
 
@@ -53,6 +54,8 @@ export class LocalCatalog implements SourceCatalog {
     // The access policy has refused keys that climb out; this keeps the directory a jail anyway.
     const file = path.resolve(this.dir, key);
     if (!file.startsWith(path.resolve(this.dir) + path.sep)) throw notFound("no such object", `no object "${key}"`);
+    const id = sourceIdOfKey("", key);
+    if (id !== undefined) assertOpenFile(await this.entry(id), id, `local:${key}`);
     const source = await openLocalFile(file, `local:${key}`, signal);
     if (!source) throw notFound("no such object", `no object "${key}"`);
     return source;

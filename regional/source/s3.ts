@@ -18,7 +18,8 @@ import type { Restriction } from "../../shared/access.js";
 import { catalogKey, NO_ENTRY, parseCatalogEntry, restrictionOf, type CatalogEntry, type SnapshotPolicy } from "../../shared/catalog.js";
 import { HttpError, notFound, versionGone } from "../../shared/errors.js";
 import { parseContentRange } from "./content-range.js";
-import { SOURCE_FILES, sourceFault, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
+import { assertOpenFile } from "./restricted-files.js";
+import { SOURCE_FILES, sourceFault, sourceIdOfKey, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
 
 export interface S3CatalogConfig {
   client: S3Client;
@@ -123,9 +124,12 @@ export class S3SourceCatalog implements SourceCatalog {
     throw versionGone(`source "${id}" has no version "${pin}"`);
   }
 
+  /** A source's own file comes with its entry, read at once: no round trip more for the check. */
   async openKey(key: string, signal?: AbortSignal): Promise<Source> {
-    const snapshot = await this.snapshot(key, undefined, signal);
+    const id = sourceIdOfKey(this.prefix, key);
+    const [snapshot, entry] = await Promise.all([this.snapshot(key, undefined, signal), id === undefined ? undefined : this.entry(id, signal)]);
     if (!snapshot) throw notFound("no such object", `no object s3://${this.cfg.bucket}/${key}`);
+    if (entry) assertOpenFile(entry, id!, `s3://${this.cfg.bucket}/${key}`);
     return this.pinned(snapshot, NO_ENTRY.policy);
   }
 

@@ -3,6 +3,7 @@
 
 import type { Restriction } from "../../shared/access";
 import { badGateway } from "../../shared/errors";
+import { isValidSourceId } from "../../shared/source-id";
 
 export interface Source {
   /** Opaque snapshot identity (S3 VersionId, or a local file's size+mtime validator). */
@@ -54,6 +55,18 @@ export const SOURCE_FILES: readonly { suffix: string; document?: SourceDocument[
   { suffix: ".stac.json", document: "stac" },
 ];
 
+/** The store keys source `id`'s files may have (SOURCE_FILES after `prefix`). */
+export const sourceFileKeys = (prefix: string, id: string) => SOURCE_FILES.map(({ suffix }) => `${prefix}${id}${suffix}`);
+
+/** The source id whose file the store key `key` is, if it is one of a source's files. */
+export function sourceIdOfKey(prefix: string, key: string): string | undefined {
+  if (!key.startsWith(prefix)) return undefined;
+  const name = key.slice(prefix.length);
+  const file = SOURCE_FILES.find(({ suffix }) => name.endsWith(suffix));
+  const id = file && name.slice(0, -file.suffix.length);
+  return id !== undefined && isValidSourceId(id) ? id : undefined;
+}
+
 /** Maps a public source id to a Source. */
 export interface SourceCatalog {
   /**
@@ -65,6 +78,9 @@ export interface SourceCatalog {
   /**
    * Opens the object at store `key` (a mosaic's asset, a style document) pinned to its current
    * version; 404 when there is none. The caller has checked the key against the access policy.
+   * A source's own file (sourceIdOfKey) is refused as that policy refuses (502) unless its
+   * entry leaves it open: a restricted source is served only by its id, where the edge checks
+   * who asks, never inside another source.
    */
   openKey(key: string, signal?: AbortSignal): Promise<Source>;
   /** A human-readable description of where sources come from, for the startup log. */

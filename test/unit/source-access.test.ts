@@ -1,13 +1,19 @@
 // Who may see a source, as the decoder reports it to the edge: a catalog entry's `access` through
 // the real info route, on the plain id and its snapshots; a rule changed after the snapshot was
-// cached, reported at once; a rule the decoder cannot read, withheld (501); and entries in a
-// local data directory.
+// cached, reported at once; a rule the decoder cannot read, withheld (501); entries in a local
+// data directory; and the S3 catalog refusing a restricted source's file opened by store key (a
+// mosaic's member) with the entry read beside the object, no round trip more.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { makeS3Client } from "../../infra/local/s3";
 import { LocalCatalog } from "../../regional/source/local";
+import { S3SourceCatalog } from "../../regional/source/s3";
 import { tileToQuadkey } from "../../shared/maps/mosaic-json";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
+import { failure } from "../support/failure";
 import { fixtureDir, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
@@ -105,5 +111,66 @@ describe("a local data directory's entries", () => {
   it("a malformed one is the store's fault, 502, as in a bucket", async () => {
     await writeFile(entryFile("jpeg"), "{");
     expect(await info("jpeg")).toEqual({ status: 502, message: "the source's catalog entry is not JSON" });
+  });
+
+  it("a restricted source's file opened by key is refused as the access policy refuses; another file is not", async () => {
+    const catalog = new LocalCatalog(fixtures.dir);
+    await writeEntry("jpeg", { access: { profile: "active" } });
+    const refused = await failure(catalog.openKey("jpeg.tif"));
+    expect([refused.status, refused.message]).toEqual([502, "a mosaic asset is refused by the access policy"]);
+    expect(refused.detail).toBe(
+      'local:jpeg.tif: a mosaic asset is refused by the access policy: it is a file of source "jpeg", whose catalog entry restricts who may see it (profile active)',
+    );
+    await (await catalog.openKey("deflate.tif")).close();
+  });
+});
+
+describe("an S3 source's file opened by key (a mosaic's member)", () => {
+  const BODY = Buffer.from("0123456789abcdef");
+  let server: Server;
+  let s3: S3SourceCatalog;
+  /** The stored entries by key; every GET the store answered, by key. */
+  let entries: Record<string, string> = {};
+  const asked: string[] = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const key = decodeURIComponent(new URL(req.url!, "http://x").pathname.replace(/^\/bucket\//, ""));
+      asked.push(key);
+      if (key.endsWith(".tessera.json")) {
+        const entry = entries[key];
+        return void (entry === undefined ? res.writeHead(404).end("<Error><Code>NoSuchKey</Code></Error>") : res.writeHead(200).end(entry));
+      }
+      const [, from, to] = /bytes=(\d+)-(\d+)/.exec(req.headers.range ?? "")!.map(Number);
+      const part = BODY.subarray(from, to + 1);
+      res.writeHead(206, { etag: '"strong"', "x-amz-version-id": "v1", "content-range": `bytes ${from}-${from + part.length - 1}/${BODY.length}` }).end(part);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    s3 = new S3SourceCatalog({ client: makeS3Client({ endpoint, accessKeyId: "k", secretAccessKey: "s" }), bucket: "bucket", prefix: "maps/" });
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  it("is refused when the source's entry restricts it or cannot be read; its entry is read beside the object", async () => {
+    for (const [access, rule] of [
+      [{ profile: "kiosk" }, "restricts who may see it (profile kiosk)"],
+      [{ profile: "everyone" }, 'has an access rule this version cannot read (access profile "everyone" is not active, kiosk, external)'],
+    ] as const) {
+      entries = { "maps/scan.tessera.json": JSON.stringify({ pin: "v1", access }) };
+      asked.length = 0;
+      const refused = await failure(s3.openKey("maps/scan.tif"));
+      expect([refused.status, refused.message]).toEqual([502, "a mosaic asset is refused by the access policy"]);
+      expect(refused.detail).toBe(`s3://bucket/maps/scan.tif: a mosaic asset is refused by the access policy: it is a file of source "scan", whose catalog entry ${rule}`);
+      expect(asked.sort()).toEqual(["maps/scan.tessera.json", "maps/scan.tif"]);
+    }
+  });
+
+  it("is opened when its entry leaves it open; a key that is no source's file reads no entry", async () => {
+    entries = { "maps/scan.tessera.json": JSON.stringify({ access: "open" }) };
+    expect((await s3.openKey("maps/scan.tif")).size).toBe(BODY.length);
+    entries = {};
+    asked.length = 0;
+    for (const key of ["maps/members/2026/a.tif", "other/scan.tif", "maps/.hidden.tif"]) expect((await s3.openKey(key)).size).toBe(BODY.length);
+    expect(asked.filter((k) => k.endsWith(".tessera.json"))).toEqual([]);
   });
 });
