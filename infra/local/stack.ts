@@ -54,6 +54,11 @@ export async function buildEdge(): Promise<string> {
     bundle: true,
     format: "esm",
     platform: "neutral",
+    // Packages resolved as wrangler resolves them (its conditions, and esbuild's browser main
+    // fields): the neutral platform has no main fields, so a package with only "main"
+    // (ipaddr.js, which shared/cidr.ts imports) would not resolve at all.
+    conditions: ["workerd", "worker", "browser"],
+    mainFields: ["browser", "module", "main"],
     target: "es2022",
     external: ["cloudflare:*"],
     logLevel: "warning",
