@@ -1,24 +1,56 @@
 // Headless Chromium for the browser tests (Debian's chromium through playwright-core, or the
 // binary TESSERA_CHROMIUM names), and how they read colours off its screenshots.
-import { chromium, type Browser } from "playwright-core";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions } from "playwright-core";
 
 export type Rgb = [number, number, number];
 
+const EXECUTABLE = process.env.TESSERA_CHROMIUM ?? "/usr/bin/chromium";
+/** Without a desktop browser's background traffic. */
+const SWITCHES = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
 /** Chromium without a desktop browser's background traffic; `args` adds the test's own flags. */
 export function launchChromium(args: string[]): Promise<Browser> {
-  return chromium.launch({
-    executablePath: process.env.TESSERA_CHROMIUM ?? "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      ...args,
-    ],
-  });
+  return chromium.launch({ executablePath: EXECUTABLE, args: [...SWITCHES, ...args] });
+}
+
+/**
+ * Chromium on a fresh profile of its own that allows third-party cookies, as a user allows them
+ * in its settings (the profile's cookie-controls preference, 0: off; nothing else differs). This
+ * Chromium blocks them by default, in a new profile and in every context launchChromium makes:
+ * a viewer on one site would get no cookie of an image server on another. `close` removes the
+ * profile too.
+ */
+export async function launchChromiumWithThirdPartyCookies(
+  args: string[],
+  options: BrowserContextOptions,
+): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+  const profile = await mkdtemp(path.join(tmpdir(), "tessera-chromium-"));
+  try {
+    await mkdir(path.join(profile, "Default"));
+    await writeFile(path.join(profile, "Default", "Preferences"), JSON.stringify({ profile: { cookie_controls_mode: 0 } }));
+    const context = await chromium.launchPersistentContext(profile, { executablePath: EXECUTABLE, args: [...SWITCHES, ...args], ...options });
+    return {
+      context,
+      close: async () => {
+        await context.close();
+        await rm(profile, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await rm(profile, { recursive: true, force: true });
+    throw err;
+  }
 }
 
 /** The mean colour of the 5×5 patch centred on (cx, cy) of raw pixels with `channels` a pixel. */
