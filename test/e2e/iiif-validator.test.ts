@@ -17,6 +17,10 @@
 // (a libmagic binding Debian does not ship) and format_webp (bytes compared with a str) fail under
 // Python 3 whatever the server sends: these check what they mean to, the files' signatures.
 //
+// Every check runs twice: on the stack as installed, and on a stack that enforces access
+// (AUTH_SECRET set) with a restricted source among the open ones, which must not change what
+// the open ones answer.
+//
 //   validator check          level 2.x/3.0  asserts (plus, here, what the comment on each test adds)
 //   info_json                0/0   info.json's fields, and its id is the URI asked for minus /info.json
 //   id_basic, id_squares     0/0   full/max is an image of the pattern
@@ -49,11 +53,15 @@
 //   format_gif, _tif, _webp, _jp2, _pdf   3/3   each format is what it says
 //   *_error_random (region, size, rotation, quality, format)   1/1   malformed is 400
 // (info_xml and format_conneg are 1.x's only.)
+import { randomBytes, randomUUID } from "node:crypto";
+import { copyFile, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { request } from "node:http";
-import { randomUUID } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startStack, type Stack } from "../../infra/local/stack";
+import { ROOT } from "../../infra/root";
+import { startStack, type Stack, type StackOptions } from "../../infra/local/stack";
 import { gdalDecodeJp2, type DecodedPixels } from "../support/jp2";
 import { TEST_PATTERN_PNG } from "../support/pixels";
 
@@ -69,11 +77,25 @@ const SAMPLED: [number, number][] = [
   [4, 6],
 ];
 
+/** The stack the checks run against: each configuration's in turn. */
 let stack: Stack;
-beforeAll(async () => {
-  stack = await startStack();
-});
-afterAll(() => stack?.stop());
+
+interface Configuration {
+  name: string;
+  /** The stack's options, given its data directory (undefined: the bundled samples). */
+  options(dataDir: string | undefined): StackOptions;
+  /** A restricted source to put beside the samples, by its catalog entry's access rule. */
+  restricted?: { id: string; access: { profile: "active"; degradedWidth: number } };
+}
+
+const CONFIGURATIONS: Configuration[] = [
+  { name: "as installed", options: () => ({}) },
+  {
+    name: "enforcing access, a restricted source beside the open ones",
+    options: (dataDir) => ({ decoderEnv: { TESSERA_SOURCE: "local", TESSERA_DATA_DIR: dataDir! }, vars: { AUTH_SECRET: randomBytes(32).toString("hex") } }),
+    restricted: { id: "restricted", access: { profile: "active", degradedWidth: 250 } },
+  },
+];
 
 type Version = 2 | 3;
 interface Params {
@@ -213,7 +235,38 @@ const DRAWS = {
   format: ["q;z", "q\\z", "\\zz"],
 };
 
-describe.each([3, 2] as const)("Image API %i.x", (v) => {
+describe.each(CONFIGURATIONS)("$name", (configuration) => {
+  let dataDir: string | undefined;
+  beforeAll(async () => {
+    const { restricted } = configuration;
+    if (restricted) {
+      // The samples, and a copy of the test pattern restricted by its catalog entry beside it.
+      dataDir = await mkdtemp(join(tmpdir(), "tessera-validator-"));
+      for (const name of (await readdir(`${ROOT}samples`)).filter((n) => n.endsWith(".tif"))) await copyFile(`${ROOT}samples/${name}`, join(dataDir, name));
+      await copyFile(`${ROOT}samples/${ID}.tif`, join(dataDir, `${restricted.id}.tif`));
+      await writeFile(join(dataDir, `${restricted.id}.tessera.json`), JSON.stringify({ access: restricted.access }));
+    }
+    stack = await startStack(configuration.options(dataDir));
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  if (configuration.restricted) {
+    const { id } = configuration.restricted;
+    it(`the restricted source is restricted: its info.json declares a probe, its image is 401 (so the open sources' checks run beside it)`, async () => {
+      const info = JSON.parse((await answer(`/iiif/3/${id}/info.json`)).bytes.toString()) as { service?: { type: string }[] };
+      expect(info.service?.map((s) => s.type)).toEqual(["AuthProbeService2"]);
+      expect((await answer(path(3, { id }))).res.status).toBe(401);
+      expect((await answer(`/iiif/3/${id}~degraded/full/max/0/default.jpg`)).res.status).toBe(200);
+    });
+  }
+  describe.each([3, 2] as const)("Image API %i.x", validatorChecks);
+});
+
+/** The validator's checks of Image API `v`, against the current stack. */
+function validatorChecks(v: Version): void {
   const base = `/iiif/${v}/${ID}`;
 
   describe("image information", () => {
@@ -508,4 +561,4 @@ describe.each([3, 2] as const)("Image API %i.x", (v) => {
       });
     }
   });
-});
+}
