@@ -400,3 +400,22 @@ describe("a restricted map", () => {
     expect((await call("/tiles/utm-quadrants~degraded/WebMercatorQuad/tilejson.json", session(cookie))).status).toBe(404);
   });
 });
+
+describe("the AUTH_* variables", () => {
+  it("name what is wrong with them on every route, never serving restricted sources on a half-read setting", async () => {
+    for (const [vars, named] of [
+      [{ AUTH_SECRET: "short" }, /AUTH_SECRET.*32 characters/],
+      [{ AUTH_LOGIN_URL: LOGIN, AUTH_LOGIN_KEY: "" }, /AUTH_LOGIN_KEY/],
+      [{ AUTH_LOGIN_KEY: "k".repeat(40), AUTH_LOGIN_URL: "" }, /AUTH_LOGIN_URL/],
+      [{ AUTH_LOGIN_URL: "https://user:pw@login.example.org/" }, /AUTH_LOGIN_URL.*credentials/],
+      [{ AUTH_KIOSK_ADDRESSES: "192.0.2.0/24, 10/8" }, /AUTH_KIOSK_ADDRESSES.*"10\/8"/],
+      [{ AUTH_EXTERNAL_HEADER: "X-Member yes" }, /AUTH_EXTERNAL_HEADER/],
+      [{ AUTH_SESSION_MAX_AGE: "5" }, /AUTH_SESSION_MAX_AGE/],
+      [{ AUTH_SECRET: "" }, /AUTH_SECRET must be set with AUTH_LOGIN_URL/],
+    ] as const) {
+      const res = await call("/iiif/3/slow/info.json", undefined, { ...ACCESS_VARS, ...vars });
+      expect(res.status, JSON.stringify(vars)).toBe(502);
+      expect(((await res.json()) as { message: string }).message).toMatch(named);
+    }
+  });
+});
