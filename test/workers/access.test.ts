@@ -13,7 +13,7 @@ import type { SourceInfo } from "../../shared/protocol";
 import type { Env } from "../../edge/env";
 import worker from "../../edge/index";
 import { forgetSourceInfo, infoKey } from "../../edge/source-info";
-import { BASE, cacheSourceInfo, heartbeat } from "./helpers";
+import { BASE, cacheSourceInfo, heartbeat, squareSource } from "./helpers";
 
 const VIEWER = "https://viewer.example.org";
 const LOGIN = "https://login.example.org/start?realm=reading";
@@ -172,6 +172,12 @@ describe("a restricted source, anonymously", () => {
     });
     const preflight = await call("/iiif/3/slow/probe", { method: "OPTIONS", headers: { origin: VIEWER, "access-control-request-method": "GET", "access-control-request-headers": "authorization" } });
     expect(preflight.headers.get("access-control-allow-headers")).toContain("authorization");
+  });
+
+  it("keeps a snapshot restricted whose plain id is gone (an object deleted, its versions kept): the snapshot's own rule holds", async () => {
+    await cacheSourceInfo({ ...squareSource("deleted-scan", [1000]), access: { profile: "active" } }, "v1");
+    const res = await call(`/iiif/3/deleted-scan@v1/${TILE}`);
+    expect(res.status).toBe(401);
   });
 
   it("is withheld (501) by an edge without AUTH_SECRET", async () => {
