@@ -4,6 +4,7 @@
 
 import { Command, CommanderError } from "commander";
 import { ConfigError } from "../shared/config";
+import { addAccessCommand } from "./commands/access";
 import { addInvalidateCommand } from "./commands/invalidate";
 import { addPinCommands } from "./commands/pin";
 import { addPublishCommand } from "./commands/publish";
@@ -31,6 +32,7 @@ function tessera(output: Output): Command {
   addPublishCommand(program, output);
   addVersionsCommand(program, output);
   addPinCommands(program, output);
+  addAccessCommand(program, output);
   addInvalidateCommand(program, output);
   return program;
 }

@@ -1,5 +1,5 @@
-// The publisher's side of the bucket: a source's versions and its catalog entry (the pin and
-// the snapshot policy, one small JSON document beside the source). Uploads go to the key the
+// The publisher's side of the bucket: a source's versions and its catalog entry (the pin, the
+// snapshot policy and the access rule, one small JSON document beside the source). Uploads go to the key the
 // decoder reads, `{prefix}{id}.tif`, as a new version; large files in parts, and a failed upload
 // aborts its parts so none are left behind.
 import { stat } from "node:fs/promises";
@@ -14,8 +14,10 @@ import {
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
-import { catalogKey, NO_ENTRY, parseCatalogEntry, rolledBack, withPin, type CatalogEntry } from "../shared/catalog";
+import { sourceFileKeys } from "../regional/source/source";
+import { catalogKey, NO_ENTRY, parseCatalogEntry, rolledBack, withAccess, withPin, type CatalogEntry } from "../shared/catalog";
 import { HttpError, notFound, versionGone } from "../shared/errors";
+import type { AccessRule } from "./access-rule";
 
 /** Parts of this size (S3's minimum is 5 MiB); files up to one part are a single PUT. */
 export const PART_BYTES = 8 * 1024 * 1024;
@@ -30,6 +32,9 @@ export interface StoredVersion {
 
 /** How far the store's clock may be behind ours when telling this upload's parts from others'. */
 const CLOCK_SKEW_MS = 60_000;
+
+/** The HTTP status of a failed store call. */
+const statusOf = (e: unknown) => (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
 /** `loaded` of `total` bytes sent so far. */
 export type Progress = (loaded: number, total: number) => void;
@@ -121,10 +126,32 @@ export class SourceStore {
     }
   }
 
-  /** Pins `version` of `id` (it must exist); returns the new entry. */
-  async pin(id: string, version: string): Promise<CatalogEntry> {
+  /** Pins `version` of `id` (it must exist), giving it `access` when one is given; returns the new entry. */
+  async pin(id: string, version: string, access?: AccessRule): Promise<CatalogEntry> {
     await this.requireVersion(id, version);
-    return this.save(id, withPin(await this.entry(id), version, new Date().toISOString()));
+    const entry = await this.entry(id);
+    return this.save(id, withPin(access ? withAccess(entry, access) : entry, version, new Date().toISOString()));
+  }
+
+  /** Gives `id` the access rule `access`, its pin, pins and policy kept; returns the new entry. */
+  async setAccess(id: string, access: AccessRule): Promise<CatalogEntry> {
+    return this.save(id, withAccess(await this.entry(id), access));
+  }
+
+  /** Throws not_found unless one of `id`'s files (a COG, a mosaic's document) is in the store. */
+  async requireSource(id: string): Promise<void> {
+    const found = await Promise.all(sourceFileKeys(this.prefix, id).map((key) => this.exists(key)));
+    if (!found.includes(true)) throw notFound(`unknown source "${id}"`);
+  }
+
+  private async exists(key: string): Promise<boolean> {
+    try {
+      await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return true;
+    } catch (e) {
+      if (statusOf(e) === 404) return false;
+      throw e;
+    }
   }
 
   /** Pins the version pinned before the current one; returns the new entry. */
@@ -138,7 +165,7 @@ export class SourceStore {
     try {
       await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.sourceKey(id), VersionId: version }));
     } catch (e) {
-      const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      const status = statusOf(e);
       if (status === 404 || status === 400 || status === 405) throw versionGone(`source "${id}" has no version "${version}"`);
       throw e;
     }

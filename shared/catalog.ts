@@ -1,10 +1,12 @@
 // A source's catalog entry, kept in the bucket beside the source as one small JSON document
 // (`{prefix}{id}.tessera.json`; in a versioned bucket it is versioned too), so decoders stay
-// stateless and every decoder and edge location reads the same pin:
-//   { "pin": "<version>", "policy": "RequireValidator", "pins": [{ "version": "…", "at": "…" }] }
-// No entry, or no pin, means the latest version under RequireValidator. Rolling back re-points
-// the pin to the one before it; no bytes are copied.
-import { badGateway, HttpError } from "./errors";
+// stateless and every decoder and edge location reads the same pin and access rule:
+//   { "pin": "<version>", "policy": "RequireValidator", "pins": [{ "version": "…", "at": "…" }],
+//     "access": { "profile": "active", "degradedWidth": 800 } }
+// No entry, or no pin, means the latest version under RequireValidator, open to anyone. Rolling
+// back re-points the pin to the one before it; no bytes are copied.
+import { readAccess, type Access, type Restriction } from "./access";
+import { badGateway, HttpError, unsupported } from "./errors";
 
 /**
  * RequireValidator (the default): a source is opened only if it has a validator (an S3
@@ -19,9 +21,8 @@ export interface CatalogEntry {
   /** The pinned version; absent: the latest. */
   pin?: string;
   /**
-   * Who may see the source: absent or "open", anyone. Any other value is a restriction this
-   * deployment does not enforce yet, kept as it was written so no re-pin drops it, and the
-   * source is withheld (assertServable): failing closed, never serving a restricted scan openly.
+   * Who may see the source, as readAccess reads it (absent or "open": anyone). Kept as it was
+   * written, so a re-pin never drops a rule, not even one this version cannot read.
    */
   access?: unknown;
   policy: SnapshotPolicy;
@@ -52,10 +53,21 @@ export function parseCatalogEntry(text: string, label: string): CatalogEntry {
   return { pin, policy: policy as SnapshotPolicy, pins: pins as CatalogEntry["pins"], ...(access !== undefined && { access }) };
 }
 
-/** Throws 501 for a source whose entry restricts who may see it: see CatalogEntry.access. */
-export function assertServable(entry: CatalogEntry, id: string): void {
-  if (entry.access === undefined || entry.access === "open") return;
-  throw new HttpError("unsupported", `source "${id}" is restricted to some viewers, and this deployment does not enforce access restrictions: it is withheld`);
+/**
+ * The restriction source `id` is served under (undefined: open to anyone), which the decoder
+ * reports and the edge enforces. A rule this version cannot read withholds the source (501):
+ * failing closed, never serving a restricted scan openly.
+ */
+export function restrictionOf(entry: CatalogEntry, id: string): Restriction | undefined {
+  const access = readAccess(entry.access);
+  if ("unreadable" in access) throw unsupported(`source "${id}" is withheld: its access rule cannot be read (${access.unreadable})`);
+  return "restriction" in access ? access.restriction : undefined;
+}
+
+/** The entry with `access` as its rule; open is no field at all. */
+export function withAccess(entry: CatalogEntry, access: Exclude<Access, { unreadable: string }>): CatalogEntry {
+  const { access: _previous, ...rest } = entry;
+  return "restriction" in access ? { ...rest, access: access.restriction } : rest;
 }
 
 /** The entry with `version` pinned at `at` (ISO time). */

@@ -2,6 +2,11 @@
 // snapshot's headers are parsed once. A small LRU of leases: an evicted one is closed only when
 // its last in-flight request is done, and a failed open is forgotten, never cached.
 //
+// A snapshot also carries what the source's catalog entry said when it was opened (its access
+// rule), which a publisher changes without a new version. So an open through the catalog (the
+// current version, or any with `fresh`) that finds another rule than the cached snapshot's
+// replaces it: a source just restricted is reported so at once, not after an eviction.
+//
 // A mosaic's members are kept in a cache of their own that remembers the version each was first
 // opened at: a member is pinned to that snapshot until it is invalidated or evicted, not
 // re-checked with the store on every tile (a tile may paint hundreds).
@@ -24,9 +29,30 @@ interface Entry<T> {
   users: number;
   evicted: boolean;
   closed: boolean;
+  /** The rule its source was opened with, once opened (ruleOf). */
+  rule?: string;
 }
 
 const cogKey = (id: string, version: string) => `${id}@${version}`;
+
+/** What a snapshot says beyond its version that its entry may change: the access rule. */
+const ruleOf = (source: Source) => JSON.stringify(source.access ?? null);
+
+/**
+ * Whether a fresh open of the catalog found another rule than the cached snapshot's. One still
+ * opening read the entry as this open did, at about the same time: it stands.
+ */
+function outdated<T>(cached: Entry<T>, fresh: Source | undefined): boolean {
+  return fresh !== undefined && cached.rule !== undefined && cached.rule !== ruleOf(fresh);
+}
+
+export interface LeaseOptions {
+  /**
+   * Open through the catalog even when a version is given, so the snapshot carries what the
+   * source's entry says now; a cached one that says the same is still used (its parse is kept).
+   */
+  fresh?: boolean;
+}
 
 export interface CogCacheOptions {
   /** Bound on opening a source shared by many requests (default 10 s). */
@@ -55,8 +81,14 @@ export class CogCache<T extends Opened> {
    * Runs `fn` with the source `id` pinned to `version` (or to its current version when
    * undefined), opening and caching it if needed. It stays open until `fn` settles.
    */
-  async use<R>(id: string, version: string | undefined, signal: AbortSignal | undefined, fn: (opened: T) => Promise<R>): Promise<R> {
-    const lease = await this.lease(id, version, signal);
+  async use<R>(
+    id: string,
+    version: string | undefined,
+    signal: AbortSignal | undefined,
+    fn: (opened: T) => Promise<R>,
+    options: LeaseOptions = {},
+  ): Promise<R> {
+    const lease = await this.lease(id, version, signal, options);
     try {
       return await fn(lease.opened);
     } finally {
@@ -65,8 +97,8 @@ export class CogCache<T extends Opened> {
   }
 
   /** The source `id`, as `use` gives it, held open until `release()` (for many held at once). */
-  async lease(id: string, version: string | undefined, signal: AbortSignal | undefined): Promise<{ opened: T; release(): void }> {
-    const entry = await this.acquire(id, version, signal);
+  async lease(id: string, version: string | undefined, signal: AbortSignal | undefined, options: LeaseOptions = {}): Promise<{ opened: T; release(): void }> {
+    const entry = await this.acquire(id, version, signal, options);
     try {
       // The open is shared with other requests, so it runs without our signal; we only stop waiting.
       const opened = await untilAborted(entry.cog, signal);
@@ -94,24 +126,25 @@ export class CogCache<T extends Opened> {
     if (entry) this.retire(entry);
   }
 
-  private async acquire(id: string, version: string | undefined, signal?: AbortSignal): Promise<Entry<T>> {
+  private async acquire(id: string, version: string | undefined, signal: AbortSignal | undefined, options: LeaseOptions): Promise<Entry<T>> {
     let source: Source | undefined;
     version ??= this.remembered.get(id);
-    if (version === undefined) {
+    if (version === undefined || options.fresh) {
       // Only the catalog knows the current version: open first, then look for a cached copy.
-      source = await this.catalog.open(id, undefined, signal);
+      source = await this.catalog.open(id, version, signal);
       version = source.version;
       if (this.options.rememberVersions) this.remembered.set(id, version);
     }
     const key = cogKey(id, version);
     const cached = this.entries.get(key);
-    if (cached) {
+    if (cached && !outdated(cached, source)) {
       if (source) await source.close();
       this.entries.delete(key);
       this.entries.set(key, cached);
       cached.users++;
       return cached;
     }
+    if (cached) this.retire(cached);
     const opened = source;
     const entry: Entry<T> = {
       id,
@@ -123,7 +156,10 @@ export class CogCache<T extends Opened> {
       closed: false,
     };
     this.entries.set(key, entry);
-    entry.cog.catch(() => this.retire(entry));
+    entry.cog.then(
+      (parsed) => (entry.rule = ruleOf(parsed.source)),
+      () => this.retire(entry),
+    );
     while (this.entries.size > this.maxEntries) {
       this.retire(this.entries.values().next().value as Entry<T>);
     }

@@ -186,6 +186,7 @@ export class Cog {
       channels: this.channels,
       codec: this.codec,
       georeference: this.geo?.info,
+      ...(this.source.access && { access: this.source.access }),
     };
   }
 

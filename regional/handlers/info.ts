@@ -1,12 +1,22 @@
 // GET /v1/info/{id}?version=V: what the decoder knows of the pinned snapshot (its size, levels,
-// tiles, limits, georeference or mosaic shape), from which the edge builds info.json and TileJSON.
+// tiles, limits, georeference or mosaic shape, who may see it), from which the edge builds
+// info.json and TileJSON. Always opened through the catalog, a version asked for too: the access
+// rule is the entry's now, not the one a cached snapshot was opened with. The edge asks this once
+// per INFO_MAX_AGE, not per tile, so the entry read is cheap.
 import { VERSION_HEADER } from "../../shared/protocol";
 import { json } from "../http/answer";
 import type { Handler } from "../http/router";
 import { withSnapshot } from "./snapshot";
 
 export const info: Handler<{ id: string }> = ({ params, version, signal }, decoder) =>
-  withSnapshot(decoder, params.id, version, signal, async (opened) => {
-    const body = opened.info(params.id);
-    return json(200, body, { [VERSION_HEADER]: body.version });
-  });
+  withSnapshot(
+    decoder,
+    params.id,
+    version,
+    signal,
+    async (opened) => {
+      const body = opened.info(params.id);
+      return json(200, body, { [VERSION_HEADER]: body.version });
+    },
+    { fresh: true },
+  );

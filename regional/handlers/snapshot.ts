@@ -4,6 +4,7 @@
 // leaves it open, so repeating one URL cannot force a full re-open on every request.
 import { HttpError } from "../../shared/errors";
 import type { Cog } from "../cog/cog";
+import type { LeaseOptions } from "../cog/cog-cache";
 import type { DecoderContext } from "../decoder";
 import type { Answer } from "../http/answer";
 import type { Mosaic } from "../mosaic/mosaic";
@@ -15,15 +16,22 @@ export async function withSnapshot(
   version: string | undefined,
   signal: AbortSignal,
   fn: (opened: Cog | Mosaic) => Promise<Answer>,
+  options: LeaseOptions = {},
 ): Promise<Answer> {
-  return decoder.snapshots.use(knownSourceId(id), version, signal, async (opened) => {
-    try {
-      return await fn(opened);
-    } catch (e) {
-      if (!signal.aborted && isStoreFailure(e)) decoder.snapshots.evict(id, opened.source.version);
-      throw e;
-    }
-  });
+  return decoder.snapshots.use(
+    knownSourceId(id),
+    version,
+    signal,
+    async (opened) => {
+      try {
+        return await fn(opened);
+      } catch (e) {
+        if (!signal.aborted && isStoreFailure(e)) decoder.snapshots.evict(id, opened.source.version);
+        throw e;
+      }
+    },
+    options,
+  );
 }
 
 /** Failures that may mean the snapshot (or our copy of its headers) is unusable: the source and TIFF layers report those as 502/504. */

@@ -72,6 +72,7 @@ export class Mosaic {
       bytes: this.source.size,
       georeference,
       mosaic: summary,
+      ...(this.source.access && { access: this.source.access }),
     };
   }
 

@@ -3,12 +3,18 @@
 // The embedded default for `npm start` and the unit tests. A pinned source keeps one open
 // FileHandle and re-checks the validator before answering each read, so a file replaced or
 // rewritten underneath fails the read (502) instead of yielding bytes of another version.
+// `<dir>/<id>.tessera.json` is the source's catalog entry, in the bucket's format, of which only
+// `access` applies: a directory keeps one version of each file, so there is nothing to pin, and
+// every file has a validator, so no snapshot policy is needed.
 
 import { fstatSync } from "node:fs";
-import { open, stat, type FileHandle } from "node:fs/promises";
+import { open, readFile, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
+import type { Restriction } from "../../shared/access";
+import { catalogKey, NO_ENTRY, parseCatalogEntry, restrictionOf, type CatalogEntry } from "../../shared/catalog";
 import { notFound, versionGone } from "../../shared/errors";
-import { SOURCE_FILES, sourceFault, type Source, type SourceCatalog, type SourceDocument } from "./source";
+import { assertOpenFile } from "./restricted-files";
+import { SOURCE_FILES, sourceFault, sourceIdOfKey, type Source, type SourceCatalog, type SourceDocument } from "./source";
 import { isValidSourceId, knownSourceId } from "../../shared/source-id";
 
 
@@ -28,10 +34,11 @@ export class LocalCatalog implements SourceCatalog {
 
   async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
     knownSourceId(id);
+    const access = restrictionOf(await this.entry(id), id);
     let source: Source | undefined;
     for (const { suffix, document } of SOURCE_FILES) {
       const key = `${id}${suffix}`;
-      source = await openLocalFile(path.join(this.dir, key), `local:${id}`, signal, document && { kind: document, key });
+      source = await openLocalFile(path.join(this.dir, key), `local:${id}`, signal, { document: document && { kind: document, key }, access });
       if (source) break;
     }
     if (!source) throw notFound(`unknown source "${id}"`);
@@ -47,9 +54,24 @@ export class LocalCatalog implements SourceCatalog {
     // The access policy has refused keys that climb out; this keeps the directory a jail anyway.
     const file = path.resolve(this.dir, key);
     if (!file.startsWith(path.resolve(this.dir) + path.sep)) throw notFound("no such object", `no object "${key}"`);
+    const id = sourceIdOfKey("", key);
+    if (id !== undefined) assertOpenFile(await this.entry(id), id, `local:${key}`);
     const source = await openLocalFile(file, `local:${key}`, signal);
     if (!source) throw notFound("no such object", `no object "${key}"`);
     return source;
+  }
+
+  /** `id`'s entry, `<id>.tessera.json`; none there means open. A malformed one is 502, as in a bucket. */
+  private async entry(id: string): Promise<CatalogEntry> {
+    const name = catalogKey("", id);
+    let text: string;
+    try {
+      text = await readFile(path.join(this.dir, name), "utf8");
+    } catch (e) {
+      if (isMissing(e)) return NO_ENTRY;
+      throw e;
+    }
+    return parseCatalogEntry(text, `local:${name}`);
   }
 
   /** The current version of `id` without opening it (undefined when unknown). */
@@ -64,11 +86,17 @@ export class LocalCatalog implements SourceCatalog {
   }
 }
 
+/** What a catalog knows of a file beyond its bytes. */
+interface Described {
+  document?: SourceDocument;
+  access?: Restriction;
+}
+
 /**
  * The file at `file` as a Source pinned to its current version, errors labelled `label`;
  * undefined when there is no such file (or it is a directory).
  */
-export async function openLocalFile(file: string, label: string, signal?: AbortSignal, document?: SourceDocument): Promise<Source | undefined> {
+export async function openLocalFile(file: string, label: string, signal?: AbortSignal, described: Described = {}): Promise<Source | undefined> {
   throwIfAborted(signal);
   let handle: FileHandle;
   try {
@@ -80,7 +108,7 @@ export async function openLocalFile(file: string, label: string, signal?: AbortS
   try {
     const st = await handle.stat();
     throwIfAborted(signal);
-    if (st.isFile()) return new LocalSource(handle, label, localVersion(st), st.size, st.mtimeMs, document);
+    if (st.isFile()) return new LocalSource(handle, label, localVersion(st), st.size, st.mtimeMs, described);
   } catch (e) {
     await handle.close();
     throw e;
@@ -96,6 +124,8 @@ function isMissing(e: unknown): boolean {
 
 class LocalSource implements Source {
   private closed = false;
+  readonly document?: SourceDocument;
+  readonly access?: Restriction;
 
   constructor(
     private readonly handle: FileHandle,
@@ -103,8 +133,11 @@ class LocalSource implements Source {
     readonly version: string,
     readonly size: number,
     private readonly mtimeMs: number,
-    readonly document?: SourceDocument,
-  ) {}
+    { document, access }: Described,
+  ) {
+    this.document = document;
+    this.access = access;
+  }
 
   async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
     throwIfAborted(signal);

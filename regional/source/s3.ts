@@ -2,7 +2,7 @@
 // object's current one) by its VersionId (or, in an unversioned bucket and for the "null"
 // version, its strong ETag), and every read is a ranged GET of exactly that snapshot, so a tile
 // can never mix bytes of two versions. The entry's snapshot policy decides whether an object
-// without such a validator may be served at all.
+// without such a validator may be served at all, and its access rule goes with the source.
 //
 // Opening costs one round trip in the common case: the object is opened by a ranged GET of its
 // first bytes (whose answer names its size, VersionId and ETag, so no HEAD), sent together with
@@ -14,10 +14,12 @@ import {
   type HeadObjectCommandOutput,
   type S3Client,
 } from "@aws-sdk/client-s3";
-import { assertServable, catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry, type SnapshotPolicy } from "../../shared/catalog.js";
+import type { Restriction } from "../../shared/access.js";
+import { catalogKey, NO_ENTRY, parseCatalogEntry, restrictionOf, type CatalogEntry, type SnapshotPolicy } from "../../shared/catalog.js";
 import { HttpError, notFound, versionGone } from "../../shared/errors.js";
 import { parseContentRange } from "./content-range.js";
-import { SOURCE_FILES, sourceFault, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
+import { assertOpenFile } from "./restricted-files.js";
+import { SOURCE_FILES, sourceFault, sourceIdOfKey, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
 
 export interface S3CatalogConfig {
   client: S3Client;
@@ -112,19 +114,22 @@ export class S3SourceCatalog implements SourceCatalog {
   async open(id: string, requested: string | undefined, signal?: AbortSignal): Promise<Source> {
     if (id === "") throw notFound("empty source id");
     const [entry, found] = await Promise.all([this.entry(id, signal), this.find(id, requested, signal)]);
-    assertServable(entry, id);
+    const access = restrictionOf(entry, id);
     const pin = requested ?? entry.pin;
     // Without a version asked for, the latest was read on the chance that the entry pins it.
     const missedPin = requested === undefined && pin !== undefined && !(found && isSnapshotOf(found, pin));
     const snapshot = missedPin ? await this.find(id, pin, signal) : found;
-    if (snapshot) return this.pinned(snapshot, entry.policy);
+    if (snapshot) return this.pinned(snapshot, entry.policy, access);
     if (pin === undefined) throw notFound(`unknown source "${id}"`);
     throw versionGone(`source "${id}" has no version "${pin}"`);
   }
 
+  /** A source's own file comes with its entry, read at once: no round trip more for the check. */
   async openKey(key: string, signal?: AbortSignal): Promise<Source> {
-    const snapshot = await this.snapshot(key, undefined, signal);
+    const id = sourceIdOfKey(this.prefix, key);
+    const [snapshot, entry] = await Promise.all([this.snapshot(key, undefined, signal), id === undefined ? undefined : this.entry(id, signal)]);
     if (!snapshot) throw notFound("no such object", `no object s3://${this.cfg.bucket}/${key}`);
+    if (entry) assertOpenFile(entry, id!, `s3://${this.cfg.bucket}/${key}`);
     return this.pinned(snapshot, NO_ENTRY.policy);
   }
 
@@ -188,8 +193,8 @@ export class S3SourceCatalog implements SourceCatalog {
     return { key, size, versionId: head.VersionId, etag: head.ETag, firstBytes: new Uint8Array(0), document };
   }
 
-  /** A Source pinned to `snapshot`, if the snapshot policy lets it be served. */
-  private pinned(snapshot: Snapshot, policy: SnapshotPolicy): Source {
+  /** A Source pinned to `snapshot` under `access`, if the snapshot policy lets it be served. */
+  private pinned(snapshot: Snapshot, policy: SnapshotPolicy, access?: Restriction): Source {
     const { client, bucket } = this.cfg;
     const { key, etag, versionId } = snapshot;
     const label = `s3://${bucket}/${key}`;
@@ -198,11 +203,11 @@ export class S3SourceCatalog implements SourceCatalog {
     // version (written while versioning was off or suspended), which is overwritten in place.
     const overwritable = !versionId || versionId === NULL_VERSION;
     const validated = !overwritable || (etag !== undefined && !etag.startsWith("W/"));
-    if (validated) return new S3Source(client, bucket, label, snapshot);
+    if (validated) return new S3Source(client, bucket, label, snapshot, access);
     if (policy === "AssumeImmutable") {
       // Served as the publisher promised: unconditional reads, known by whatever identity it has.
       const unvalidated = { ...snapshot, versionId: undefined, etag: undefined };
-      return new S3Source(client, bucket, label, unvalidated, `${etag ?? "unvalidated"}:${snapshot.size}`);
+      return new S3Source(client, bucket, label, unvalidated, access, `${etag ?? "unvalidated"}:${snapshot.size}`);
     }
     throw sourceFault(
       label,
@@ -241,6 +246,7 @@ class S3Source implements Source {
     private readonly bucket: string,
     readonly label: string,
     snapshot: Snapshot,
+    readonly access: Restriction | undefined,
     assumedVersion?: string,
   ) {
     this.key = snapshot.key;

@@ -1,7 +1,9 @@
 // All decoder I/O goes through this one small interface (after cogeotiff's Source):
 // a source is one pinned snapshot of one object, read by byte ranges.
 
+import type { Restriction } from "../../shared/access";
 import { badGateway } from "../../shared/errors";
+import { isValidSourceId } from "../../shared/source-id";
 
 export interface Source {
   /** Opaque snapshot identity (S3 VersionId, or a local file's size+mtime validator). */
@@ -23,6 +25,11 @@ export interface Source {
   readonly firstBytes?: Uint8Array;
   /** Set when the source is a mosaic's document rather than a COG. */
   readonly document?: SourceDocument;
+  /**
+   * Who may see it, as its catalog entry said when it was opened by id (absent: anyone). The
+   * decoder reports it; the edge enforces it.
+   */
+  readonly access?: Restriction;
 }
 
 /**
@@ -48,16 +55,32 @@ export const SOURCE_FILES: readonly { suffix: string; document?: SourceDocument[
   { suffix: ".stac.json", document: "stac" },
 ];
 
+/** The store keys source `id`'s files may have (SOURCE_FILES after `prefix`). */
+export const sourceFileKeys = (prefix: string, id: string) => SOURCE_FILES.map(({ suffix }) => `${prefix}${id}${suffix}`);
+
+/** The source id whose file the store key `key` is, if it is one of a source's files. */
+export function sourceIdOfKey(prefix: string, key: string): string | undefined {
+  if (!key.startsWith(prefix)) return undefined;
+  const name = key.slice(prefix.length);
+  const file = SOURCE_FILES.find(({ suffix }) => name.endsWith(suffix));
+  const id = file && name.slice(0, -file.suffix.length);
+  return id !== undefined && isValidSourceId(id) ? id : undefined;
+}
+
 /** Maps a public source id to a Source. */
 export interface SourceCatalog {
   /**
-   * Opens the source `id`, pinned to `version` when given (else to its current version).
-   * Unknown ids throw HttpError not_found; versions that no longer exist, version_gone (both 404).
+   * Opens the source `id`, pinned to `version` when given (else to its current version), with the
+   * access its catalog entry gives it now. Unknown ids throw HttpError not_found; versions that no
+   * longer exist, version_gone (both 404); an access rule this version cannot read, 501.
    */
   open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source>;
   /**
    * Opens the object at store `key` (a mosaic's asset, a style document) pinned to its current
    * version; 404 when there is none. The caller has checked the key against the access policy.
+   * A source's own file (sourceIdOfKey) is refused as that policy refuses (502) unless its
+   * entry leaves it open: a restricted source is served only by its id, where the edge checks
+   * who asks, never inside another source.
    */
   openKey(key: string, signal?: AbortSignal): Promise<Source>;
   /** A human-readable description of where sources come from, for the startup log. */

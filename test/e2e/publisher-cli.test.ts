@@ -1,13 +1,17 @@
 // A publisher's session with the tessera command against the real stack: a versioned bucket
 // (local Ceph RGW), an S3 decoder and the edge. Publish A, publish B under the same id, roll back:
 // after each step the plain id's tiles show that version's picture at once, though the edge
-// would trust its cached version for a minute (INFO_MAX_AGE 60 s).
+// would trust its cached version for a minute (INFO_MAX_AGE 60 s). And access: the rule
+// `publish --access` and `access` write is the one a decoder opens the source with.
 import { execFile } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
+import { GetObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { s3DecoderEnv } from "../../infra/local/s3";
 import { ROOT } from "../../infra/root";
+import { S3SourceCatalog } from "../../regional/source/s3";
+import { catalogKey } from "../../shared/catalog";
 import { PATTERN, pictureOf, startPublishingStack, type PublishingStack } from "../support/publishing-stack";
 
 const REGION = { x: 300, y: 200, w: 256, h: 256 };
@@ -99,5 +103,39 @@ describe("a publisher's session", () => {
     );
     expect(res.code).toBe(1);
     expect(res.stderr).toContain("refused TESSERA_ADMIN_TOKEN");
+  });
+});
+
+describe("who may see a source", () => {
+  /** The source's catalog entry as the bucket holds it, and the access a decoder opens it with. */
+  async function stored(id: string): Promise<{ entry: Record<string, unknown>; opened: unknown }> {
+    const { client, bucket } = publishing;
+    const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: catalogKey("", id) }));
+    const source = await new S3SourceCatalog({ client, bucket, prefix: "" }).open(id, undefined);
+    await source.close();
+    return { entry: JSON.parse(await out.Body!.transformToString()) as Record<string, unknown>, opened: source.access };
+  }
+
+  it("publish --access restricts a source from its first version; access changes the rule, keeping the pin; each invalidates the edge", async () => {
+    const published = await tessera("publish", PATTERN, "--id", "archive", "--access", "kiosk", "--degraded-width", "300", "--json");
+    expect(published.code, published.stderr).toBe(0);
+    const { version } = JSON.parse(published.stdout) as { version: string };
+    expect(JSON.parse(published.stdout)).toMatchObject({ id: "archive", access: { profile: "kiosk", degradedWidth: 300 }, edge: { decoders: 1, invalidated: 1 } });
+    expect(await stored("archive")).toMatchObject({ entry: { pin: version, access: { profile: "kiosk", degradedWidth: 300 } }, opened: { profile: "kiosk", degradedWidth: 300 } });
+
+    const active = await tessera("access", "archive", "active", "--json");
+    expect(active.code, active.stderr).toBe(0);
+    expect(JSON.parse(active.stdout)).toEqual({ id: "archive", access: { profile: "active" }, edge: { id: "archive", decoders: 1, invalidated: 1, dropped: expect.any(Number) } });
+    expect(await stored("archive")).toMatchObject({ entry: { pin: version, pins: [{ version }], access: { profile: "active" } }, opened: { profile: "active" } });
+
+    const opened = await tessera("access", "archive", "open");
+    expect([opened.code, opened.stdout]).toEqual([0, "archive is now open to anyone (edge invalidated)\n"]);
+    const now = await stored("archive");
+    expect([now.entry.pin, now.entry.access, now.opened]).toEqual([version, undefined, undefined]);
+  });
+
+  it("access refuses an id with no source in the bucket (exit 1)", async () => {
+    const run = await tessera("access", "nowhere", "active");
+    expect([run.code, run.stderr]).toEqual([1, 'tessera: unknown source "nowhere"\n']);
   });
 });

@@ -4,7 +4,8 @@
 // reads, which are valid there, which wins); the index's order at a coarser zoom; expressions on
 // a STAC item's bands; the asset limit; `first` reading no further asset once every pixel is
 // filled; members' tile tables read as their tiles need them (no prefetch);
-// invalidate_source(mosaic, member); and web assets under the access policy.
+// invalidate_source(mosaic, member); web assets under the access policy; and a restricted
+// source's file named as a member.
 import { execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -571,6 +572,34 @@ describe("a broken mosaic, as the client sees it", () => {
         expect(mixed).toMatchObject({ status: 400, message: "the assets differ: one brings 1 bands and another 3; choose the bands with bidx or an expression" });
         expect(mixed.detail).toBe("the assets differ: mono-c.tif brings 1 bands and rgb-a.tif 3; choose the bands with bidx or an expression");
         expect(await refusal(d, "pictures", at)).toMatchObject({ status: 502, message: 'mosaic "pictures": an asset is not georeferenced', detail: 'mosaic "pictures": asset picture.tif is not georeferenced' });
+      } finally {
+        await d.close();
+      }
+    });
+  });
+
+  it("a member that is a restricted source's file: refused as the access policy refuses, the client told no more, once the source is invalidated", async () => {
+    await inScratch({ [monoC.key]: monoC.key }, async (dir2) => {
+      writeMosaic(dir2, "c", at, ["mono-c.tif"]);
+      const d = await startDecoder(new LocalCatalog(dir2));
+      const entry = (access: unknown) => writeFileSync(path.join(dir2, "mono-c.tessera.json"), JSON.stringify({ access }));
+      const refused = "a mosaic asset is refused by the access policy";
+      const because = `local:mono-c.tif: ${refused}: it is a file of source "mono-c", whose catalog entry`;
+      try {
+        expect((await tile(d, "c", at)).status).toBe(200); // open: painted, and kept open as a member
+        entry({ profile: "active", degradedWidth: 100 });
+        // What `tessera access` has the edge do: the source's snapshots, its file as a member among them, are dropped.
+        expect(await (await signedPost(d, DECODER.invalidate("mono-c"))).json()).toEqual({ id: "mono-c", dropped: 1 });
+        expect(await refusal(d, "c", at)).toMatchObject({ status: 502, message: refused, detail: `${because} restricts who may see it (profile active)` });
+        // A refused member is not kept open: the next tile reads the entry again.
+        entry({ profile: "active", degradedWidth: -1 });
+        expect(await refusal(d, "c", at)).toMatchObject({
+          status: 502,
+          message: refused,
+          detail: `${because} has an access rule this version cannot read (degradedWidth -1 is not a positive whole number of pixels)`,
+        });
+        entry("open");
+        expect((await tile(d, "c", at)).status).toBe(200);
       } finally {
         await d.close();
       }

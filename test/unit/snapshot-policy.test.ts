@@ -1,13 +1,14 @@
 // The snapshot policy against a store whose objects carry no usable validator (no VersionId, a
 // weak ETag): a fake S3 endpoint, since a real RGW always gives a VersionId or a strong ETag.
 // RequireValidator (the default) refuses such a source at open, naming the policy;
-// AssumeImmutable, opted into in the source's catalog entry, serves it.
+// AssumeImmutable, opted into in the source's catalog entry, serves it. And the entry's other
+// fields: pins, and the access rule a source is opened with.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeS3Client } from "../../infra/local/s3";
 import { S3SourceCatalog } from "../../regional/source/s3";
-import { catalogKey, parseCatalogEntry, rolledBack, withPin } from "../../shared/catalog";
+import { catalogKey, NO_ENTRY, parseCatalogEntry, rolledBack, withAccess, withPin } from "../../shared/catalog";
 import { HttpError } from "../../shared/errors";
 
 const BODY = Buffer.from("0123456789abcdef");
@@ -74,13 +75,23 @@ describe("catalog entries", () => {
   });
 });
 
-describe("restricted sources, before this deployment enforces access", () => {
-  it("are withheld (501), never served openly", async () => {
-    entry = JSON.stringify({ policy: "AssumeImmutable", access: { profile: "active" } });
+describe("restricted sources", () => {
+  it("are opened with their restriction, for the decoder to report; one it cannot read is withheld (501), never served openly", async () => {
+    entry = JSON.stringify({ policy: "AssumeImmutable", access: { profile: "active", degradedWidth: 800 } });
+    expect((await catalog.open("x", undefined)).access).toEqual({ profile: "active", degradedWidth: 800 });
+    entry = JSON.stringify({ policy: "AssumeImmutable", access: { profile: "staff" } });
     const err = (await catalog.open("x", undefined).catch((e) => e)) as HttpError;
     expect(err).toBeInstanceOf(HttpError);
-    expect([err.status, err.message]).toEqual([501, expect.stringMatching(/restricted/)]);
+    expect([err.status, err.message]).toEqual([501, 'source "x" is withheld: its access rule cannot be read (access profile "staff" is not active, kiosk, external)']);
     entry = JSON.stringify({ policy: "AssumeImmutable", access: "open" });
-    expect((await catalog.open("x", undefined)).size).toBe(BODY.length);
+    const open = await catalog.open("x", undefined);
+    expect([open.size, open.access]).toEqual([BODY.length, undefined]);
+  });
+
+  it("a new rule keeps the entry's pin, pins and policy; open is no field at all", () => {
+    const pinned = withPin({ ...NO_ENTRY, policy: "AssumeImmutable" }, "A", "t1");
+    const restricted = withAccess(pinned, { restriction: { profile: "kiosk", degradedWidth: 300 } });
+    expect(restricted).toEqual({ ...pinned, access: { profile: "kiosk", degradedWidth: 300 } });
+    expect(withAccess(restricted, { open: true })).toEqual(pinned);
   });
 });
