@@ -54,6 +54,9 @@ export async function buildEdge(): Promise<string> {
     bundle: true,
     format: "esm",
     platform: "neutral",
+    // Packages resolved as wrangler resolves them for workerd (ipaddr.js has only a "main").
+    conditions: ["workerd", "worker", "browser"],
+    mainFields: ["browser", "module", "main"],
     target: "es2022",
     external: ["cloudflare:*"],
     logLevel: "warning",
