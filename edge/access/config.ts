@@ -38,7 +38,11 @@ export const DEFAULT_SESSION_MAX_AGE = 3600;
 
 export function accessConfig(env: AccessVars): AccessConfig | undefined {
   const secret = env.AUTH_SECRET ?? "";
-  if (secret === "") return undefined;
+  if (secret === "") {
+    // A login set up without the secret would look enforced and withhold every source: say so.
+    if ((env.AUTH_LOGIN_URL ?? "") !== "" || (env.AUTH_LOGIN_KEY ?? "") !== "") throw badConfig("AUTH_SECRET", "must be set with AUTH_LOGIN_URL and AUTH_LOGIN_KEY");
+    return undefined;
+  }
   if (secret.length < 32) throw badConfig("AUTH_SECRET", "must be at least 32 characters (openssl rand -hex 32)");
   return {
     secret,

@@ -26,13 +26,27 @@ export interface Lookup {
  * access (a snapshot's own metadata is kept a year). 501 when this edge has no AUTH_SECRET:
  * a restricted source is withheld, never served openly.
  */
-export async function restrictionOf(source: SourceRef, info: SourceInfo, { env, config, ctx, client }: Lookup): Promise<Restriction | undefined> {
-  const current = source.version === undefined ? info : await sourceInfo({ id: source.id }, env, config, ctx, client);
-  const restriction = current.access;
+export async function restrictionOf(source: SourceRef, info: SourceInfo, lookup: Lookup): Promise<Restriction | undefined> {
+  const restriction = source.version === undefined ? info.access : await currentAccess(source.id, info, lookup);
+  const { config } = lookup;
   if (restriction && !config.access) {
     throw unsupported(`source "${source.id}" is restricted to some viewers, and this deployment does not enforce access (no AUTH_SECRET): it is withheld`);
   }
   return restriction;
+}
+
+/**
+ * The access of the source a snapshot belongs to, as it is now; the snapshot's own (read when it
+ * was opened) when the plain id is gone, as when a publisher deleted the object but keeps its
+ * versions for citations.
+ */
+async function currentAccess(id: string, snapshot: SourceInfo, { env, config, ctx, client }: Lookup): Promise<Restriction | undefined> {
+  try {
+    return (await sourceInfo({ id }, env, config, ctx, client)).access;
+  } catch (err) {
+    if (err instanceof HttpError && err.kind === "not_found") return snapshot.access;
+    throw err;
+  }
 }
 
 /**

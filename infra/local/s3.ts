@@ -101,7 +101,6 @@ export async function startLocalS3(env: NodeJS.ProcessEnv = process.env): Promis
   };
 }
 
-/** An S3Client configured for RGW (and fine for AWS S3 too). */
 /** The environment of a decoder (or the tessera command) reading `bucket` on this store. */
 export const s3DecoderEnv = (cfg: LocalS3Config, bucket: string): Record<string, string> => ({
   TESSERA_SOURCE: "s3",
@@ -111,6 +110,7 @@ export const s3DecoderEnv = (cfg: LocalS3Config, bucket: string): Record<string,
   AWS_SECRET_ACCESS_KEY: cfg.secretAccessKey,
 });
 
+/** An S3Client configured for RGW (and fine for AWS S3 too). */
 export function makeS3Client(cfg: LocalS3Config): S3Client {
   return new S3Client({
     endpoint: cfg.endpoint,

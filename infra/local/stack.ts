@@ -54,9 +54,7 @@ export async function buildEdge(): Promise<string> {
     bundle: true,
     format: "esm",
     platform: "neutral",
-    // Packages resolved as wrangler resolves them (its conditions, and esbuild's browser main
-    // fields): the neutral platform has no main fields, so a package with only "main"
-    // (ipaddr.js, which shared/cidr.ts imports) would not resolve at all.
+    // Packages resolved as wrangler resolves them for workerd (ipaddr.js has only a "main").
     conditions: ["workerd", "worker", "browser"],
     mainFields: ["browser", "module", "main"],
     target: "es2022",

@@ -128,8 +128,14 @@ describe("who may see a source", () => {
     expect(JSON.parse(active.stdout)).toEqual({ id: "archive", access: { profile: "active" }, edge: { id: "archive", decoders: 1, invalidated: 1, dropped: expect.any(Number) } });
     expect(await stored("archive")).toMatchObject({ entry: { pin: version, pins: [{ version }], access: { profile: "active" } }, opened: { profile: "active" } });
 
+    // This edge has no AUTH_SECRET: it withholds the source at once, though it trusted what it
+    // knew of it for INFO_MAX_AGE (a minute), and serves it again the moment it is opened.
+    const tile = async () => (await fetch(`${publishing.stack.url}/iiif/3/archive/full/128,/0/default.jpg`)).status;
+    expect(await tile()).toBe(501);
+
     const opened = await tessera("access", "archive", "open");
     expect([opened.code, opened.stdout]).toEqual([0, "archive is now open to anyone (edge invalidated)\n"]);
+    expect(await tile()).toBe(200);
     const now = await stored("archive");
     expect([now.entry.pin, now.entry.access, now.opened]).toEqual([version, undefined, undefined]);
   });

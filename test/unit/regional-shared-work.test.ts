@@ -39,8 +39,11 @@ const s3Config = (env: Record<string, string> = {}) =>
     ...env,
   });
 
-/** A pinned version: the open is the snapshot's shared one, not the request's own. */
-const PINNED = `${DECODER.info("a")}?version=v1`;
+/**
+ * An image of a pinned version: the open is the snapshot's shared one, not the request's own (the
+ * info route reads the catalog for each request, for the entry's current access rule).
+ */
+const PINNED = DECODER.image("a", "full/100,100/0/default.jpg", "v1");
 
 describe("a stalled store", () => {
   it("fails a shared open with 504 after the shared-work deadline, not each request's 408", async () => {

@@ -13,7 +13,7 @@ import type { SourceInfo } from "../../shared/protocol";
 import type { Env } from "../../edge/env";
 import worker from "../../edge/index";
 import { forgetSourceInfo, infoKey } from "../../edge/source-info";
-import { BASE, cacheSourceInfo, heartbeat } from "./helpers";
+import { BASE, cacheSourceInfo, heartbeat, squareSource } from "./helpers";
 
 const VIEWER = "https://viewer.example.org";
 const LOGIN = "https://login.example.org/start?realm=reading";
@@ -172,6 +172,12 @@ describe("a restricted source, anonymously", () => {
     });
     const preflight = await call("/iiif/3/slow/probe", { method: "OPTIONS", headers: { origin: VIEWER, "access-control-request-method": "GET", "access-control-request-headers": "authorization" } });
     expect(preflight.headers.get("access-control-allow-headers")).toContain("authorization");
+  });
+
+  it("keeps a snapshot restricted whose plain id is gone (an object deleted, its versions kept): the snapshot's own rule holds", async () => {
+    await cacheSourceInfo({ ...squareSource("deleted-scan", [1000]), access: { profile: "active" } }, "v1");
+    const res = await call(`/iiif/3/deleted-scan@v1/${TILE}`);
+    expect(res.status).toBe(401);
   });
 
   it("is withheld (501) by an edge without AUTH_SECRET", async () => {
@@ -398,5 +404,24 @@ describe("a restricted map", () => {
       expect([seen.status, seen.headers.get("cache-control")], path).toEqual([200, "private, no-cache"]);
     }
     expect((await call("/tiles/utm-quadrants~degraded/WebMercatorQuad/tilejson.json", session(cookie))).status).toBe(404);
+  });
+});
+
+describe("the AUTH_* variables", () => {
+  it("name what is wrong with them on every route, never serving restricted sources on a half-read setting", async () => {
+    for (const [vars, named] of [
+      [{ AUTH_SECRET: "short" }, /AUTH_SECRET.*32 characters/],
+      [{ AUTH_LOGIN_URL: LOGIN, AUTH_LOGIN_KEY: "" }, /AUTH_LOGIN_KEY/],
+      [{ AUTH_LOGIN_KEY: "k".repeat(40), AUTH_LOGIN_URL: "" }, /AUTH_LOGIN_URL/],
+      [{ AUTH_LOGIN_URL: "https://user:pw@login.example.org/" }, /AUTH_LOGIN_URL.*credentials/],
+      [{ AUTH_KIOSK_ADDRESSES: "192.0.2.0/24, 10/8" }, /AUTH_KIOSK_ADDRESSES.*"10\/8"/],
+      [{ AUTH_EXTERNAL_HEADER: "X-Member yes" }, /AUTH_EXTERNAL_HEADER/],
+      [{ AUTH_SESSION_MAX_AGE: "5" }, /AUTH_SESSION_MAX_AGE/],
+      [{ AUTH_SECRET: "" }, /AUTH_SECRET must be set with AUTH_LOGIN_URL/],
+    ] as const) {
+      const res = await call("/iiif/3/slow/info.json", undefined, { ...ACCESS_VARS, ...vars });
+      expect(res.status, JSON.stringify(vars)).toBe(502);
+      expect(((await res.json()) as { message: string }).message).toMatch(named);
+    }
   });
 });
