@@ -9,6 +9,7 @@ import { heartbeatHandler } from "./admission/heartbeat-route";
 import { shardMetrics } from "./admission/shard-metrics";
 import { unauthorized } from "./auth";
 import { corsify, preflight } from "./cors";
+import { sessionOriginCors } from "./access/gate";
 import { edgeConfig, type Env } from "./env";
 import { invalidateHandler } from "./handlers/admin";
 import { activeAccessHandler, kioskAccessHandler, loginReturnHandler, logoutHandler, tokenHandler } from "./handlers/auth";
@@ -31,7 +32,7 @@ type Args = [Env, ExecutionContext];
 const router = Router<IRequest, Args>({
   before: [withRequestId, preflight],
   catch: failure,
-  finally: [corsify, stampRequestId],
+  finally: [corsify, sessionOriginCors, stampRequestId],
 });
 
 // Every :id is a plain source id or a snapshot, {id}@{version}, and under /iiif a restricted

@@ -6,7 +6,7 @@ import type { AccessProfile, Restriction } from "../../shared/access";
 import { inRanges } from "../../shared/cidr";
 import { HttpError, notFound, unsupported } from "../../shared/errors";
 import type { SourceInfo } from "../../shared/protocol";
-import type { EdgeConfig, Env } from "../env";
+import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { serviceId, type SourceRef } from "../handlers/params";
 import type { ForClient } from "../request-id";
 import { sourceInfo } from "../source-info";
@@ -116,3 +116,23 @@ export const RESTRICTED_CACHE_CONTROL = "private, no-cache";
 
 /** `cacheControl`, or the restricted one when `restriction` is set. */
 export const cacheControlFor = (cacheControl: string, restriction: Restriction | undefined) => (restriction ? RESTRICTED_CACHE_CONTROL : cacheControl);
+
+/**
+ * Router `finally` stage, after corsify: a restricted answer may be read by a page's script with
+ * the session's cookie (credentials) only from the origin the session was opened for, the viewer
+ * the user logged in from; every other page keeps `*`, under which a browser never lets a script
+ * read what it sent credentials for. Plain <img> requests need neither.
+ */
+export async function sessionOriginCors(res: Response, req: Request, env: Env): Promise<Response> {
+  const origin = req.headers.get("origin");
+  const session = cookie(req, SESSION_COOKIE);
+  if (res.headers.get("cache-control") !== RESTRICTED_CACHE_CONTROL || origin === null || session === undefined) return res;
+  const access = edgeConfig(env).access;
+  const grant = access && (await readGrant(session, AUDIENCE.session, access.secret));
+  if (typeof grant !== "object" || grant.origin !== origin) return res;
+  const out = new Response(res.body, res);
+  out.headers.set("access-control-allow-origin", origin);
+  out.headers.set("access-control-allow-credentials", "true");
+  out.headers.append("vary", "Origin");
+  return out;
+}

@@ -237,6 +237,20 @@ describe("a restricted source, logged in", () => {
     expect((await call(second, { headers: { "if-none-match": served.headers.get("etag")!, ...session(cookie).headers } })).status).toBe(304);
   });
 
+  it("lets the viewer the session was opened for read restricted answers with credentials (CORS), and no other page", async () => {
+    const cookie = await logIn();
+    const fromViewer = await call(`/iiif/3/slow/${TILE}`, { headers: { ...session(cookie).headers, origin: VIEWER } });
+    expect(fromViewer.headers.get("access-control-allow-origin")).toBe(VIEWER);
+    expect(fromViewer.headers.get("access-control-allow-credentials")).toBe("true");
+    expect(fromViewer.headers.get("vary")).toContain("Origin");
+    const elsewhere = await call(`/iiif/3/slow/${TILE}`, { headers: { ...session(cookie).headers, origin: "https://evil.example" } });
+    expect(elsewhere.status).toBe(200); // an <img> on any page may show it; no script there may read it
+    expect([elsewhere.headers.get("access-control-allow-origin"), elsewhere.headers.get("access-control-allow-credentials")]).toEqual(["*", null]);
+    // Open answers stay readable by any page, without credentials.
+    const open = await call("/iiif/3/slow~degraded/full/max/0/default.png", { headers: { ...session(cookie).headers, origin: VIEWER } });
+    expect([open.headers.get("access-control-allow-origin"), open.headers.get("access-control-allow-credentials")]).toEqual(["*", null]);
+  });
+
   it("ends with logout: the cookie is dropped", async () => {
     const res = await call("/auth/logout");
     expect(res.status).toBe(200);
