@@ -125,10 +125,10 @@ export const cacheControlFor = (cacheControl: string, restriction: Restriction |
  */
 export async function sessionOriginCors(res: Response, req: Request, env: Env): Promise<Response> {
   const origin = req.headers.get("origin");
+  if (origin === null || res.headers.get("cache-control") !== RESTRICTED_CACHE_CONTROL) return res;
   const session = cookie(req, SESSION_COOKIE);
-  if (res.headers.get("cache-control") !== RESTRICTED_CACHE_CONTROL || origin === null || session === undefined) return res;
   const access = edgeConfig(env).access;
-  const grant = access && (await readGrant(session, AUDIENCE.session, access.secret));
+  const grant = session !== undefined && access && (await readGrant(session, AUDIENCE.session, access.secret));
   if (typeof grant !== "object" || grant.origin !== origin) return res;
   const out = new Response(res.body, res);
   out.headers.set("access-control-allow-origin", origin);

@@ -40,13 +40,15 @@ export const infoHandler =
     };
     const served = servedLimits(config.limits, info, config.admission.requestTimeoutMs);
     const limits = source.degraded ? { ...served, maxWidth: Math.min(served.maxWidth ?? Infinity, info.width) } : served;
-    const etag = await strongEtag(base, info.version, JSON.stringify(limits), headers["content-type"], JSON.stringify(restriction ?? null));
+    // The services it declares name the operator's institution and addresses: they are in the ETag too.
+    const probe = restriction && !source.degraded ? probeService(base, publicBase(req, config), restriction, config.access!) : undefined;
+    const etag = await strongEtag(base, info.version, JSON.stringify(limits), headers["content-type"], JSON.stringify(probe ?? null));
     if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
     // A map too: its TileJSON on every set it lies on, for the same version (the degraded image is not one).
     const tiled = [...TILE_MATRIX_SETS.keys()].filter((tms) => !source.degraded && info.georeference?.tiling[tms]);
     const tileJsons = tiled.map((tms) => ({ tileMatrixSet: tms, url: tileJsonUrl(publicBase(req, config), cited, tms) }));
     const doc = infoJson(version, info, base, limits, tileJsons);
-    const declared = restriction && !source.degraded ? declaringProbe(doc, version, probeService(base, publicBase(req, config), restriction, config.access!)) : doc;
+    const declared = probe ? declaringProbe(doc, version, probe) : doc;
     return new Response(JSON.stringify(declared), { headers: { ...headers, etag } });
   };
 
