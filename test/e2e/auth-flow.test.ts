@@ -26,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../infra/root";
 import { startStack, type Stack } from "../../infra/local/stack";
 import { startAuthClient, startLogin, type LoginSite, type Site } from "../support/auth-sites";
-import { launchChromium, launchChromiumWithThirdPartyCookies, patchMean, type Rgb } from "../support/browser";
+import { launchChromium, launchChromiumWithThirdPartyCookies, patchMean, settleViewer, type Rgb } from "../support/browser";
 import { TEST_PATTERN_PNG } from "../support/pixels";
 
 const RESTRICTED = "restricted";
@@ -53,7 +53,6 @@ const LOAD_TIMEOUT = 15_000;
 // The page's globals, used inside page.evaluate (this Node program has no DOM types).
 declare const window: { viewer: any; auth: { phase: string; shown: string | null; ignoredMessages: number; error: string | null } };
 declare const OpenSeadragon: { Point: new (x: number, y: number) => unknown };
-declare function requestAnimationFrame(callback: () => void): number;
 
 let dataDir: string;
 let stack: Stack;
@@ -115,30 +114,7 @@ async function shown(phase: string): Promise<string> {
 }
 
 /** Moves the viewport to VIEW at once and resolves once OSD has loaded and drawn every tile it needs. */
-async function settle(): Promise<void> {
-  await page.evaluate(
-    ({ view, width, timeout }) =>
-      new Promise<void>((resolve, reject) => {
-        const viewer = window.viewer;
-        const timer = setTimeout(() => reject(new Error(`tiles not loaded within ${timeout} ms`)), timeout);
-        const drawn = () => {
-          clearTimeout(timer);
-          requestAnimationFrame(() => requestAnimationFrame(() => resolve()));
-        };
-        viewer.addOnceHandler("update-viewport", () => {
-          const item = viewer.world.getItemAt(0);
-          if (item.getFullyLoaded()) drawn();
-          else item.addOnceHandler("fully-loaded-change", drawn);
-        });
-        // In viewport coordinates, where the image is 1 wide whichever of the two is shown.
-        const vp = viewer.viewport;
-        vp.zoomTo((view.scale * width) / vp.getContainerSize().x, null, true);
-        vp.panTo(new OpenSeadragon.Point(view.centre.x / width, view.centre.y / width), true);
-        viewer.forceRedraw();
-      }),
-    { view: VIEW, width: PATTERN_WIDTH, timeout: LOAD_TIMEOUT },
-  );
-}
+const settle = () => settleViewer(page, LOAD_TIMEOUT, { ...VIEW, imageWidth: PATTERN_WIDTH });
 
 interface Screen {
   data: Buffer;

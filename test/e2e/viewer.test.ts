@@ -5,7 +5,7 @@
 import type { Browser, Page } from "playwright-core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, patchMean, type Rgb } from "../support/browser";
+import { launchChromium, patchMean, settleViewer, type Rgb } from "../support/browser";
 import { startStack, type Stack } from "../../infra/local/stack";
 import { startViewerServer, type ViewerServer } from "../../infra/local/viewer-server";
 import { TEST_PATTERN_PNG } from "../support/pixels";
@@ -21,7 +21,6 @@ const LOAD_TIMEOUT = 20_000;
 // The page's globals, used inside page.evaluate (this Node program has no DOM types).
 declare const window: { viewer: any };
 declare const OpenSeadragon: { Point: new (x: number, y: number) => unknown };
-declare function requestAnimationFrame(callback: () => void): number;
 interface Rect {
   left: number;
   top: number;
@@ -58,43 +57,9 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-interface View {
-  /** Image pixel to centre on. */
-  centre: { x: number; y: number };
-  /** Screen pixels per image pixel. */
-  scale: number;
-}
-
-/**
- * Moves the viewport (if a view is given) at once, without animation, and resolves once OSD has
- * loaded every tile that view needs and drawn it.
- */
-async function settle(view?: View): Promise<void> {
-  await page.evaluate(
-    ({ view, timeout }) =>
-      new Promise<void>((resolve, reject) => {
-        const viewer = window.viewer;
-        const timer = setTimeout(() => reject(new Error(`tiles not loaded within ${timeout} ms`)), timeout);
-        const drawn = () => {
-          clearTimeout(timer);
-          requestAnimationFrame(() => requestAnimationFrame(() => resolve()));
-        };
-        // Wait for the frame that applies the new view before asking whether it is loaded.
-        viewer.addOnceHandler("update-viewport", () => {
-          const item = viewer.world.getItemAt(0);
-          if (item.getFullyLoaded()) drawn();
-          else item.addOnceHandler("fully-loaded-change", drawn);
-        });
-        if (view) {
-          const vp = viewer.viewport;
-          vp.zoomTo(vp.imageToViewportZoom(view.scale), null, true);
-          vp.panTo(vp.imageToViewportCoordinates(view.centre.x, view.centre.y), true);
-        }
-        viewer.forceRedraw();
-      }),
-    { view, timeout: LOAD_TIMEOUT },
-  );
-}
+/** Moves the viewport (if a view is given) at once and resolves once OSD has loaded and drawn every tile it needs. */
+const settle = (view?: { centre: { x: number; y: number }; scale: number }) =>
+  settleViewer(page, LOAD_TIMEOUT, view && { ...view, imageWidth: pattern.width });
 
 function expectedColour(x: number, y: number): Rgb {
   const i = (y * pattern.width + x) * 3;

@@ -3,7 +3,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { chromium, type Browser, type BrowserContext, type BrowserContextOptions } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from "playwright-core";
 
 export type Rgb = [number, number, number];
 
@@ -62,4 +62,48 @@ export function patchMean(data: Buffer, width: number, channels: number, cx: num
     }
   }
   return sum.map((s) => Math.round(s / 25)) as Rgb;
+}
+
+/** Where an OpenSeadragon view looks: the image pixel at its centre and screen pixels per image pixel. */
+export interface ViewerView {
+  centre: { x: number; y: number };
+  scale: number;
+  /** The width of the image the view is in (the viewport is that image's width, 1, whichever image is shown). */
+  imageWidth: number;
+}
+
+// The page's globals, used inside page.evaluate (this Node program has no DOM types).
+declare const window: { viewer: any };
+declare const OpenSeadragon: { Point: new (x: number, y: number) => unknown };
+declare function requestAnimationFrame(callback: () => void): number;
+
+/**
+ * Moves the page's OpenSeadragon viewer (`window.viewer`) to `view` at once, without animation
+ * (or keeps its view), and resolves once it has loaded every tile that view needs and drawn it.
+ */
+export async function settleViewer(page: Page, timeoutMs: number, view?: ViewerView): Promise<void> {
+  await page.evaluate(
+    ({ view, timeout }) =>
+      new Promise<void>((resolve, reject) => {
+        const viewer = window.viewer;
+        const timer = setTimeout(() => reject(new Error(`tiles not loaded within ${timeout} ms`)), timeout);
+        const drawn = () => {
+          clearTimeout(timer);
+          requestAnimationFrame(() => requestAnimationFrame(() => resolve()));
+        };
+        // Wait for the frame that applies the new view before asking whether it is loaded.
+        viewer.addOnceHandler("update-viewport", () => {
+          const item = viewer.world.getItemAt(0);
+          if (item.getFullyLoaded()) drawn();
+          else item.addOnceHandler("fully-loaded-change", drawn);
+        });
+        if (view) {
+          const vp = viewer.viewport;
+          vp.zoomTo((view.scale * view.imageWidth) / vp.getContainerSize().x, null, true);
+          vp.panTo(new OpenSeadragon.Point(view.centre.x / view.imageWidth, view.centre.y / view.imageWidth), true);
+        }
+        viewer.forceRedraw();
+      }),
+    { view, timeout: timeoutMs },
+  );
 }
