@@ -4,6 +4,7 @@
 import { HttpError } from "./errors";
 import type { Codec } from "./work";
 import type { Restriction } from "./access";
+import type { Description } from "./description";
 
 /** Where a georeferenced source lies: its CRS and the full image's bounds in it. */
 export interface Georeference {
@@ -56,6 +57,8 @@ export interface SourceInfo {
   mosaic?: MosaicSummary;
   /** Who may see it, from its catalog entry; absent: anyone. The edge enforces it. */
   access?: Restriction;
+  /** What its publisher says of it for people (label, rights, metadata), from its catalog entry; absent: nothing. */
+  description?: Description;
 }
 
 /** A mosaic's shape, as the edge needs it to cost a tile before any decode. */
