@@ -64,7 +64,7 @@ export interface TileJsonLink {
 }
 
 /** The source's map layers, as IIIF links related data that a machine reads (absent: none). */
-function seeAlso(version: ApiVersion, tileJsons: TileJsonLink[]) {
+export function seeAlso(version: ApiVersion, tileJsons: TileJsonLink[]) {
   if (tileJsons.length === 0) return {};
   const label = (link: TileJsonLink) => `TileJSON 3.0.0, ${link.tileMatrixSet}`;
   const kind = { format: "application/json", profile: TILEJSON_PROFILE };
