@@ -92,8 +92,8 @@ function parseSegments(segments: Record<string, string | undefined>, version: Ap
 const IMAGE_SEGMENTS = 4;
 
 /**
- * Any other path under /iiif/{2,3}/{id}/. More segments than the grammar, or an info.json after
- * more than one, name an identifier with an unescaped "/": no image has such an identifier, so
+ * Any other path under /iiif/{2,3}/{id}/. More segments than the grammar, or an info.json (or a
+ * manifest.json) after more than one, name an identifier with an unescaped "/": no image has such an identifier, so
  * it is unknown (404), as the IIIF validator expects, once the image parameters it ends with are
  * well formed. A malformed one is 400 first, as under any identifier: a "\\" in a parameter,
  * which URL parsing reads as "/", splits it in two, as in some of the validator's random ones.
@@ -103,7 +103,7 @@ export const misshapenImageHandler =
   (version: ApiVersion) =>
   (req: IRequest): never => {
     const segments = new URL(req.url).pathname.split("/").slice(3);
-    const info = segments.at(-1) === "info.json";
+    const info = segments.at(-1) === "info.json" || segments.at(-1) === "manifest.json";
     const identifier = info ? segments.slice(0, -1) : segments.slice(0, -IMAGE_SEGMENTS);
     if (identifier.length > 1) {
       if (!info) {
