@@ -30,7 +30,8 @@ const ACCESS_VARS: Partial<Env> = {
   AUTH_INSTITUTION: "Example Library",
 };
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+/** Parsed JSON, read loosely: the checks below say what each part must be. */
+type Json = Record<string, any>;
 
 async function call(path: string, vars: Partial<Env> = {}, init?: RequestInit): Promise<Response> {
   const ctx = createExecutionContext();
