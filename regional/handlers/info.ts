@@ -2,8 +2,8 @@
 // tiles, limits, georeference or mosaic shape, who may see it, its description), from which the
 // edge builds info.json, TileJSON and the manifest. Always opened through the catalog, a version
 // asked for too: the access rule and description are the entry's now, not those a cached snapshot
-// was opened with. The edge asks this once
-// per INFO_MAX_AGE, not per tile, so the entry read is cheap.
+// was opened with. The edge asks this once per INFO_MAX_AGE, not per tile, so the entry read is
+// cheap.
 import { VERSION_HEADER } from "../../shared/protocol";
 import { json } from "../http/answer";
 import type { Handler } from "../http/router";
