@@ -2,25 +2,13 @@
 // entry's access written with its pin, pins and policy kept, the edge invalidated as `pin` does,
 // a restriction written before a publish's upload (so the new version is never open), unknown
 // ids refused, and every usage error exit 2 before the store or the edge is asked.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { EDGE_CALL, fakeStoreAndEdge, type FakeStoreAndEdge } from "./cli-fakes";
+import { describe, expect, it } from "vitest";
+import { EDGE_CALL, PINNED_ENTRY, useFakeStoreAndEdge } from "./cli-fakes";
 import { SAMPLE, tessera } from "./cli-helpers";
 
-let fake: FakeStoreAndEdge;
+const ENTRY = PINNED_ENTRY;
 
-const ENTRY = { pin: "v1", policy: "AssumeImmutable", pins: [{ version: "v1", at: "2026-11-30T20:51:28.840Z" }] };
-
-beforeAll(async () => {
-  fake = await fakeStoreAndEdge();
-});
-afterAll(() => fake?.close());
-beforeEach(() =>
-  fake.reset([
-    ["city.tif", "a COG"],
-    ["city.tessera.json", JSON.stringify(ENTRY)],
-    ["town.mosaic.json", "{}"],
-  ]),
-);
+const fake = useFakeStoreAndEdge(ENTRY);
 
 describe("tessera access", { timeout: 20_000 }, () => {
   it("writes the entry's access, its pin, pins and policy kept, then invalidates at the edge as pin does", async () => {

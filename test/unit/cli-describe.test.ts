@@ -3,31 +3,17 @@
 // kept, the edge invalidated; the description printed when no option is given; a new version
 // keeping it; unknown ids refused; and every invalid description a usage error (exit 2) naming the
 // field, with nothing written.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { EDGE_CALL, fakeStoreAndEdge, type FakeStoreAndEdge } from "./cli-fakes";
+import { describe, expect, it } from "vitest";
+import { EDGE_CALL, PINNED_ENTRY, useFakeStoreAndEdge } from "./cli-fakes";
 import { SAMPLE, tessera } from "./cli-helpers";
 
-let fake: FakeStoreAndEdge;
-
 const ENTRY = {
-  pin: "v1",
-  policy: "AssumeImmutable",
-  pins: [{ version: "v1", at: "2026-11-30T20:51:28.840Z" }],
+  ...PINNED_ENTRY,
   access: { profile: "kiosk" },
   description: { label: { en: ["Graz"] }, rights: "http://rightsstatements.org/vocab/InC/1.0/" },
 };
 
-beforeAll(async () => {
-  fake = await fakeStoreAndEdge();
-});
-afterAll(() => fake?.close());
-beforeEach(() =>
-  fake.reset([
-    ["city.tif", "a COG"],
-    ["city.tessera.json", JSON.stringify(ENTRY)],
-    ["town.mosaic.json", "{}"],
-  ]),
-);
+const fake = useFakeStoreAndEdge(ENTRY);
 
 describe("tessera describe", { timeout: 20_000 }, () => {
   it("merges into the entry's description (a field given replaces it), keeps the rest of the entry, invalidates at the edge", async () => {

@@ -3,6 +3,7 @@
 // environment that points the command at them.
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, beforeEach } from "vitest";
 
 export interface FakeStoreAndEdge {
   /** The store's objects by key. */
@@ -32,8 +33,29 @@ async function listen(server: Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/** A COG's entry as `tessera` writes it: pinned, one pin so far. */
+export const PINNED_ENTRY = { pin: "v1", policy: "AssumeImmutable", pins: [{ version: "v1", at: "2026-11-30T20:51:28.840Z" }] };
+
+/**
+ * The fakes for this test file, started before its tests; before each, the store holds afresh a
+ * COG "city" with the entry `cityEntry` and a mosaic "town" with none.
+ */
+export function useFakeStoreAndEdge(cityEntry: object): FakeStoreAndEdge {
+  const stored: [string, string][] = [
+    ["city.tif", "a COG"],
+    ["city.tessera.json", JSON.stringify(cityEntry)],
+    ["town.mosaic.json", "{}"],
+  ];
+  let started: { fake: FakeStoreAndEdge } | undefined;
+  beforeAll(async () => void (started = { fake: await fakeStoreAndEdge() }));
+  afterAll(() => started?.fake.close());
+  beforeEach(() => started!.fake.reset(stored));
+  // The tests read it after beforeAll has started it.
+  return new Proxy({} as FakeStoreAndEdge, { get: (_, name) => started!.fake[name as keyof FakeStoreAndEdge] });
+}
+
 /** Starts both and points process.env at them (close() takes it back). */
-export async function fakeStoreAndEdge(): Promise<FakeStoreAndEdge> {
+async function fakeStoreAndEdge(): Promise<FakeStoreAndEdge> {
   const fake: FakeStoreAndEdge = {
     objects: new Map(),
     writes: [],
