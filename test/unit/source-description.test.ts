@@ -9,30 +9,15 @@ import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { makeS3Client } from "../../infra/local/s3";
-import { LocalCatalog } from "../../regional/source/local";
 import { S3SourceCatalog } from "../../regional/source/s3";
 import { tileToQuadkey } from "../../shared/maps/mosaic-json";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
-import { fixtureDir, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+import { useEntryFixtures } from "./entry-fixtures";
+import { signedGet } from "./regional-helpers";
 
-let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
-let decoder: Decoder;
-
-beforeAll(async () => {
-  fixtures = await fixtureDir(); // jpeg.tif and deflate.tif
-  decoder = await startDecoder(new LocalCatalog(fixtures.dir));
-});
-afterAll(async () => {
-  await decoder?.close();
-  await fixtures?.remove();
-});
-beforeEach(async () => {
-  for (const id of ["jpeg", "deflate", "city"]) await rm(entryFile(id), { force: true });
-  decoder.logs.length = 0;
-});
-
-const entryFile = (id: string) => path.join(fixtures.dir, `${id}.tessera.json`);
-const writeEntry = (id: string, entry: object) => writeFile(entryFile(id), JSON.stringify(entry));
+const fixtures = useEntryFixtures(["jpeg", "deflate", "city"]);
+const { entryFile, writeEntry } = fixtures;
+beforeEach(() => void (fixtures.decoder.logs.length = 0));
 
 const GRAZ = {
   label: { en: ["Map of Graz, 1850"], de: ["Karte von Graz, 1850"] },
@@ -44,12 +29,12 @@ const GRAZ = {
 
 /** The decoder's info for `id` (at `version`), which must be served. */
 async function info(id: string, version?: string): Promise<SourceInfo> {
-  const res = await signedGet(decoder, DECODER.info(id, version));
+  const res = await signedGet(fixtures.decoder, DECODER.info(id, version));
   expect(res.status).toBe(200);
   return (await res.json()) as SourceInfo;
 }
 
-const warnings = () => decoder.logs.filter((r) => r.level === "warn");
+const warnings = () => fixtures.decoder.logs.filter((r) => r.level === "warn");
 
 describe("the info route reports the entry's description", () => {
   it("a COG's, on the plain id and on its snapshot, as written (hostile characters and all)", async () => {
@@ -83,7 +68,7 @@ describe("a description changed while the decoder holds the snapshot", () => {
     const { version, description } = await info("jpeg");
     expect(description).toEqual({ label: { en: ["Old title"] } });
     // A tile read: the snapshot is parsed and cached at this version.
-    expect((await signedGet(decoder, DECODER.image("jpeg", "0,0,256,256/256,256/0/default.jpg", version))).status).toBe(200);
+    expect((await signedGet(fixtures.decoder, DECODER.image("jpeg", "0,0,256,256/256,256/0/default.jpg", version))).status).toBe(200);
 
     await writeEntry("jpeg", { description: { label: { en: ["New title"] }, rights: "http://rightsstatements.org/vocab/InC/1.0/" } });
     const renamed = { label: { en: ["New title"] }, rights: "http://rightsstatements.org/vocab/InC/1.0/" };
@@ -101,7 +86,7 @@ describe("a description the decoder cannot read", () => {
     const { version } = await info("deflate");
     await writeEntry("deflate", { description: { label: { en: ["Graz"] }, rights: "https://creativecommons.org/licenses/by/4.0" } });
     for (const asked of [undefined, version, undefined]) expect(await info("deflate", asked)).not.toHaveProperty("description");
-    expect((await signedGet(decoder, DECODER.image("deflate", "full/64,/0/default.png", version))).status).toBe(200);
+    expect((await signedGet(fixtures.decoder, DECODER.image("deflate", "full/64,/0/default.png", version))).status).toBe(200);
     expect(warnings()).toEqual([
       {
         level: "warn",
