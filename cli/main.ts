@@ -5,6 +5,7 @@
 import { Command, CommanderError } from "commander";
 import { ConfigError } from "../shared/config";
 import { addAccessCommand } from "./commands/access";
+import { addDescribeCommand } from "./commands/describe";
 import { addInvalidateCommand } from "./commands/invalidate";
 import { addPinCommands } from "./commands/pin";
 import { addPublishCommand } from "./commands/publish";
@@ -33,6 +34,7 @@ function tessera(output: Output): Command {
   addVersionsCommand(program, output);
   addPinCommands(program, output);
   addAccessCommand(program, output);
+  addDescribeCommand(program, output);
   addInvalidateCommand(program, output);
   return program;
 }

@@ -1,7 +1,7 @@
 // The publisher's side of the bucket: a source's versions and its catalog entry (the pin, the
-// snapshot policy and the access rule, one small JSON document beside the source). Uploads go to the key the
-// decoder reads, `{prefix}{id}.tif`, as a new version; large files in parts, and a failed upload
-// aborts its parts so none are left behind.
+// snapshot policy, the access rule and the description, one small JSON document beside the
+// source). Uploads go to the key the decoder reads, `{prefix}{id}.tif`, as a new version; large
+// files in parts, and a failed upload aborts its parts so none are left behind.
 import { stat } from "node:fs/promises";
 import { createReadStream } from "node:fs";
 import {
@@ -18,6 +18,9 @@ import { sourceFileKeys } from "../regional/source/source";
 import { catalogKey, NO_ENTRY, parseCatalogEntry, rolledBack, withAccess, withPin, type CatalogEntry } from "../shared/catalog";
 import { HttpError, notFound, versionGone } from "../shared/errors";
 import type { AccessRule } from "./access-rule";
+
+/** What a command makes of a source's entry, given it as stored. */
+export type EntryChange = (entry: CatalogEntry) => CatalogEntry;
 
 /** Parts of this size (S3's minimum is 5 MiB); files up to one part are a single PUT. */
 export const PART_BYTES = 8 * 1024 * 1024;
@@ -126,16 +129,20 @@ export class SourceStore {
     }
   }
 
-  /** Pins `version` of `id` (it must exist), giving it `access` when one is given; returns the new entry. */
-  async pin(id: string, version: string, access?: AccessRule): Promise<CatalogEntry> {
+  /** Pins `version` of `id` (it must exist), making `change` to its entry too; returns the new entry. */
+  async pin(id: string, version: string, change: EntryChange = (entry) => entry): Promise<CatalogEntry> {
     await this.requireVersion(id, version);
-    const entry = await this.entry(id);
-    return this.save(id, withPin(access ? withAccess(entry, access) : entry, version, new Date().toISOString()));
+    return this.save(id, withPin(change(await this.entry(id)), version, new Date().toISOString()));
   }
 
   /** Gives `id` the access rule `access`, its pin, pins and policy kept; returns the new entry. */
   async setAccess(id: string, access: AccessRule): Promise<CatalogEntry> {
-    return this.save(id, withAccess(await this.entry(id), access));
+    return this.amend(id, (entry) => withAccess(entry, access));
+  }
+
+  /** Makes `change` to `id`'s entry (one that throws writes nothing); returns the new entry. */
+  async amend(id: string, change: EntryChange): Promise<CatalogEntry> {
+    return this.save(id, change(await this.entry(id)));
   }
 
   /** Throws not_found unless one of `id`'s files (a COG, a mosaic's document) is in the store. */

@@ -23,7 +23,7 @@ import { WorkBudget } from "./runtime/work-budget";
 import { readAssetConfig } from "./source/access-policy";
 import { assetCatalog } from "./source/asset-catalog";
 import { AssetSources } from "./source/assets";
-import type { SourceCatalog } from "./source/source";
+import type { Source, SourceCatalog } from "./source/source";
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
@@ -109,9 +109,13 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
     sharedWorkTimeoutMs: options.sharedWorkTimeoutMs,
   };
   const { assets, mosaicTiles, mosaicAssets } = mosaicMembers(options, opening);
+  const log = options.log ?? jsonLog;
   const snapshots = new CogCache<Cog | Mosaic>(
     options.catalog,
-    (source) => (source.document ? Mosaic.open(source, mosaicAssets) : Cog.open(source, opening)),
+    (source) => {
+      warnOfUnreadableDescription(source, log);
+      return source.document ? Mosaic.open(source, mosaicAssets) : Cog.open(source, opening);
+    },
     options.cogCacheSize,
     opening,
   );
@@ -132,13 +136,22 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
     settle: new Settle([recycleRenderPool, collectGarbage]),
     metricsPage: Registry.merge([registry, metrics.registry, drain.registry]),
     metricsToken: options.metricsToken,
-    log: options.log ?? jsonLog,
+    log,
     close() {
       snapshots.closeAll();
       mosaicTiles.members.closeAll();
       void assets.close();
     },
   };
+}
+
+/**
+ * A description the decoder cannot read is served without, not withheld: the publisher learns why
+ * here, once per snapshot opened (a changed entry opens it again), not on every request.
+ */
+function warnOfUnreadableDescription({ unreadableDescription, label, version }: Source, log: Log): void {
+  if (unreadableDescription === undefined) return;
+  log({ level: "warn", msg: "description unreadable", source: label, version, reason: unreadableDescription });
 }
 
 /**

@@ -1,11 +1,12 @@
 // A source's catalog entry, kept in the bucket beside the source as one small JSON document
 // (`{prefix}{id}.tessera.json`; in a versioned bucket it is versioned too), so decoders stay
-// stateless and every decoder and edge location reads the same pin and access rule:
+// stateless and every decoder and edge location reads the same pin, access rule and description:
 //   { "pin": "<version>", "policy": "RequireValidator", "pins": [{ "version": "…", "at": "…" }],
-//     "access": { "profile": "active", "degradedWidth": 800 } }
+//     "access": { "profile": "active", "degradedWidth": 800 }, "description": { "label": { "en": ["…"] } } }
 // No entry, or no pin, means the latest version under RequireValidator, open to anyone. Rolling
 // back re-points the pin to the one before it; no bytes are copied.
 import { readAccess, type Access, type Restriction } from "./access";
+import { readDescription, type Description } from "./description";
 import { badGateway, HttpError, unsupported } from "./errors";
 
 /**
@@ -25,6 +26,8 @@ export interface CatalogEntry {
    * written, so a re-pin never drops a rule, not even one this version cannot read.
    */
   access?: unknown;
+  /** What the source is, for people, as readDescription reads it; kept as written, like access. */
+  description?: unknown;
   policy: SnapshotPolicy;
   /** Every pin so far, oldest first. */
   pins: { version: string; at: string }[];
@@ -44,13 +47,19 @@ export function parseCatalogEntry(text: string, label: string): CatalogEntry {
     throw bad("is not JSON");
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw bad("is not an object");
-  const { pin, policy = NO_ENTRY.policy, pins = [], access } = value as Record<string, unknown>;
+  const { pin, policy = NO_ENTRY.policy, pins = [], access, description } = value as Record<string, unknown>;
   if (pin !== undefined && (typeof pin !== "string" || pin === "")) throw bad("has a pin that is not a version");
   if (!POLICIES.includes(policy as SnapshotPolicy)) throw bad(`has policy ${JSON.stringify(policy)}, not ${POLICIES.join(" or ")}`);
   const valid = (p: unknown) =>
     typeof p === "object" && p !== null && typeof (p as { version?: unknown }).version === "string" && typeof (p as { at?: unknown }).at === "string";
   if (!Array.isArray(pins) || !pins.every(valid)) throw bad("has pins that are not {version, at} records");
-  return { pin, policy: policy as SnapshotPolicy, pins: pins as CatalogEntry["pins"], ...(access !== undefined && { access }) };
+  return {
+    pin,
+    policy: policy as SnapshotPolicy,
+    pins: pins as CatalogEntry["pins"],
+    ...(access !== undefined && { access }),
+    ...(description !== undefined && { description }),
+  };
 }
 
 /**
@@ -68,6 +77,28 @@ export function restrictionOf(entry: CatalogEntry, id: string): Restriction | un
 export function withAccess(entry: CatalogEntry, access: Exclude<Access, { unreadable: string }>): CatalogEntry {
   const { access: _previous, ...rest } = entry;
   return "restriction" in access ? { ...rest, access: access.restriction } : rest;
+}
+
+/** What an entry says of its source for people: its description (absent when empty), or why it cannot be read. */
+export interface EntryDescription {
+  description?: Description;
+  unreadableDescription?: string;
+}
+
+/**
+ * The description an entry gives its source. Unlike an access rule, one that cannot be read
+ * does not withhold the source: it is served without one, and the reason is logged.
+ */
+export function descriptionOf(entry: CatalogEntry): EntryDescription {
+  const reading = readDescription(entry.description);
+  if ("unreadable" in reading) return { unreadableDescription: reading.unreadable };
+  return Object.keys(reading.description).length > 0 ? { description: reading.description } : {};
+}
+
+/** The entry with `description` as its description; an empty one is no field at all. */
+export function withDescription(entry: CatalogEntry, description: Description): CatalogEntry {
+  const { description: _previous, ...rest } = entry;
+  return Object.keys(description).length > 0 ? { ...rest, description } : rest;
 }
 
 /** The entry with `version` pinned at `at` (ISO time). */

@@ -3,9 +3,10 @@
 // its last in-flight request is done, and a failed open is forgotten, never cached.
 //
 // A snapshot also carries what the source's catalog entry said when it was opened (its access
-// rule), which a publisher changes without a new version. So an open through the catalog (the
-// current version, or any with `fresh`) that finds another rule than the cached snapshot's
-// replaces it: a source just restricted is reported so at once, not after an eviction.
+// rule and description), which a publisher changes without a new version. So an open through the
+// catalog (the current version, or any with `fresh`) that finds another rule than the cached
+// snapshot's replaces it: a source just restricted, or described anew, is reported so at once,
+// not after an eviction.
 //
 // A mosaic's members are kept in a cache of their own that remembers the version each was first
 // opened at: a member is pinned to that snapshot until it is invalidated or evicted, not
@@ -35,8 +36,12 @@ interface Entry<T> {
 
 const cogKey = (id: string, version: string) => `${id}@${version}`;
 
-/** What a snapshot says beyond its version that its entry may change: the access rule. */
-const ruleOf = (source: Source) => JSON.stringify(source.access ?? null);
+/**
+ * What a snapshot says beyond its version that its entry may change: the access rule and the
+ * description, or why that cannot be read (so mending it is seen too).
+ */
+const ruleOf = ({ access, description, unreadableDescription }: Source) =>
+  JSON.stringify([access ?? null, description ?? null, unreadableDescription ?? null]);
 
 /**
  * Whether a fresh open of the catalog found another rule than the cached snapshot's. One still

@@ -187,6 +187,7 @@ export class Cog {
       codec: this.codec,
       georeference: this.geo?.info,
       ...(this.source.access && { access: this.source.access }),
+      ...(this.source.description && { description: this.source.description }),
     };
   }
 

@@ -1,8 +1,9 @@
 // GET /v1/info/{id}?version=V: what the decoder knows of the pinned snapshot (its size, levels,
-// tiles, limits, georeference or mosaic shape, who may see it), from which the edge builds
-// info.json and TileJSON. Always opened through the catalog, a version asked for too: the access
-// rule is the entry's now, not the one a cached snapshot was opened with. The edge asks this once
-// per INFO_MAX_AGE, not per tile, so the entry read is cheap.
+// tiles, limits, georeference or mosaic shape, who may see it, its description), from which the
+// edge builds info.json, TileJSON and the manifest. Always opened through the catalog, a version
+// asked for too: the access rule and description are the entry's now, not those a cached snapshot
+// was opened with. The edge asks this once per INFO_MAX_AGE, not per tile, so the entry read is
+// cheap.
 import { VERSION_HEADER } from "../../shared/protocol";
 import { json } from "../http/answer";
 import type { Handler } from "../http/router";

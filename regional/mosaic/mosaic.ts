@@ -73,6 +73,7 @@ export class Mosaic {
       georeference,
       mosaic: summary,
       ...(this.source.access && { access: this.source.access }),
+      ...(this.source.description && { description: this.source.description }),
     };
   }
 

@@ -4,17 +4,18 @@
 // FileHandle and re-checks the validator before answering each read, so a file replaced or
 // rewritten underneath fails the read (502) instead of yielding bytes of another version.
 // `<dir>/<id>.tessera.json` is the source's catalog entry, in the bucket's format, of which only
-// `access` applies: a directory keeps one version of each file, so there is nothing to pin, and
-// every file has a validator, so no snapshot policy is needed.
+// `access` and `description` apply: a directory keeps one version of each file, so there is
+// nothing to pin, and every file has a validator, so no snapshot policy is needed.
 
 import { fstatSync } from "node:fs";
 import { open, readFile, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { Restriction } from "../../shared/access";
-import { catalogKey, NO_ENTRY, parseCatalogEntry, restrictionOf, type CatalogEntry } from "../../shared/catalog";
+import { catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry } from "../../shared/catalog";
+import type { Description } from "../../shared/description";
 import { notFound, versionGone } from "../../shared/errors";
 import { assertOpenFile } from "./restricted-files";
-import { SOURCE_FILES, sourceFault, sourceIdOfKey, type Source, type SourceCatalog, type SourceDocument } from "./source";
+import { entryTerms, SOURCE_FILES, sourceFault, sourceIdOfKey, type EntryTerms, type Source, type SourceCatalog, type SourceDocument } from "./source";
 import { isValidSourceId, knownSourceId } from "../../shared/source-id";
 
 
@@ -34,11 +35,11 @@ export class LocalCatalog implements SourceCatalog {
 
   async open(id: string, version: string | undefined, signal?: AbortSignal): Promise<Source> {
     knownSourceId(id);
-    const access = restrictionOf(await this.entry(id), id);
+    const terms = entryTerms(await this.entry(id), id);
     let source: Source | undefined;
     for (const { suffix, document } of SOURCE_FILES) {
       const key = `${id}${suffix}`;
-      source = await openLocalFile(path.join(this.dir, key), `local:${id}`, signal, { document: document && { kind: document, key }, access });
+      source = await openLocalFile(path.join(this.dir, key), `local:${id}`, signal, { document: document && { kind: document, key }, ...terms });
       if (source) break;
     }
     if (!source) throw notFound(`unknown source "${id}"`);
@@ -87,9 +88,8 @@ export class LocalCatalog implements SourceCatalog {
 }
 
 /** What a catalog knows of a file beyond its bytes. */
-interface Described {
+interface Described extends EntryTerms {
   document?: SourceDocument;
-  access?: Restriction;
 }
 
 /**
@@ -126,6 +126,8 @@ class LocalSource implements Source {
   private closed = false;
   readonly document?: SourceDocument;
   readonly access?: Restriction;
+  readonly description?: Description;
+  readonly unreadableDescription?: string;
 
   constructor(
     private readonly handle: FileHandle,
@@ -133,10 +135,12 @@ class LocalSource implements Source {
     readonly version: string,
     readonly size: number,
     private readonly mtimeMs: number,
-    { document, access }: Described,
+    { document, access, description, unreadableDescription }: Described,
   ) {
     this.document = document;
     this.access = access;
+    this.description = description;
+    this.unreadableDescription = unreadableDescription;
   }
 
   async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {

@@ -2,7 +2,8 @@
 // object's current one) by its VersionId (or, in an unversioned bucket and for the "null"
 // version, its strong ETag), and every read is a ranged GET of exactly that snapshot, so a tile
 // can never mix bytes of two versions. The entry's snapshot policy decides whether an object
-// without such a validator may be served at all, and its access rule goes with the source.
+// without such a validator may be served at all, and its access rule and description go with the
+// source.
 //
 // Opening costs one round trip in the common case: the object is opened by a ranged GET of its
 // first bytes (whose answer names its size, VersionId and ETag, so no HEAD), sent together with
@@ -15,11 +16,12 @@ import {
   type S3Client,
 } from "@aws-sdk/client-s3";
 import type { Restriction } from "../../shared/access.js";
-import { catalogKey, NO_ENTRY, parseCatalogEntry, restrictionOf, type CatalogEntry, type SnapshotPolicy } from "../../shared/catalog.js";
+import { catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry, type SnapshotPolicy } from "../../shared/catalog.js";
+import type { Description } from "../../shared/description.js";
 import { HttpError, notFound, versionGone } from "../../shared/errors.js";
 import { parseContentRange } from "./content-range.js";
 import { assertOpenFile } from "./restricted-files.js";
-import { SOURCE_FILES, sourceFault, sourceIdOfKey, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
+import { entryTerms, SOURCE_FILES, sourceFault, sourceIdOfKey, type EntryTerms, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
 
 export interface S3CatalogConfig {
   client: S3Client;
@@ -114,12 +116,12 @@ export class S3SourceCatalog implements SourceCatalog {
   async open(id: string, requested: string | undefined, signal?: AbortSignal): Promise<Source> {
     if (id === "") throw notFound("empty source id");
     const [entry, found] = await Promise.all([this.entry(id, signal), this.find(id, requested, signal)]);
-    const access = restrictionOf(entry, id);
+    const terms = entryTerms(entry, id);
     const pin = requested ?? entry.pin;
     // Without a version asked for, the latest was read on the chance that the entry pins it.
     const missedPin = requested === undefined && pin !== undefined && !(found && isSnapshotOf(found, pin));
     const snapshot = missedPin ? await this.find(id, pin, signal) : found;
-    if (snapshot) return this.pinned(snapshot, entry.policy, access);
+    if (snapshot) return this.pinned(snapshot, entry.policy, terms);
     if (pin === undefined) throw notFound(`unknown source "${id}"`);
     throw versionGone(`source "${id}" has no version "${pin}"`);
   }
@@ -130,7 +132,7 @@ export class S3SourceCatalog implements SourceCatalog {
     const [snapshot, entry] = await Promise.all([this.snapshot(key, undefined, signal), id === undefined ? undefined : this.entry(id, signal)]);
     if (!snapshot) throw notFound("no such object", `no object s3://${this.cfg.bucket}/${key}`);
     if (entry) assertOpenFile(entry, id!, `s3://${this.cfg.bucket}/${key}`);
-    return this.pinned(snapshot, NO_ENTRY.policy);
+    return this.pinned(snapshot, NO_ENTRY.policy, {});
   }
 
   /**
@@ -193,8 +195,8 @@ export class S3SourceCatalog implements SourceCatalog {
     return { key, size, versionId: head.VersionId, etag: head.ETag, firstBytes: new Uint8Array(0), document };
   }
 
-  /** A Source pinned to `snapshot` under `access`, if the snapshot policy lets it be served. */
-  private pinned(snapshot: Snapshot, policy: SnapshotPolicy, access?: Restriction): Source {
+  /** A Source pinned to `snapshot` with its entry's `terms`, if the snapshot policy lets it be served. */
+  private pinned(snapshot: Snapshot, policy: SnapshotPolicy, terms: EntryTerms): Source {
     const { client, bucket } = this.cfg;
     const { key, etag, versionId } = snapshot;
     const label = `s3://${bucket}/${key}`;
@@ -203,11 +205,11 @@ export class S3SourceCatalog implements SourceCatalog {
     // version (written while versioning was off or suspended), which is overwritten in place.
     const overwritable = !versionId || versionId === NULL_VERSION;
     const validated = !overwritable || (etag !== undefined && !etag.startsWith("W/"));
-    if (validated) return new S3Source(client, bucket, label, snapshot, access);
+    if (validated) return new S3Source(client, bucket, label, snapshot, terms);
     if (policy === "AssumeImmutable") {
       // Served as the publisher promised: unconditional reads, known by whatever identity it has.
       const unvalidated = { ...snapshot, versionId: undefined, etag: undefined };
-      return new S3Source(client, bucket, label, unvalidated, access, `${etag ?? "unvalidated"}:${snapshot.size}`);
+      return new S3Source(client, bucket, label, unvalidated, terms, `${etag ?? "unvalidated"}:${snapshot.size}`);
     }
     throw sourceFault(
       label,
@@ -237,6 +239,9 @@ class S3Source implements Source {
   readonly size: number;
   readonly firstBytes: Uint8Array;
   readonly document?: SourceDocument;
+  readonly access?: Restriction;
+  readonly description?: Description;
+  readonly unreadableDescription?: string;
   private readonly key: string;
   private readonly versionId: string | undefined;
   private readonly etag: string | undefined;
@@ -246,9 +251,12 @@ class S3Source implements Source {
     private readonly bucket: string,
     readonly label: string,
     snapshot: Snapshot,
-    readonly access: Restriction | undefined,
+    { access, description, unreadableDescription }: EntryTerms,
     assumedVersion?: string,
   ) {
+    this.access = access;
+    this.description = description;
+    this.unreadableDescription = unreadableDescription;
     this.key = snapshot.key;
     this.size = snapshot.size;
     this.versionId = snapshot.versionId;

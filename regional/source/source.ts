@@ -2,10 +2,15 @@
 // a source is one pinned snapshot of one object, read by byte ranges.
 
 import type { Restriction } from "../../shared/access";
+import { descriptionOf, restrictionOf, type CatalogEntry, type EntryDescription } from "../../shared/catalog";
 import { badGateway } from "../../shared/errors";
 import { isValidSourceId } from "../../shared/source-id";
 
-export interface Source {
+/**
+ * Besides its bytes, a source carries what its catalog entry said when it was opened by id: who
+ * may see it and its description (or why that cannot be read), which the decoder reports.
+ */
+export interface Source extends EntryDescription {
   /** Opaque snapshot identity (S3 VersionId, or a local file's size+mtime validator). */
   readonly version: string;
   /** Object size in bytes. */
@@ -31,6 +36,12 @@ export interface Source {
    */
   readonly access?: Restriction;
 }
+
+/** What a catalog entry says of the source opened by id `id` beyond its version. */
+export type EntryTerms = Pick<Source, "access" | "description" | "unreadableDescription">;
+
+/** `entry`'s terms for source `id`; an access rule that cannot be read withholds it (restrictionOf). */
+export const entryTerms = (entry: CatalogEntry, id: string): EntryTerms => ({ access: restrictionOf(entry, id), ...descriptionOf(entry) });
 
 /**
  * A 502 about one source: `message` for the client, and after the source's label (its bucket

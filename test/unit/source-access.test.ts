@@ -7,36 +7,22 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeS3Client } from "../../infra/local/s3";
 import { LocalCatalog } from "../../regional/source/local";
 import { S3SourceCatalog } from "../../regional/source/s3";
 import { tileToQuadkey } from "../../shared/maps/mosaic-json";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { failure } from "../support/failure";
-import { fixtureDir, signedGet, startDecoder, type Decoder } from "./regional-helpers";
+import { useEntryFixtures } from "./entry-fixtures";
+import { signedGet } from "./regional-helpers";
 
-let fixtures: Awaited<ReturnType<typeof fixtureDir>>;
-let decoder: Decoder;
-
-beforeAll(async () => {
-  fixtures = await fixtureDir(); // jpeg.tif and deflate.tif
-  decoder = await startDecoder(new LocalCatalog(fixtures.dir));
-});
-afterAll(async () => {
-  await decoder?.close();
-  await fixtures?.remove();
-});
-beforeEach(async () => {
-  for (const id of ["jpeg", "deflate", "city"]) await rm(entryFile(id), { force: true });
-});
-
-const entryFile = (id: string) => path.join(fixtures.dir, `${id}.tessera.json`);
-const writeEntry = (id: string, entry: object) => writeFile(entryFile(id), JSON.stringify(entry));
+const fixtures = useEntryFixtures(["jpeg", "deflate", "city"]);
+const { entryFile, writeEntry } = fixtures;
 
 /** The decoder's info answer for `id` (at `version`): its status, and the body or the error's message. */
 async function info(id: string, version?: string): Promise<{ status: number; info?: SourceInfo; message?: string }> {
-  const res = await signedGet(decoder, DECODER.info(id, version));
+  const res = await signedGet(fixtures.decoder, DECODER.info(id, version));
   const body = (await res.json()) as SourceInfo & { message?: string };
   return res.status === 200 ? { status: 200, info: body } : { status: res.status, message: body.message };
 }
@@ -69,7 +55,7 @@ describe("a rule changed while the decoder holds the snapshot", () => {
     expect(before.info).not.toHaveProperty("access");
     const { version } = before.info!;
     // A tile read: the snapshot is parsed and cached at this version.
-    expect((await signedGet(decoder, DECODER.image("jpeg", "0,0,256,256/256,256/0/default.jpg", version))).status).toBe(200);
+    expect((await signedGet(fixtures.decoder, DECODER.image("jpeg", "0,0,256,256/256,256/0/default.jpg", version))).status).toBe(200);
 
     await writeEntry("jpeg", { access: { profile: "external", degradedWidth: 200 } }); // no new version, no invalidation
     // The snapshot first: asked by version, the decoder still reads the entry as it is now.
