@@ -18,7 +18,26 @@ export interface Georeference {
   tiling: Record<string, SourceTiling>;
   /** The source goes past longitude ±180°: no tiling, and its map routes answer 501 (mapUnsupported). */
   crossesAntimeridian?: true;
+  /**
+   * A GRID_SIDE² grid of full-resolution pixel positions, corners and edges included, with their
+   * longitude and latitude: the edge has no proj4, and the manifest's georeference annotation is
+   * made of them. Absent when they cannot all be placed (the decoder logs why).
+   */
+  controlPoints?: ControlPoint[];
+  /** The image's outline in longitude, latitude, clockwise from the top-left corner in pixels, FOOTPRINT_PER_SIDE points a side; absent with controlPoints. */
+  footprint?: [number, number][];
 }
+
+/** A ground control point: a pixel position (x, y from the image's top-left corner) and its [longitude, latitude]. */
+export interface ControlPoint {
+  resource: [number, number];
+  geo: [number, number];
+}
+
+/** Control points per side of the grid: 5² points, fixed, so a hostile file cannot swell a SourceInfo. */
+export const GRID_SIDE = 5;
+/** Outline points per side of the image, so a UTM or polar footprint follows its curved edges. */
+export const FOOTPRINT_PER_SIDE = 8;
 
 /** A georeferenced source on one tile matrix set: what TileJSON, WMTS and cost estimates need. */
 export interface SourceTiling {

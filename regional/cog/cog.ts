@@ -118,7 +118,7 @@ export class Cog {
     } catch (e) {
       throw asHttpError(e, source);
     }
-    const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global(), readGeoreference(full, levels));
+    const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global(), readGeoreference(full, levels, source.label));
     if ((options.prefetchRing ?? DEFAULT_PREFETCH_RING) > 0) cog.prefetchTables();
     return cog;
   }

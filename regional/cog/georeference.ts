@@ -7,12 +7,15 @@
 // outline has no place on the Earth (a point without longitude and latitude, or past a pole) is
 // an image only. A source across longitude ±180° is georeferenced but not tiled: the tile
 // matrix sets' bounds and the warp take longitudes within −180…180, so its tiles would be wrong.
+// It also places a grid of control points and the outline in longitude and latitude, which the
+// edge (no proj4 there) builds the manifest's navPlace and georeference annotation from.
 import type { GeoTIFFImage } from "geotiff";
-import type { Georeference, SourceTiling } from "../../shared/protocol";
+import { FOOTPRINT_PER_SIDE, GRID_SIDE, type ControlPoint, type Georeference, type SourceTiling } from "../../shared/protocol";
 import type { LevelSize } from "../../shared/levels";
 import { TILE_MATRIX_SETS, type TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { conversion, crsOfGeoKeys, LON_LAT, setConversion, type Crs } from "../maps/crs";
 import { applyAffine, type Affine } from "../maps/transformer";
+import { jsonLog, type Log } from "../runtime/log";
 
 /** A georeferenced source as the warp uses it, and as SourceInfo describes it. */
 export interface SourceGeo {
@@ -27,11 +30,21 @@ const PIXEL_IS_POINT = 2;
 /** Segments per edge when an outline is transformed (GDAL's transformBounds densifies with 21 points). */
 const EDGE_SEGMENTS = 20;
 
-export function readGeoreference(image: GeoTIFFImage, levels: LevelSize[]): SourceGeo | undefined {
+/**
+ * Called once per open: a file whose GeoKeys name a CRS but that cannot be placed, or whose
+ * control points cannot be, is logged with the reason (a publisher's mistake, or a CRS to add),
+ * `label` naming it; a file without GeoKeys is an image, and says nothing.
+ */
+export function readGeoreference(image: GeoTIFFImage, levels: LevelSize[], label = "", log: Log = jsonLog): SourceGeo | undefined {
   const keys = image.getGeoKeys() as Record<string, unknown> | null;
   const crs = crsOfGeoKeys(keys);
   const native = geoTransform(image, keys?.GTRasterTypeGeoKey === PIXEL_IS_POINT);
-  if (!crs || !native) return undefined;
+  const unusable = (reason: string) => log({ level: "warn", msg: "georeference unusable", source: label, reason });
+  const namesCrs = keys?.ProjectedCSTypeGeoKey !== undefined || keys?.GeographicTypeGeoKey !== undefined;
+  if (!crs || !native) {
+    if (namesCrs) unusable(!crs ? "its CRS has no proj4 definition" : "no invertible pixel-to-CRS transform");
+    return undefined;
+  }
   const [full] = levels;
   const bbox = envelope(corners(full).map(([c, r]) => applyAffine(native, c, r)));
   const [sx, sy] = crs.unitScale;
@@ -39,7 +52,10 @@ export function readGeoreference(image: GeoTIFFImage, levels: LevelSize[]): Sour
   const toLonLat = conversion(crs.definition, LON_LAT);
   const lonLat = perimeter(full).map(([c, r]) => toLonLat(...applyAffine(pixelToCrs, c, r)));
   const place = placeOnEarth(lonLat, pixelDiagonal(pixelToCrs, toLonLat));
-  if (place === "nowhere") return undefined;
+  if (place === "nowhere") {
+    unusable("its outline has no place on the Earth");
+    return undefined;
+  }
   const crossing = place === "across the antimeridian";
   const tiling: Record<string, SourceTiling> = {};
   for (const tms of crossing ? [] : TILE_MATRIX_SETS.values()) {
@@ -47,7 +63,41 @@ export function readGeoreference(image: GeoTIFFImage, levels: LevelSize[]): Sour
     if (on) tiling[tms.id] = on;
   }
   const info: Georeference = { crs: crs.name, bbox, lonLatBounds: envelope(lonLat), tiling, ...(crossing && { crossesAntimeridian: true }) };
+  const placed = controlPoints(full, (c, r) => toLonLat(...applyAffine(pixelToCrs, c, r)));
+  // Across ±180° a GeoJSON outline and a fit in longitude would wrap the wrong way round the world.
+  if (crossing) unusable("no control points: it crosses the antimeridian");
+  else if (!placed) unusable("no control points: a point of its grid or outline has no longitude and latitude");
+  else Object.assign(info, placed);
   return { crs, pixelToCrs, info };
+}
+
+/** Degrees kept: 1e-8° is about a millimetre, far below any pixel a COG is likely to have. */
+const round = (v: number) => Math.round(v * 1e8) / 1e8;
+
+/**
+ * The GRID_SIDE² grid evenly over the image (corners and edges included) and the outline,
+ * FOOTPRINT_PER_SIDE points a side, in longitude and latitude; undefined when any point has none.
+ */
+function controlPoints(full: LevelSize, toLonLat: (column: number, row: number) => [number, number]): Pick<Georeference, "controlPoints" | "footprint"> | undefined {
+  const { width, height } = full;
+  const steps = GRID_SIDE - 1;
+  const grid: [number, number][] = [];
+  for (let j = 0; j <= steps; j++) for (let i = 0; i <= steps; i++) grid.push([(i * width) / steps, (j * height) / steps]);
+  const edge = Array.from({ length: FOOTPRINT_PER_SIDE }, (_, i) => i / FOOTPRINT_PER_SIDE);
+  const outline: [number, number][] = [
+    ...edge.map((f): [number, number] => [f * width, 0]),
+    ...edge.map((f): [number, number] => [width, f * height]),
+    ...edge.map((f): [number, number] => [(1 - f) * width, height]),
+    ...edge.map((f): [number, number] => [0, (1 - f) * height]),
+  ];
+  const place = (points: [number, number][]) => points.map(([c, r]) => toLonLat(c, r));
+  const [geoGrid, geoOutline] = [place(grid), place(outline)];
+  if (![...geoGrid, ...geoOutline].every(([lon, lat]) => Number.isFinite(lon) && Number.isFinite(lat) && Math.abs(lat) <= 90)) return undefined;
+  const lonLat = ([lon, lat]: [number, number]): [number, number] => [round(lon), round(lat)];
+  return {
+    controlPoints: grid.map((resource, i): ControlPoint => ({ resource, geo: lonLat(geoGrid[i]) })),
+    footprint: geoOutline.map(lonLat),
+  };
 }
 
 /**
