@@ -18,6 +18,7 @@ import { fileHandler } from "./handlers/file";
 import { followVersion, withSource } from "./handlers/follow-version";
 import { imageHandler, misshapenImageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
+import { georeferenceHandler } from "./handlers/georeference";
 import { manifestElsewhereHandler, manifestHandler } from "./handlers/manifest";
 import { misshapenTileHandler, tileHandler } from "./handlers/tile";
 import { tileJsonHandler } from "./handlers/tilejson";
@@ -39,11 +40,13 @@ const router = Router<IRequest, Args>({
 // Every :id is a plain source id or a snapshot, {id}@{version}, and under /iiif a restricted
 // source's degraded image, {id}~degraded (handlers/params.ts). /auth/… and …/probe are the
 // Authorization Flow 2.0 services of restricted sources (handlers/auth.ts, handlers/probe.ts).
-// manifest.json is the image as a IIIF Presentation 3.0 manifest (handlers/manifest.ts).
+// manifest.json is the image as a IIIF Presentation 3.0 manifest (handlers/manifest.ts), and
+// georeference.json its Georeference Extension annotation (handlers/georeference.ts).
 router
   .get("/iiif/3/:id", withSource(baseUriHandler(3)))
   .get("/iiif/3/:id/info.json", withSource(infoHandler(3)))
   .get("/iiif/3/:id/manifest.json", withSource(manifestHandler))
+  .get("/iiif/3/:id/georeference.json", withSource(georeferenceHandler))
   .get("/iiif/3/:id/file", followVersion(fileHandler))
   .get("/iiif/3/:id/:region/:size/:rotation/:qf", followVersion(imageHandler(3)))
   .get("/iiif/2/:id", withSource(baseUriHandler(2)))

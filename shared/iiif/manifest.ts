@@ -7,6 +7,7 @@ import type { LanguageMap } from "../description";
 import type { SourceInfo } from "../protocol";
 import { resolveSize } from "./resolve";
 import { seeAlso, type SizeLimits, type TileJsonLink } from "./info";
+import { GEOREF_CONTEXT, georeferenceAnnotation, NAVPLACE_CONTEXT, navPlace } from "./georeference";
 
 export const PRESENTATION_CONTEXT = "http://iiif.io/api/presentation/3/context.json";
 
@@ -73,6 +74,10 @@ export function manifest({ id, image, limits, thumbnailOf, auth, tileJsons }: Ma
   const full = resolveSize({ kind: "max", upscale: false }, { x: 0, y: 0, w: info.width, h: info.height }, { width: info.width, height: info.height, ...limits });
   const canvasId = `${image.id}/canvas/1`;
   const thumb = thumbnailOf && thumbnail(thumbnailOf);
+  // A placed source: its georeference annotation on the canvas, as the Georeference Extension asks
+  // (the same document its service's georeference.json is), and its footprint as navPlace.
+  const georef = georeferenceAnnotation({ id: `${image.id}/georeference.json`, service: image.id, canvas: canvasId, manifest: id, info });
+  const place = navPlace(id, info, label);
   const canvas = {
     id: canvasId,
     type: "Canvas",
@@ -102,10 +107,12 @@ export function manifest({ id, image, limits, thumbnailOf, auth, tileJsons }: Ma
         ],
       },
     ],
+    ...(georef && { annotations: [{ id: `${canvasId}/annotations/1`, type: "AnnotationPage", items: [georef] }] }),
   };
+  // The extensions' contexts first, Presentation's last, as the specifications ask of several.
+  const contexts = [...(place ? [NAVPLACE_CONTEXT] : []), ...(georef ? [GEOREF_CONTEXT] : []), ...(auth ? [auth.context] : [])];
   return {
-    // Presentation's context last, as the specification asks of several.
-    "@context": auth ? [auth.context, PRESENTATION_CONTEXT] : PRESENTATION_CONTEXT,
+    "@context": contexts.length > 0 ? [...contexts, PRESENTATION_CONTEXT] : PRESENTATION_CONTEXT,
     id,
     type: "Manifest",
     label,
@@ -114,6 +121,7 @@ export function manifest({ id, image, limits, thumbnailOf, auth, tileJsons }: Ma
     ...(description.requiredStatement && { requiredStatement: description.requiredStatement }),
     ...(description.rights && { rights: description.rights }),
     ...(thumb && { thumbnail: thumb }),
+    ...(place && { navPlace: place }),
     ...seeAlso(3, tileJsons),
     items: [canvas],
   };
