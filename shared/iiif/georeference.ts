@@ -10,13 +10,13 @@ export const GEOREF_CONTEXT = "http://iiif.io/api/extension/georef/1/context.jso
 export const NAVPLACE_CONTEXT = "http://iiif.io/api/extension/navplace/context.json";
 
 /**
- * A cubic polynomial fitted to the 5×5 grid: of the transformations the extension names, the one
- * whose fit by @allmaps/transform stays within a metre of GDAL's own projection on a 20 km UTM
- * image and on ~50–100 km polar stereographic and high-latitude LAEA ones (docs/api.md has the
- * figures); a thin plate spline passes through the points but strays tens of metres between them
- * on the latter, a quadratic several metres.
+ * A thin plate spline through the 5×5 grid: it passes through every control point, and between
+ * them @allmaps/transform stays within a metre of GDAL on a 20 km UTM image (tens of metres on
+ * ~50–100 km polar stereographic and high-latitude LAEA ones; docs/api.md has the figures). A
+ * cubic polynomial would fit those better, but Allmaps (1.0.0-beta.53) reads any "polynomial"
+ * as order 1 whatever its `order`, which strays ~20 m on the UTM image and a kilometre on the LAEA one.
  */
-export const TRANSFORMATION = { type: "polynomial", options: { order: 3 } } as const;
+export const TRANSFORMATION = { type: "thinPlateSpline" } as const;
 
 /** The control points and footprint of a source that has them (a placed, single image); else undefined. */
 export function placement(info: SourceInfo): { controlPoints: ControlPoint[]; footprint: [number, number][] } | undefined {

@@ -94,7 +94,7 @@ describe("a placed source's manifest", () => {
       selector: { type: "SvgSelector", value: '<svg width="1024" height="1024"><polygon points="0,0 1024,0 1024,1024 0,1024" /></svg>' },
     });
     expect(annotation.body.type).toBe("FeatureCollection");
-    expect(annotation.body.transformation).toEqual({ type: "polynomial", options: { order: 3 } });
+    expect(annotation.body.transformation).toEqual({ type: "thinPlateSpline" });
     expect(annotation.body.features).toHaveLength(25);
     expect(annotation.body.features[6]).toEqual({ type: "Feature", properties: { resourceCoords: [256, 256] }, geometry: { type: "Point", coordinates: [10.256, 49.744] } });
   });
