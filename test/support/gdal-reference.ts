@@ -79,6 +79,11 @@ export async function gdalTransform(points: [number, number][], from: string, to
   return (await call<{ points: [number, number][] }>({ op: "transform", points, from, to })).points;
 }
 
+/** Full-resolution pixel positions [x, y] of `file` to [longitude, latitude], as `gdaltransform -t_srs EPSG:4326 file`. */
+export async function gdalPixelToLonLat(file: string, points: [number, number][]): Promise<[number, number][]> {
+  return (await call<{ points: [number, number][] }>({ op: "pixelToLonLat", file, points })).points;
+}
+
 /** One GDAL process, answering requests in the order they were sent. */
 class GdalWorker {
   private readonly child = spawn(GDAL_PYTHON, [WORKER], { stdio: ["pipe", "pipe", "inherit"] });

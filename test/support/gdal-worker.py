@@ -49,6 +49,13 @@ def transform(request):
     return {"points": [list(ct.TransformPoint(x, y)[:2]) for x, y in request["points"]]}
 
 
+def pixel_to_lon_lat(request):
+    """Pixel (x, y) positions of `file` to longitude, latitude, as `gdaltransform -t_srs EPSG:4326 file` does."""
+    ds = gdal.Open(request["file"])
+    t = gdal.Transformer(ds, None, ["DST_SRS=EPSG:4326"])
+    return {"points": [list(t.TransformPoint(0, x, y)[1][:2]) for x, y in request["points"]]}
+
+
 def read(request):
     """A window [x0, y0, x1, y1] of `file`'s `level` (0: full resolution, n: overview n): each band
     of `bands` (from 1) as float64, then its mask band's bytes (0 where GDAL says invalid)."""
@@ -64,7 +71,7 @@ def read(request):
     return {"values": base64.b64encode(values).decode("ascii"), "masks": base64.b64encode(masks).decode("ascii")}
 
 
-OPERATIONS = {"read": read, "warp": warp, "suggestedWarpOutput": suggested_warp_output, "info": info, "transform": transform}
+OPERATIONS = {"read": read, "warp": warp, "suggestedWarpOutput": suggested_warp_output, "info": info, "transform": transform, "pixelToLonLat": pixel_to_lon_lat}
 
 for line in sys.stdin:
     request = json.loads(line)
