@@ -15,6 +15,7 @@ import { invalidateHandler } from "./handlers/admin";
 import { activeAccessHandler, kioskAccessHandler, loginReturnHandler, logoutHandler, tokenHandler } from "./handlers/auth";
 import { probeHandler } from "./handlers/probe";
 import { fileHandler } from "./handlers/file";
+import { collectionHandler } from "./handlers/collection";
 import { followVersion, withSource } from "./handlers/follow-version";
 import { imageHandler, misshapenImageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
@@ -43,6 +44,7 @@ const router = Router<IRequest, Args>({
 // manifest.json is the image as a IIIF Presentation 3.0 manifest (handlers/manifest.ts), and
 // georeference.json its Georeference Extension annotation (handlers/georeference.ts).
 router
+  .get("/iiif/3/collection.json", collectionHandler)
   .get("/iiif/3/:id", withSource(baseUriHandler(3)))
   .get("/iiif/3/:id/info.json", withSource(infoHandler(3)))
   .get("/iiif/3/:id/manifest.json", withSource(manifestHandler))

@@ -4,7 +4,7 @@
 import { HttpError } from "./errors";
 import type { Codec } from "./work";
 import type { Restriction } from "./access";
-import type { Description } from "./description";
+import type { Description, LanguageMap } from "./description";
 
 /** Where a georeferenced source lies: its CRS and the full image's bounds in it. */
 export interface Georeference {
@@ -80,6 +80,18 @@ export interface SourceInfo {
   description?: Description;
 }
 
+/**
+ * One page of a catalog's image sources (no mosaics: they are maps only), in its order: by the
+ * store key of each source's COG, `{id}.tif`. `next` is the last id of the page when more follow.
+ */
+export interface SourceListing {
+  sources: { id: string; label?: LanguageMap }[];
+  next?: string;
+}
+
+/** The most sources one listing page holds: it bounds the store calls and the page's size. */
+export const MAX_SOURCE_PAGE = 100;
+
 /** A mosaic's shape, as the edge needs it to cost a tile before any decode. */
 export interface MosaicSummary {
   kind: "mosaic" | "stac";
@@ -108,6 +120,9 @@ export const DECODER = {
   /** A web-map tile; `canonical` is canonicalTile()'s `path` or `path?query`. */
   tile: (id: string, canonical: string, version: string) =>
     `/v1/tiles/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
+  /** A page of the catalog's image sources (SourceListing), after source `after` in the catalog's order. */
+  sources: (after: string | undefined, limit: number) =>
+    `/v1/sources?${after === undefined ? "" : `after=${encodeURIComponent(after)}&`}limit=${limit}`,
   /** A stored Raster Style document (`{prefix}{name}.style.json`): its text, once the schema accepts it. */
   style: (name: string) => `/v1/styles/${encodeURIComponent(name)}`,
   /** The source's stored bytes, unchanged. */

@@ -11,6 +11,7 @@ import { image } from "../handlers/image";
 import { info } from "../handlers/info";
 import { invalidate } from "../handlers/invalidate";
 import { metrics } from "../handlers/metrics";
+import { sources } from "../handlers/sources";
 import { style } from "../handlers/style";
 import { tile } from "../handlers/tile";
 import { route } from "./router";
@@ -22,6 +23,7 @@ export const ROUTES = [
   route("POST", "/v1/invalidate/:id", invalidate),
   route("GET", "/v1/info/:id", info, { limiter: "requests" }),
   route("GET", "/v1/styles/:name", style, { limiter: "requests" }),
+  route("GET", "/v1/sources", sources, { limiter: "requests" }),
   route("GET", "/v1/image/:id/:region/:size/:rotation/:qualityFormat", image, { limiter: "requests" }),
   route("GET", "/v1/tiles/:id/:tileMatrixSet/:z/:x/:y", tile, { limiter: "requests" }),
   // /file decodes nothing: a cap of its own, and its stream ends with its client, not its deadline.

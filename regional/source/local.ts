@@ -8,14 +8,15 @@
 // nothing to pin, and every file has a validator, so no snapshot policy is needed.
 
 import { fstatSync } from "node:fs";
-import { open, readFile, stat, type FileHandle } from "node:fs/promises";
+import { open, readdir, readFile, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { Restriction } from "../../shared/access";
 import { catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry } from "../../shared/catalog";
 import type { Description } from "../../shared/description";
 import { notFound, versionGone } from "../../shared/errors";
 import { assertOpenFile } from "./restricted-files";
-import { entryTerms, SOURCE_FILES, sourceFault, sourceIdOfKey, type EntryTerms, type Source, type SourceCatalog, type SourceDocument } from "./source";
+import type { SourceListing } from "../../shared/protocol";
+import { entryTerms, imageIdOfName, listingPage, listingStart, SOURCE_FILES, sourceFault, sourceIdOfKey, type EntryTerms, type Source, type SourceCatalog, type SourceDocument } from "./source";
 import { isValidSourceId, knownSourceId } from "../../shared/source-id";
 
 
@@ -60,6 +61,28 @@ export class LocalCatalog implements SourceCatalog {
     const source = await openLocalFile(file, `local:${key}`, signal);
     if (!source) throw notFound("no such object", `no object "${key}"`);
     return source;
+  }
+
+  /**
+   * One read of the directory, its COGs' names sorted as a bucket orders keys (these names are
+   * ASCII, where UTF-16 order is byte order), and the entries of the page's ids read.
+   */
+  async listSources(after: string | undefined, limit: number, signal?: AbortSignal): Promise<SourceListing> {
+    // Directories are no sources (open() finds none there); a link may name a file.
+    const names = (await readdir(this.dir, { withFileTypes: true })).filter((e) => !e.isDirectory()).map((e) => e.name).sort();
+    throwIfAborted(signal);
+    const start = after === undefined ? undefined : listingStart(after);
+    const ids = names.filter((name) => start === undefined || name > start).flatMap((name) => imageIdOfName(name) ?? []).slice(0, limit + 1);
+    const entries = new Set(names);
+    return listingPage(ids, limit, (id) => entries.has(catalogKey("", id)), async (id) => {
+      throwIfAborted(signal);
+      try {
+        return await readFile(path.join(this.dir, catalogKey("", id)), "utf8");
+      } catch (e) {
+        if (isMissing(e)) return undefined;
+        throw e;
+      }
+    });
   }
 
   /** `id`'s entry, `<id>.tessera.json`; none there means open. A malformed one is 502, as in a bucket. */

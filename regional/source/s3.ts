@@ -11,6 +11,7 @@
 import {
   GetObjectCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   type GetObjectCommandInput,
   type HeadObjectCommandOutput,
   type S3Client,
@@ -21,7 +22,8 @@ import type { Description } from "../../shared/description.js";
 import { HttpError, notFound, versionGone } from "../../shared/errors.js";
 import { parseContentRange } from "./content-range.js";
 import { assertOpenFile } from "./restricted-files.js";
-import { entryTerms, SOURCE_FILES, sourceFault, sourceIdOfKey, type EntryTerms, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
+import type { SourceListing } from "../../shared/protocol.js";
+import { entryTerms, imageIdOfName, listingPage, listingStart, SOURCE_FILES, sourceFault, sourceIdOfKey, type EntryTerms, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
 
 export interface S3CatalogConfig {
   client: S3Client;
@@ -31,6 +33,13 @@ export interface S3CatalogConfig {
   /** Bytes of the ranged GET that opens an object (default 64 KiB): a typical COG's header and IFDs. */
   firstReadBytes?: number;
 }
+
+/** Keys a ListObjectsV2 answers at most (S3's own most). */
+const KEYS_PER_LISTING = 1000;
+/** The listings one page of sources may take: a page is a bounded number of store calls. */
+const MAX_LISTINGS_PER_PAGE = 3;
+/** The name ending of a source's catalog entry (catalogKey). */
+const ENTRY_SUFFIX = ".tessera.json";
 
 /** Enough for the header, every IFD and the tile tables of a COG of a few thousand tiles. */
 export const DEFAULT_FIRST_READ_BYTES = 64 * 1024;
@@ -133,6 +142,62 @@ export class S3SourceCatalog implements SourceCatalog {
     if (!snapshot) throw notFound("no such object", `no object s3://${this.cfg.bucket}/${key}`);
     if (entry) assertOpenFile(entry, id!, `s3://${this.cfg.bucket}/${key}`);
     return this.pinned(snapshot, NO_ENTRY.policy, {});
+  }
+
+  /**
+   * ListObjectsV2 from `{prefix}{after}.tif`, a thousand keys a call and at most
+   * MAX_LISTINGS_PER_PAGE calls, until `limit` + 1 COGs are seen (the one past says more follow).
+   * The Delimiter folds each folder under the prefix (a mosaic's assets) into one key. The same
+   * listing names the entries (`{id}.tessera.json`), so only those are read; an entry stored
+   * before where the listing starts (an id such as `b` after `b.th`) is read by its key.
+   */
+  async listSources(after: string | undefined, limit: number, signal?: AbortSignal): Promise<SourceListing> {
+    const { client, bucket, prefix } = this.cfg;
+    const startAfter = after === undefined ? undefined : prefix + listingStart(after);
+    const ids: string[] = [];
+    const entries = new Set<string>();
+    let token: string | undefined;
+    for (let call = 0; call < MAX_LISTINGS_PER_PAGE; call++) {
+      let out;
+      try {
+        const from = token !== undefined ? { ContinuationToken: token } : startAfter !== undefined ? { StartAfter: startAfter } : {};
+        out = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: "/", MaxKeys: KEYS_PER_LISTING, ...from }), { abortSignal: signal });
+      } catch (e) {
+        rethrowIfAborted(signal, e);
+        throw storeFailure("ListObjectsV2", `s3://${bucket}/${prefix}`, e);
+      }
+      for (const { Key } of out.Contents ?? []) {
+        if (Key === undefined || !Key.startsWith(prefix)) continue;
+        const name = Key.slice(prefix.length);
+        if (name.endsWith(ENTRY_SUFFIX)) entries.add(name.slice(0, -ENTRY_SUFFIX.length));
+        const id = imageIdOfName(name);
+        if (id !== undefined) ids.push(id);
+      }
+      token = out.IsTruncated ? out.NextContinuationToken : undefined;
+      if (ids.length > limit || token === undefined) break;
+    }
+    // Listings left over: the page ends at its last image, and the next one starts after it.
+    if (token !== undefined && ids.length <= limit) {
+      if (ids.length === 0) throw sourceFault(`s3://${bucket}/${prefix}`, `${MAX_LISTINGS_PER_PAGE * KEYS_PER_LISTING} keys in a row hold no image: the listing stops there`);
+      ids.push(""); // stands for the images past the last listing; never in the page
+      limit = Math.min(limit, ids.length - 1);
+    }
+    const storedBefore = (id: string) => startAfter !== undefined && `${prefix}${id}${ENTRY_SUFFIX}` <= startAfter;
+    return listingPage(ids, limit, (id) => entries.has(id) || storedBefore(id), (id) => this.entryText(id, signal));
+  }
+
+  /** Entry `id`'s text, undefined when it has none. */
+  private async entryText(id: string, signal?: AbortSignal): Promise<string | undefined> {
+    const { client, bucket, prefix } = this.cfg;
+    const key = catalogKey(prefix, id);
+    try {
+      const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal });
+      return (await out.Body?.transformToString()) ?? "";
+    } catch (e) {
+      rethrowIfAborted(signal, e);
+      if (statusOf(e) === 404 || nameOf(e) === "NoSuchKey") return undefined;
+      throw storeFailure("GetObject", `s3://${bucket}/${key}`, e);
+    }
   }
 
   /**

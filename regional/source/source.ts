@@ -2,8 +2,10 @@
 // a source is one pinned snapshot of one object, read by byte ranges.
 
 import type { Restriction } from "../../shared/access";
-import { descriptionOf, restrictionOf, type CatalogEntry, type EntryDescription } from "../../shared/catalog";
-import { badGateway } from "../../shared/errors";
+import { descriptionOf, parseCatalogEntry, restrictionOf, type CatalogEntry, type EntryDescription } from "../../shared/catalog";
+import type { LanguageMap } from "../../shared/description";
+import { badGateway, HttpError } from "../../shared/errors";
+import type { SourceListing } from "../../shared/protocol";
 import { isValidSourceId } from "../../shared/source-id";
 
 /**
@@ -78,6 +80,62 @@ export function sourceIdOfKey(prefix: string, key: string): string | undefined {
   return id !== undefined && isValidSourceId(id) ? id : undefined;
 }
 
+/** The source id whose COG (`{id}.tif`) the name after a catalog's prefix is, if it is one. */
+export function imageIdOfName(name: string): string | undefined {
+  const id = name.endsWith(".tif") ? name.slice(0, -".tif".length) : undefined;
+  return id !== undefined && isValidSourceId(id) ? id : undefined;
+}
+
+/** The name after the prefix that a listing page after source `after` starts after. */
+export const listingStart = (after: string) => `${after}.tif`;
+
+/** How many catalog entries a listing page reads at once. */
+const ENTRY_READS_AT_ONCE = 8;
+
+/**
+ * The listing page of `ids` (the first `limit` of them; `next` when there are more), each with the
+ * label its catalog entry gives it: `entryText` is called only for the ids `hasEntry` says have
+ * one, a few at a time, and answers the entry's text (undefined: gone since). An entry or a
+ * description that cannot be read gives no label (the manifest's info says why, in the log); a
+ * store failure fails the page.
+ */
+export async function listingPage(
+  ids: string[],
+  limit: number,
+  hasEntry: (id: string) => boolean,
+  entryText: (id: string) => Promise<string | undefined>,
+): Promise<SourceListing> {
+  const page = ids.slice(0, limit);
+  const labels = new Map<string, LanguageMap>();
+  const wanted = page.filter(hasEntry);
+  for (let i = 0; i < wanted.length; i += ENTRY_READS_AT_ONCE) {
+    await Promise.all(
+      wanted.slice(i, i + ENTRY_READS_AT_ONCE).map(async (id) => {
+        const text = await entryText(id);
+        const label = text === undefined ? undefined : entryLabel(text, id);
+        if (label) labels.set(id, label);
+      }),
+    );
+  }
+  return {
+    sources: page.map((id) => {
+      const label = labels.get(id);
+      return label ? { id, label } : { id };
+    }),
+    ...(ids.length > limit && page.length > 0 && { next: page[page.length - 1] }),
+  };
+}
+
+/** The label entry `text` gives source `id`, if it can be read. */
+function entryLabel(text: string, id: string): LanguageMap | undefined {
+  try {
+    return descriptionOf(parseCatalogEntry(text, id)).description?.label;
+  } catch (e) {
+    if (e instanceof HttpError) return undefined;
+    throw e;
+  }
+}
+
 /** Maps a public source id to a Source. */
 export interface SourceCatalog {
   /**
@@ -94,6 +152,13 @@ export interface SourceCatalog {
    * who asks, never inside another source.
    */
   openKey(key: string, signal?: AbortSignal): Promise<Source>;
+  /**
+   * A page of at most `limit` image sources (COGs: a mosaic is a map only) after source `after`,
+   * in the order of their store keys `{prefix}{id}.tif`, each with its entry's label. Bounded: a
+   * few store listings and at most `limit` entry reads per page. Absent from a catalog that
+   * cannot list (a mosaic's assets, the tests' stand-ins).
+   */
+  listSources?(after: string | undefined, limit: number, signal?: AbortSignal): Promise<SourceListing>;
   /** A human-readable description of where sources come from, for the startup log. */
   readonly description: string;
   /**
