@@ -41,6 +41,16 @@ export function bytesCacheControl(c: EdgeConfig, source: SourceRef): string {
 export const documentCacheControl = (c: EdgeConfig, source: SourceRef) =>
   source.version === undefined ? infoCacheControl(c) : SNAPSHOT_CACHE_CONTROL;
 
+/**
+ * The headers of a IIIF JSON-LD document (info.json, a manifest, a collection, an annotation):
+ * JSON-LD with its context as the profile when the client asks for it, as the IIIF APIs' content
+ * negotiation says, plain JSON otherwise; the body is the same either way.
+ */
+export function jsonLdHeaders(request: Request, context: string, cacheControl: string): { "content-type": string; "cache-control": string; vary: string } {
+  const ldJson = (request.headers.get("accept") ?? "").includes("application/ld+json");
+  return { "content-type": ldJson ? `application/ld+json;profile="${context}"` : "application/json", "cache-control": cacheControl, vary: "Accept" };
+}
+
 /** A document sent whole: its ETag is its digest, and a client that holds it gets 304. */
 export async function documentAnswer(request: Request, body: string, headers: Record<string, string>): Promise<Response> {
   const etag = await strongEtag(headers["content-type"] ?? "", body);

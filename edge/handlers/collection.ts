@@ -11,7 +11,7 @@ import { DECODER, MAX_SOURCE_PAGE, type SourceListing } from "../../shared/proto
 import { isValidSourceId, SOURCE_ID_RULE } from "../../shared/source-id";
 import { viaAdmission } from "../admission-client";
 import { edgeConfig, type Env } from "../env";
-import { documentAnswer, infoCacheControl } from "../http-cache";
+import { documentAnswer, infoCacheControl, jsonLdHeaders } from "../http-cache";
 import { forClient } from "../request-id";
 import { publicBase } from "./params";
 
@@ -57,10 +57,5 @@ export async function collectionHandler(req: IRequest, env: Env, ctx: ExecutionC
     manifestId: (id) => `${base}/iiif/3/${encodeURIComponent(id)}/manifest.json`,
     pageAfter: (cursor) => `${collectionId}?page=${encodeURIComponent(cursor)}`,
   });
-  const ldJson = (req.headers.get("accept") ?? "").includes("application/ld+json");
-  return documentAnswer(req, JSON.stringify(doc), {
-    "content-type": ldJson ? `application/ld+json;profile="${PRESENTATION_CONTEXT}"` : "application/json",
-    "cache-control": infoCacheControl(config),
-    vary: "Accept",
-  });
+  return documentAnswer(req, JSON.stringify(doc), jsonLdHeaders(req, PRESENTATION_CONTEXT, infoCacheControl(config)));
 }

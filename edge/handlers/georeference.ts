@@ -8,7 +8,7 @@ import { GEOREF_CONTEXT, georeferenceAnnotation } from "../../shared/iiif/georef
 import { PRESENTATION_CONTEXT } from "../../shared/iiif/manifest";
 import { VERSION_HEADER } from "../../shared/protocol";
 import { edgeConfig, type Env } from "../env";
-import { documentAnswer, documentCacheControl } from "../http-cache";
+import { documentAnswer, documentCacheControl, jsonLdHeaders } from "../http-cache";
 import { forClient } from "../request-id";
 import { imageSourceInfo } from "../source-info";
 import type { SourceHandler } from "./follow-version";
@@ -29,11 +29,8 @@ export const georeferenceHandler: SourceHandler = async (source: SourceRef, req:
   });
   if (!annotation) throw notFound(`source "${source.id}" has no georeference: it is not georeferenced, or its CRS's points cannot be placed in longitude and latitude`);
   const doc = { "@context": [GEOREF_CONTEXT, PRESENTATION_CONTEXT], ...annotation };
-  const ldJson = (req.headers.get("accept") ?? "").includes("application/ld+json");
   return documentAnswer(req, JSON.stringify(doc), {
-    "content-type": ldJson ? `application/ld+json;profile="${GEOREF_CONTEXT}"` : "application/json",
-    "cache-control": documentCacheControl(config, source),
-    vary: "Accept",
+    ...jsonLdHeaders(req, GEOREF_CONTEXT, documentCacheControl(config, source)),
     [VERSION_HEADER]: whole.version,
   });
 };

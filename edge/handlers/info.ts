@@ -5,7 +5,7 @@ import { CONTEXT, infoJson, PROFILE_URI, servedLimits } from "../../shared/iiif/
 import { TILE_MATRIX_SETS } from "../../shared/maps/tile-matrix-sets";
 import { VERSION_HEADER } from "../../shared/protocol";
 import { edgeConfig, type Env } from "../env";
-import { documentCacheControl, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
+import { documentCacheControl, jsonLdHeaders, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
 import { imageSourceInfo } from "../source-info";
 import type { SourceHandler } from "./follow-version";
 import { citedSource, publicBase, serviceId, type SourceRef } from "./params";
@@ -29,13 +29,9 @@ export const infoHandler =
     // The id viewers build image URLs from, and a citation of the exact version.
     const cited = citedSource(source, info, config);
     const base = serviceId(req, config, version, cited);
-    // JSON-LD only when asked for (Image API §5.1); either way the body is the same.
-    const ldJson = (req.headers.get("accept") ?? "").includes("application/ld+json");
     const headers = {
-      "content-type": ldJson ? `application/ld+json;profile="${CONTEXT[version]}"` : "application/json",
-      "cache-control": documentCacheControl(config, source),
+      ...jsonLdHeaders(req, CONTEXT[version], documentCacheControl(config, source)),
       link: `<${PROFILE_URI[version]}>;rel="profile"`,
-      vary: "Accept",
       [VERSION_HEADER]: info.version,
     };
     const served = servedLimits(config.limits, info, config.admission.requestTimeoutMs);

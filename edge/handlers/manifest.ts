@@ -11,7 +11,7 @@ import { degradedInfo } from "../access/degraded";
 import { restrictionOf } from "../access/gate";
 import { AUTH_CONTEXT, probeService } from "../access/services";
 import { edgeConfig, type Env } from "../env";
-import { documentAnswer, documentCacheControl } from "../http-cache";
+import { documentAnswer, documentCacheControl, jsonLdHeaders } from "../http-cache";
 import { forClient } from "../request-id";
 import { imageSourceInfo } from "../source-info";
 import type { SourceHandler } from "./follow-version";
@@ -41,13 +41,9 @@ export const manifestHandler: SourceHandler = async (source: SourceRef, req: IRe
     .filter((tms) => whole.georeference?.tiling[tms])
     .map((tms) => ({ tileMatrixSet: tms, url: tileJsonUrl(base, cited, tms) }));
   const doc = manifest({ id: `${image.id}/manifest.json`, image, limits, thumbnailOf, auth, tileJsons });
-  // JSON-LD only when asked for (Presentation API §6.1), as info.json; the body is the same.
-  const ldJson = (req.headers.get("accept") ?? "").includes("application/ld+json");
   // Its ETag is the body's digest: it covers the description, the limits and the services it names.
   return documentAnswer(req, JSON.stringify(doc), {
-    "content-type": ldJson ? `application/ld+json;profile="${PRESENTATION_CONTEXT}"` : "application/json",
-    "cache-control": documentCacheControl(config, source),
-    vary: "Accept",
+    ...jsonLdHeaders(req, PRESENTATION_CONTEXT, documentCacheControl(config, source)),
     [VERSION_HEADER]: whole.version,
   });
 };

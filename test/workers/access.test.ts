@@ -13,22 +13,15 @@ import type { SourceInfo } from "../../shared/protocol";
 import type { Env } from "../../edge/env";
 import worker from "../../edge/index";
 import { forgetSourceInfo, infoKey } from "../../edge/source-info";
-import { BASE, cacheSourceInfo, heartbeat, squareSource } from "./helpers";
+import { ACCESS_VARS, BASE, cacheSourceInfo, heartbeat, squareSource } from "./helpers";
 
 const VIEWER = "https://viewer.example.org";
-const LOGIN = "https://login.example.org/start?realm=reading";
-const ACCESS_VARS: Partial<Env> = {
-  AUTH_SECRET: "s".repeat(40),
-  AUTH_LOGIN_URL: LOGIN,
-  AUTH_LOGIN_KEY: "k".repeat(40),
-  AUTH_KIOSK_ADDRESSES: "192.0.2.0/24",
-  AUTH_INSTITUTION: "Example Library",
-  // Documents name the plain id (the snapshot mode, which these tests' config sets, is tested below).
-  PLAIN_ID_MODE: "revalidate",
-};
+const LOGIN = ACCESS_VARS.AUTH_LOGIN_URL;
+// Documents name the plain id (the snapshot mode, which these tests' config sets, is tested below).
+const VARS: Partial<Env> = { ...ACCESS_VARS, PLAIN_ID_MODE: "revalidate" };
 const TILE = "0,0,500,500/250,/0/default.jpg";
 
-async function call(path: string, init?: RequestInit, vars: Partial<Env> = ACCESS_VARS): Promise<Response> {
+async function call(path: string, init?: RequestInit, vars: Partial<Env> = VARS): Promise<Response> {
   const ctx = createExecutionContext();
   const res = await worker.fetch(new Request(BASE + path, init), { ...env, ...vars }, ctx);
   const body = new Uint8Array(await res.arrayBuffer());
@@ -57,7 +50,7 @@ async function logIn(see: string[] = ["slow"], origin = VIEWER): Promise<string>
   expect(start.status).toBe(302);
   const state = new URL(start.headers.get("location")!).searchParams.get("state")!;
   const loginCookie = cookieOf(start, "__Host-tessera-login");
-  const assertion = await jwt({ sub: "reader-1", see, state }, "tessera-login", ACCESS_VARS.AUTH_LOGIN_KEY!);
+  const assertion = await jwt({ sub: "reader-1", see, state }, "tessera-login", VARS.AUTH_LOGIN_KEY!);
   const back = await call("/auth/active/return", {
     method: "POST",
     body: new URLSearchParams({ assertion }),
@@ -150,7 +143,7 @@ describe("a restricted source, anonymously", () => {
       expect(((await res.json()) as { message: string }).message).toContain("/iiif/3/slow/probe");
     }
     // In PLAIN_ID_MODE=snapshot its info.json names the degraded image of the current snapshot, which serves too.
-    const pinned = (await (await call("/iiif/3/slow~degraded/info.json", undefined, { ...ACCESS_VARS, PLAIN_ID_MODE: "snapshot" })).json()) as { id: string };
+    const pinned = (await (await call("/iiif/3/slow~degraded/info.json", undefined, { ...VARS, PLAIN_ID_MODE: "snapshot" })).json()) as { id: string };
     expect(pinned.id).toMatch(new RegExp(`^${BASE}/iiif/3/slow@[^/~]+~degraded$`));
     expect((await call(`${pinned.id.slice(BASE.length)}/full/max/0/default.png`)).status).toBe(200);
     expect((await call("/iiif/3/slow~degraded/probe")).status).toBe(404);
@@ -260,7 +253,7 @@ describe("a restricted source, logged in", () => {
   it("sets its session cookie host-only, HTTPS-only, out of scripts' reach and sent cross-site, for AUTH_SESSION_MAX_AGE", async () => {
     const start = await call(`/auth/active?origin=${encodeURIComponent(VIEWER)}`, { redirect: "manual" });
     const state = new URL(start.headers.get("location")!).searchParams.get("state")!;
-    const back = await call("/auth/active/return?assertion=" + (await jwt({ sub: "r", see: ["*"], state }, "tessera-login", ACCESS_VARS.AUTH_LOGIN_KEY!)), {
+    const back = await call("/auth/active/return?assertion=" + (await jwt({ sub: "r", see: ["*"], state }, "tessera-login", VARS.AUTH_LOGIN_KEY!)), {
       headers: { cookie: `__Host-tessera-login=${cookieOf(start, "__Host-tessera-login")}` },
     });
     const line = back.headers.getSetCookie().find((c) => c.startsWith("__Host-tessera-session="))!;
@@ -274,7 +267,7 @@ describe("hostile credentials", () => {
     await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 });
     await restrict("slow", "/iiif/3/slow/info.json", { profile: "active" });
   });
-  const secret = ACCESS_VARS.AUTH_SECRET!;
+  const secret = VARS.AUTH_SECRET!;
   const claims = { sub: "mallory", profile: "active", see: ["*"], origin: VIEWER };
   const refusedWith = async (cookie: string) => (await call(`/iiif/3/slow/${TILE}`, session(cookie))).status;
 
@@ -309,11 +302,11 @@ describe("hostile credentials", () => {
       call(`/auth/active/return?assertion=${assertion}`, { headers: cookie ? { cookie } : {} });
     const noSession = (res: Response) => !res.headers.getSetCookie().some((c) => c.startsWith("__Host-tessera-session=") && !c.includes("Max-Age=0"));
     for (const [why, res] of [
-      ["without the state cookie", await answer(await jwt({ sub: "r", see: ["*"], state }, "tessera-login", ACCESS_VARS.AUTH_LOGIN_KEY!), "")],
-      ["for another state", await answer(await jwt({ sub: "r", see: ["*"], state: "another" }, "tessera-login", ACCESS_VARS.AUTH_LOGIN_KEY!))],
+      ["without the state cookie", await answer(await jwt({ sub: "r", see: ["*"], state }, "tessera-login", VARS.AUTH_LOGIN_KEY!), "")],
+      ["for another state", await answer(await jwt({ sub: "r", see: ["*"], state: "another" }, "tessera-login", VARS.AUTH_LOGIN_KEY!))],
       ["signed with the edge's own secret", await answer(await jwt({ sub: "r", see: ["*"], state }, "tessera-login", secret))],
       ["a state cookie as the answer", await answer(cookieOf(start, "__Host-tessera-login"))],
-      ["valid for a day", await answer(await jwt({ sub: "r", see: ["*"], state }, "tessera-login", ACCESS_VARS.AUTH_LOGIN_KEY!, Math.floor(Date.now() / 1000) + 86400))],
+      ["valid for a day", await answer(await jwt({ sub: "r", see: ["*"], state }, "tessera-login", VARS.AUTH_LOGIN_KEY!, Math.floor(Date.now() / 1000) + 86400))],
     ] as const) {
       expect(res.status, why).toBe(400);
       expect(noSession(res), why).toBe(true);
@@ -378,7 +371,7 @@ describe("kiosk and external sources (CF-Connecting-IP set as Cloudflare's netwo
     const inRoom = { headers: { "cf-connecting-ip": "192.0.2.7" } };
     expect((await call(`/iiif/3/slow/${TILE}`, inRoom)).status).toBe(200);
     expect((await call(`/iiif/3/slow/${TILE}`, { headers: { "cf-connecting-ip": "198.51.100.7" } })).status).toBe(401);
-    const loggedIn = await jwt({ sub: "r", profile: "active", see: ["*"] }, "tessera-session", ACCESS_VARS.AUTH_SECRET!);
+    const loggedIn = await jwt({ sub: "r", profile: "active", see: ["*"] }, "tessera-session", VARS.AUTH_SECRET!);
     expect((await call(`/iiif/3/slow/${TILE}`, { headers: { "cf-connecting-ip": "198.51.100.7", cookie: `__Host-tessera-session=${loggedIn}` } })).status).toBe(401);
     expect((await call("/auth/kiosk?origin=https://kiosk.example", inRoom)).status).toBe(200);
     expect((await call("/auth/kiosk?origin=https://kiosk.example", { headers: { "cf-connecting-ip": "198.51.100.7" } })).status).toBe(403);
@@ -392,7 +385,7 @@ describe("kiosk and external sources (CF-Connecting-IP set as Cloudflare's netwo
     await restrict("slow", "/iiif/3/slow/info.json", { profile: "external" });
     const sent = { headers: { "x-library-member": "yes" } };
     expect((await call(`/iiif/3/slow/${TILE}`, sent)).status).toBe(401); // the operator did not say to trust it
-    const trusting = { ...ACCESS_VARS, AUTH_EXTERNAL_HEADER: "X-Library-Member: yes" };
+    const trusting = { ...VARS, AUTH_EXTERNAL_HEADER: "X-Library-Member: yes" };
     expect((await call(`/iiif/3/slow/${TILE}`, { headers: { "x-library-member": "no" } }, trusting)).status).toBe(401);
     expect((await call(`/iiif/3/slow/${TILE}`, sent, trusting)).status).toBe(200);
     expect(await (await call("/iiif/3/slow/probe", sent, trusting)).json()).toMatchObject({ status: 200 });
@@ -433,7 +426,7 @@ describe("the AUTH_* variables", () => {
       [{ AUTH_SESSION_MAX_AGE: "5" }, /AUTH_SESSION_MAX_AGE/],
       [{ AUTH_SECRET: "" }, /AUTH_SECRET must be set with AUTH_LOGIN_URL/],
     ] as const) {
-      const res = await call("/iiif/3/slow/info.json", undefined, { ...ACCESS_VARS, ...vars });
+      const res = await call("/iiif/3/slow/info.json", undefined, { ...VARS, ...vars });
       expect(res.status, JSON.stringify(vars)).toBe(502);
       expect(((await res.json()) as { message: string }).message).toMatch(named);
     }

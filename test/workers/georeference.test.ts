@@ -1,22 +1,12 @@
 // A placed source's georeference through the Worker: navPlace and the Georeference Extension
 // annotation in its manifest, and GET /iiif/3/{id}/georeference.json, public and cached like the
 // manifest, 404 where there is nothing to place. Built from the cached metadata alone.
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { Env } from "../../edge/env";
-import worker from "../../edge/index";
 import type { SourceInfo } from "../../shared/protocol";
-import { BASE, cacheSourceInfo, georeferencedSource, heartbeat, squareSource } from "./helpers";
+import { ACCESS_VARS, BASE, getWith, cacheSourceInfo, georeferencedSource, heartbeat, squareSource } from "./helpers";
 
 type Json = Record<string, any>;
-const ACCESS_VARS: Partial<Env> = {
-  AUTH_SECRET: "s".repeat(40),
-  AUTH_LOGIN_URL: "https://login.example.org/start",
-  AUTH_LOGIN_KEY: "k".repeat(40),
-  AUTH_KIOSK_ADDRESSES: "192.0.2.0/24",
-  AUTH_INSTITUTION: "Example Library",
-};
 const PRESENTATION = "http://iiif.io/api/presentation/3/context.json";
 const GEOREF = "http://iiif.io/api/extension/georef/1/context.json";
 const NAVPLACE = "http://iiif.io/api/extension/navplace/context.json";
@@ -37,13 +27,7 @@ function placedSource(id: string): SourceInfo {
   };
 }
 
-async function call(path: string, vars: Partial<Env> = {}, init?: RequestInit): Promise<Response> {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(new Request(BASE + path, init), { ...env, ...vars } as Env, ctx);
-  const body = await res.arrayBuffer();
-  await waitOnExecutionContext(ctx);
-  return new Response(res.status === 304 ? null : body, res);
-}
+const call = getWith;
 
 const json = async (path: string, vars: Partial<Env> = {}) => {
   const res = await call(path, vars);

@@ -1,14 +1,38 @@
 // Shared by the workerd tests: requests through the real Worker, its metrics, and decoder
 // registration through the real heartbeat route (the tests speak for the frozen decoder,
 // which cannot heartbeat while SIGSTOPped).
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import worker from "../../edge/index";
+import type { Env } from "../../edge/env";
 import { decoderLabel, signRequest, SIGNATURE_HEADER, type SourceInfo } from "../../shared/protocol";
 import { heartbeatTarget, type Heartbeat } from "../../shared/registration";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { infoKey } from "../../edge/source-info";
 
 export const BASE = "http://tessera.test";
+
+/** An edge that enforces access (restricted sources), with a login at login.example.org and a reading room at 192.0.2.0/24. */
+export const ACCESS_VARS = {
+  AUTH_SECRET: "s".repeat(40),
+  AUTH_LOGIN_URL: "https://login.example.org/start?realm=reading",
+  AUTH_LOGIN_KEY: "k".repeat(40),
+  AUTH_KIOSK_ADDRESSES: "192.0.2.0/24",
+  AUTH_INSTITUTION: "Example Library",
+} satisfies Partial<Env>;
 export const get = (path: string, init?: RequestInit) => exports.default.fetch(new Request(BASE + path, init));
+
+/**
+ * The real Worker's answer to `path` with `vars` over the test bindings, read whole, once the
+ * request's cache writes are done (so the next request sees them).
+ */
+export async function getWith(path: string, vars: Partial<Env> = {}, init?: RequestInit): Promise<Response> {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(new Request(BASE + path, init), { ...env, ...vars } as Env, ctx);
+  const body = await res.arrayBuffer();
+  await waitOnExecutionContext(ctx);
+  return new Response(res.status === 304 ? null : body, res);
+}
 
 export async function metric(name: string): Promise<number> {
   const text = await (await get("/metrics")).text();

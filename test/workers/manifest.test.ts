@@ -1,15 +1,12 @@
 // GET /iiif/3/{id}/manifest.json through the Worker: the IIIF Presentation 3.0 manifest, answered
 // by the edge from the source's cached metadata alone (no decoder is asked), checked against the
 // specification's MUSTs and against the info.json it names.
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { Description } from "../../shared/description";
 import type { SourceInfo } from "../../shared/protocol";
 import type { Env } from "../../edge/env";
-import worker from "../../edge/index";
 import { infoKey } from "../../edge/source-info";
-import { BASE, cacheSourceInfo, georeferencedSource, heartbeat, metric, squareSource } from "./helpers";
+import { ACCESS_VARS, BASE, getWith, cacheSourceInfo, georeferencedSource, heartbeat, metric, squareSource } from "./helpers";
 
 const HOSTILE = [`"quoted" and 'single'`, "</script><script>alert(1)</script>", "line\u2028separator\u2029paragraph", `<img src=x onerror="alert(1)">`, "\\u0022 not an escape"];
 const DESCRIPTION: Description = {
@@ -22,24 +19,11 @@ const DESCRIPTION: Description = {
     { label: { en: [HOSTILE[3]] }, value: { "de-AT": [HOSTILE[2], HOSTILE[0]] } },
   ],
 };
-const ACCESS_VARS: Partial<Env> = {
-  AUTH_SECRET: "s".repeat(40),
-  AUTH_LOGIN_URL: "https://login.example.org/start",
-  AUTH_LOGIN_KEY: "k".repeat(40),
-  AUTH_KIOSK_ADDRESSES: "192.0.2.0/24",
-  AUTH_INSTITUTION: "Example Library",
-};
 
 /** Parsed JSON, read loosely: the checks below say what each part must be. */
 type Json = Record<string, any>;
 
-async function call(path: string, vars: Partial<Env> = {}, init?: RequestInit): Promise<Response> {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(new Request(BASE + path, init), { ...env, ...vars } as Env, ctx);
-  const body = await res.arrayBuffer();
-  await waitOnExecutionContext(ctx);
-  return new Response(res.status === 304 ? null : body, res);
-}
+const call = getWith;
 
 async function manifestOf(path: string, vars: Partial<Env> = {}): Promise<Json> {
   const res = await call(path, vars);
