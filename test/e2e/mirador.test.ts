@@ -39,6 +39,8 @@ let page: Page;
 let pattern: { data: Buffer; width: number };
 const responses: { url: string; status: number }[] = [];
 const pageErrors: string[] = [];
+/** Every origin the page asked anything of: Mirador must run from the site and the edge alone. */
+const origins = new Set<string>();
 
 beforeAll(async () => {
   const png = await sharp(TEST_PATTERN_PNG).removeAlpha().raw().toBuffer({ resolveWithObject: true });
@@ -57,6 +59,9 @@ beforeAll(async () => {
     if (res.url().startsWith(`${stack.url}/`)) responses.push({ url: res.url(), status: res.status() });
   });
   page.on("pageerror", (err) => pageErrors.push(String(err)));
+  page.on("request", (req) => {
+    if (/^https?:/.test(req.url())) origins.add(new URL(req.url()).origin);
+  });
 });
 
 afterAll(async () => {
@@ -137,6 +142,7 @@ describe("Mirador on the edge's manifest", () => {
     expect(fetched.filter((u) => u.endsWith("/default.jpg")).length).toBeGreaterThan(0);
     expect(responses.filter((r) => r.status !== 200)).toEqual([]);
     expect(pageErrors).toEqual([]);
+    expect([...origins].sort()).toEqual([stack.url, site.url.replace(/\/$/, "")].sort());
   });
 
   it("zoomed in to full resolution, shows the right squares from full-resolution tiles", async () => {
