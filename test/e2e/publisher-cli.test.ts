@@ -2,7 +2,8 @@
 // (local Ceph RGW), an S3 decoder and the edge. Publish A, publish B under the same id, roll back:
 // after each step the plain id's tiles show that version's picture at once, though the edge
 // would trust its cached version for a minute (INFO_MAX_AGE 60 s). And access: the rule
-// `publish --access` and `access` write is the one a decoder opens the source with.
+// `publish --access` and `access` write is the one a decoder opens the source with. And what a
+// source is for people: `describe` writes it into the entry, and the manifest shows it at once.
 import { execFile } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -143,5 +144,50 @@ describe("who may see a source", () => {
   it("access refuses an id with no source in the bucket (exit 1)", async () => {
     const run = await tessera("access", "nowhere", "active");
     expect([run.code, run.stderr]).toEqual([1, 'tessera: unknown source "nowhere"\n']);
+  });
+});
+
+describe("what a source is for people", () => {
+  const RIGHTS = "http://creativecommons.org/licenses/by/4.0/";
+
+  /** The source's catalog entry as the bucket holds it, and the S3 version of that entry object. */
+  async function entryOf(id: string): Promise<{ entry: Record<string, unknown>; objectVersion: string | undefined }> {
+    const { client, bucket } = publishing;
+    const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: catalogKey("", id) }));
+    return { entry: JSON.parse(await out.Body!.transformToString()) as Record<string, unknown>, objectVersion: out.VersionId };
+  }
+  const manifestLabel = async (id: string) => {
+    const res = await fetch(`${publishing.stack.url}/iiif/3/${id}/manifest.json`);
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { label: unknown }).label;
+  };
+
+  it("describe writes the entry's description, keeping its pin and access, and the manifest shows the label at once; a bad rights URI writes nothing (exit 2)", async () => {
+    const published = await tessera("publish", PATTERN, "--id", "plan", "--json");
+    expect(published.code, published.stderr).toBe(0);
+    const { version } = JSON.parse(published.stdout) as { version: string };
+    // The edge now holds the undescribed source, which it would trust for INFO_MAX_AGE (a minute).
+    expect(await manifestLabel("plan")).toEqual({ none: ["plan"] });
+
+    const described = await tessera("describe", "plan", "--label", "Map of Graz, 1850", "--rights", RIGHTS, "--metadata", "Date=1850", "--json");
+    expect(described.code, described.stderr).toBe(0);
+    const description = { label: { en: ["Map of Graz, 1850"] }, rights: RIGHTS, metadata: [{ label: { en: ["Date"] }, value: { en: ["1850"] } }] };
+    expect(JSON.parse(described.stdout)).toMatchObject({ id: "plan", description, edge: { invalidated: 1 } });
+    expect((await entryOf("plan")).entry).toMatchObject({ pin: version, description });
+    expect(await manifestLabel("plan")).toEqual({ en: ["Map of Graz, 1850"] });
+
+    // The access rule set beside it stays when the description changes again.
+    expect((await tessera("access", "plan", "kiosk")).code).toBe(0);
+    const again = await tessera("describe", "plan", "--metadata", "Date=1851");
+    expect(again.code, again.stderr).toBe(0);
+    const now = await entryOf("plan");
+    expect(now.objectVersion).toEqual(expect.any(String)); // the bucket versions the entry object
+    expect(now.entry).toMatchObject({ pin: version, access: { profile: "kiosk" }, description: { ...description, metadata: [{ label: { en: ["Date"] }, value: { en: ["1851"] } }] } });
+
+    const refused = await tessera("describe", "plan", "--label", "Not written", "--rights", "https://creativecommons.org/licenses/by/4.0");
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("rights");
+    // No new version of the entry object: nothing was written.
+    expect(await entryOf("plan")).toEqual(now);
   });
 });
