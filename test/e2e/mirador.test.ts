@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../../infra/local/stack";
 import { ROOT } from "../../infra/root";
 import { launchChromium, patchMean, settleViewer, type Rgb } from "../support/browser";
-import { startMiradorSite, type MiradorSite } from "../support/mirador-site";
+import { startViewerSite, type ViewerSite } from "../support/viewer-site";
 import { TEST_PATTERN_PNG } from "../support/pixels";
 
 const ID = "graz";
@@ -33,7 +33,7 @@ declare const document: { elementFromPoint(x: number, y: number): unknown };
 
 let dataDir: string;
 let stack: Stack;
-let site: MiradorSite;
+let site: ViewerSite;
 let browser: Browser;
 let page: Page;
 let pattern: { data: Buffer; width: number };
@@ -51,7 +51,7 @@ beforeAll(async () => {
   const description = { label: en(LABEL), rights: RIGHTS, metadata: [{ label: en(METADATA.label), value: en(METADATA.value) }] };
   await writeFile(path.join(dataDir, `${ID}.tessera.json`), JSON.stringify({ description }));
   stack = await startStack({ decoderEnv: { TESSERA_SOURCE: "local", TESSERA_DATA_DIR: dataDir } });
-  site = await startMiradorSite();
+  site = await startViewerSite("mirador");
   browser = await launchChromium(["--disable-gpu"]);
   page = await browser.newPage({ viewport: WINDOW, deviceScaleFactor: 1 });
   page.setDefaultTimeout(LOAD_TIMEOUT);
