@@ -30,13 +30,17 @@ export interface Description {
 export const DESCRIPTION_LIMITS = { text: 2000, lines: 10, languages: 10, pairs: 50 } as const;
 
 const RIGHTS_STATEMENTS = ["InC", "InC-OW-EU", "InC-EDU", "InC-NC", "InC-RUU", "NoC-CR", "NoC-NC", "NoC-OKLR", "NoC-US", "CNE", "UND", "NKC"];
-const CC_LICENCE = /^https?:\/\/creativecommons\.org\/(licenses\/(by|by-sa|by-nd|by-nc|by-nc-sa|by-nc-nd)\/(1\.0|2\.0|2\.5|3\.0|4\.0)(\/[a-z]{2})?|publicdomain\/(zero\/1\.0|mark\/1\.0))\/$/;
-const RIGHTS_STATEMENT = new RegExp(`^https?://rightsstatements\\.org/vocab/(${RIGHTS_STATEMENTS.join("|")})/1\\.0/$`);
+const CC_LICENCE = /^http:\/\/creativecommons\.org\/(licenses\/(by|by-sa|by-nd|by-nc|by-nc-sa|by-nc-nd)\/(1\.0|2\.0|2\.5|3\.0|4\.0)(\/[a-z]{2})?|publicdomain\/(zero\/1\.0|mark\/1\.0))\/$/;
+const RIGHTS_STATEMENT = new RegExp(`^http://rightsstatements\\.org/vocab/(${RIGHTS_STATEMENTS.join("|")})/1\\.0/$`);
 
-/** Why `uri` is not a rights value the Presentation API allows (a Creative Commons or RightsStatements.org URI), or undefined. */
+/**
+ * Why `uri` is not a rights value the Presentation API allows (a Creative Commons or
+ * RightsStatements.org URI), or undefined. Only the http form: the URIs are identifiers, which
+ * the specification and its validator compare as written, whatever scheme a browser is sent to.
+ */
 export function rightsProblem(uri: string): string | undefined {
   if (CC_LICENCE.test(uri) || RIGHTS_STATEMENT.test(uri)) return undefined;
-  return `rights ${JSON.stringify(uri.slice(0, 200))} is not a Creative Commons licence URI (such as http://creativecommons.org/licenses/by/4.0/) or a RightsStatements.org URI (such as http://rightsstatements.org/vocab/InC/1.0/)`;
+  return `rights ${JSON.stringify(uri.slice(0, 200))} is not a Creative Commons licence URI (such as http://creativecommons.org/licenses/by/4.0/) or a RightsStatements.org URI (such as http://rightsstatements.org/vocab/InC/1.0/), in its http form`;
 }
 
 /** A description as an entry holds it, or why it cannot be read. */
@@ -69,8 +73,11 @@ export function readDescription(value: unknown): DescriptionReading {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** A language tag as BCP 47 writes one (or IIIF's "none"), short. */
-const LANGUAGE = /^(none|[a-zA-Z]{2,3}(-[a-zA-Z0-9]{1,8}){0,3})$/;
+/**
+ * A language tag of letters and hyphens (or IIIF's "none"), short: BCP 47 also allows digits
+ * ("es-419"), which the Presentation validator's keys do not, so a viewer may refuse them.
+ */
+const LANGUAGE = /^(none|[a-zA-Z]{2,3}(-[a-zA-Z]{1,8}){0,3})$/;
 
 function languageMapProblem(value: unknown, what: string): string | undefined {
   const { text, lines, languages } = DESCRIPTION_LIMITS;

@@ -66,12 +66,12 @@ describe("readDescription", () => {
 describe("rightsProblem", () => {
   it.each([
     "http://creativecommons.org/licenses/by/4.0/",
-    "https://creativecommons.org/licenses/by-nd/3.0/",
+    "http://creativecommons.org/licenses/by-nd/3.0/",
     "http://creativecommons.org/licenses/by-sa/3.0/at/",
     "http://creativecommons.org/publicdomain/zero/1.0/",
     "http://creativecommons.org/publicdomain/mark/1.0/",
     "http://rightsstatements.org/vocab/InC/1.0/",
-    "https://rightsstatements.org/vocab/NoC-US/1.0/",
+    "http://rightsstatements.org/vocab/NoC-US/1.0/",
     "http://rightsstatements.org/vocab/InC-EDU/1.0/",
   ])("allows %s", (uri) => {
     expect(rightsProblem(uri)).toBeUndefined();
@@ -80,6 +80,8 @@ describe("rightsProblem", () => {
 
   it.each([
     "https://creativecommons.org/licenses/by/4.0", // no final slash
+    "https://creativecommons.org/licenses/by/4.0/", // the https form: not the identifier
+    "https://rightsstatements.org/vocab/NoC-US/1.0/",
     "http://creativecommons.org/licenses/by/4.0/deed.de",
     "http://creativecommons.org/licenses/by/5.0/",
     "http://creativecommons.org/licenses/cc-by/4.0/",
@@ -94,14 +96,14 @@ describe("rightsProblem", () => {
   ])("refuses the near miss %s, naming it and the kinds allowed", (uri) => {
     const why = rightsProblem(uri);
     expect(why).toBe(
-      `rights ${JSON.stringify(uri)} is not a Creative Commons licence URI (such as http://creativecommons.org/licenses/by/4.0/) or a RightsStatements.org URI (such as http://rightsstatements.org/vocab/InC/1.0/)`,
+      `rights ${JSON.stringify(uri)} is not a Creative Commons licence URI (such as http://creativecommons.org/licenses/by/4.0/) or a RightsStatements.org URI (such as http://rightsstatements.org/vocab/InC/1.0/), in its http form`,
     );
     expect(unreadable({ rights: uri })).toBe(why);
   });
 
   it("quotes at most 200 characters of a long or hostile URI", () => {
     const why = rightsProblem(`http://x/"</script>${text(10_000)}`)!;
-    expect(why.length).toBeLessThan(400);
+    expect(why.length).toBeLessThan(420);
     expect(why).toContain('\\"</script>');
   });
 });

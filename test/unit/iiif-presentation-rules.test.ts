@@ -462,16 +462,17 @@ describe("a description the project accepts, in a manifest the official validato
     expect(described({ rights: "http://creativecommons.org/publicdomain/zero/1.0/" })).toEqual([]);
   });
 
-  // DEFECT (reported, not fixed): readDescription (shared/description.ts) accepts the https form of
-  // a Creative Commons URI and the manifest carries it as given, but the validator takes only the
-  // http form, as the specification's discussion of rights asks (the URIs are identifiers).
-  it.fails("an https Creative Commons licence (readDescription accepts it; the validator does not)", () => {
-    expect(described({ rights: "https://creativecommons.org/licenses/by/4.0/" })).toEqual([]);
-  });
-
-  // The schema is stricter than BCP 47 here: its language keys are letters and hyphens, so a tag
-  // with a region number ("es-419"), which readDescription rightly accepts, fails the validator.
-  it.fails("a language tag with digits (BCP 47 allows it; the validator's schema does not)", () => {
-    expect(described({ label: { "es-419": ["Mapa"] } })).toEqual([]);
+  // What the validator refuses in a description never reaches a manifest: the catalog's reader
+  // refuses it first (an https rights URI; a language tag with digits, which BCP 47 allows but
+  // the validator's keys do not).
+  it("an https Creative Commons licence and a language tag with digits: refused by the validator, and by readDescription before", () => {
+    const unread = (description: object) => {
+      const parts = MANIFEST_PARTS.plain;
+      return checkManifest(manifest({ ...parts, image: { ...parts.image, info: source("plain", [[1000, 800]], { description }) } }));
+    };
+    expect(unread({ rights: "https://creativecommons.org/licenses/by/4.0/" })).not.toEqual([]);
+    expect(unread({ label: { "es-419": ["Mapa"] } })).not.toEqual([]);
+    expect(readDescription({ rights: "https://creativecommons.org/licenses/by/4.0/" })).toHaveProperty("unreadable");
+    expect(readDescription({ label: { "es-419": ["Mapa"] } })).toHaveProperty("unreadable");
   });
 });
