@@ -102,14 +102,15 @@ export function createDecoderContext(options: DecoderOptions): DecoderContext {
   const blockCache = options.blockCache ?? new DecodedBlockCache();
   const drain = options.drain ?? new Drain();
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const log = options.log ?? jsonLog;
   const opening: CogOptions = {
     cache: blockCache,
     budget,
     prefetchRing: options.prefetchRing,
     sharedWorkTimeoutMs: options.sharedWorkTimeoutMs,
+    log,
   };
   const { assets, mosaicTiles, mosaicAssets } = mosaicMembers(options, opening);
-  const log = options.log ?? jsonLog;
   const snapshots = new CogCache<Cog | Mosaic>(
     options.catalog,
     (source) => {

@@ -15,6 +15,7 @@ import { WorkBudget, type Reservation } from "../runtime/work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
 import { BlockReader, checkStoredRange, type LevelLayout } from "./block-reader";
 import { readGeoreference, type SourceGeo } from "./georeference";
+import type { Log } from "../runtime/log";
 import { blockBytes, blockParameters, codecOf, COMPRESSION, registerCodecs, unknownCompression, type BlockParameters } from "./codecs";
 import type { Codec } from "../../shared/work";
 import { GeoTiffSource, heldRead } from "./geotiff-source";
@@ -48,6 +49,12 @@ export interface CogOptions {
   prefetchRing?: number;
   /** Bound on each shared header or tile-table read (default 10 s); then 504. */
   sharedWorkTimeoutMs?: number;
+  /**
+   * Where a publisher's mistake found on opening is told (a georeference that cannot be placed):
+   * the decoder's log, once per snapshot it opens; absent (a render thread's reopening, the
+   * tessera command), nothing is said.
+   */
+  log?: Log;
 }
 
 /** TIFF PhotometricInterpretation values we decode. */
@@ -118,7 +125,7 @@ export class Cog {
     } catch (e) {
       throw asHttpError(e, source);
     }
-    const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global(), readGeoreference(full, levels, source.label));
+    const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global(), readGeoreference(full, levels, source.label, options.log));
     if ((options.prefetchRing ?? DEFAULT_PREFETCH_RING) > 0) cog.prefetchTables();
     return cog;
   }

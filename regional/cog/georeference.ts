@@ -15,7 +15,7 @@ import type { LevelSize } from "../../shared/levels";
 import { TILE_MATRIX_SETS, type TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { conversion, crsOfGeoKeys, LON_LAT, setConversion, type Crs } from "../maps/crs";
 import { applyAffine, type Affine } from "../maps/transformer";
-import { jsonLog, type Log } from "../runtime/log";
+import type { Log } from "../runtime/log";
 
 /** A georeferenced source as the warp uses it, and as SourceInfo describes it. */
 export interface SourceGeo {
@@ -35,7 +35,7 @@ const EDGE_SEGMENTS = 20;
  * control points cannot be, is logged with the reason (a publisher's mistake, or a CRS to add),
  * `label` naming it; a file without GeoKeys is an image, and says nothing.
  */
-export function readGeoreference(image: GeoTIFFImage, levels: LevelSize[], label = "", log: Log = jsonLog): SourceGeo | undefined {
+export function readGeoreference(image: GeoTIFFImage, levels: LevelSize[], label = "", log: Log = () => {}): SourceGeo | undefined {
   const keys = image.getGeoKeys() as Record<string, unknown> | null;
   const crs = crsOfGeoKeys(keys);
   const native = geoTransform(image, keys?.GTRasterTypeGeoKey === PIXEL_IS_POINT);
