@@ -191,3 +191,20 @@ describe("what a source is for people", () => {
     expect(await entryOf("plan")).toEqual(now);
   });
 });
+
+describe("the collection", () => {
+  it("lists the real bucket's published COGs in key order, each with its publisher's label or its id, the restricted one too", async () => {
+    const res = await fetch(`${publishing.stack.url}/iiif/3/collection.json`);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { type: string; items: { id: string; type: string; label: unknown }[] };
+    expect(doc.type).toBe("Collection");
+    const base = `${publishing.stack.url}/iiif/3/`;
+    const ids = doc.items.map((item) => item.id.slice(base.length, -"/manifest.json".length));
+    // This file's sources (plan is restricted to the reading room by now): listed in key order.
+    expect(ids).toEqual(expect.arrayContaining(["archive", "city", "plan"]));
+    expect(ids).toEqual([...ids].sort((a, b) => (`${a}.tif` < `${b}.tif` ? -1 : 1)));
+    const item = (id: string) => doc.items.find((i) => i.id === `${base}${id}/manifest.json`)!;
+    expect(item("plan")).toMatchObject({ type: "Manifest", label: { en: ["Map of Graz, 1850"] } });
+    expect(item("city").label).toEqual({ none: ["city"] });
+  });
+});
