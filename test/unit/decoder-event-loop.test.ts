@@ -127,14 +127,15 @@ async function underLoad(load: () => Promise<void>): Promise<{ loopLagMaxMs: num
 }
 
 /**
- * underLoad, the best of up to three runs: on a machine running the rest of the suite, a decoder
+ * underLoad, the best of up to five runs: on a machine running the rest of the suite, a decoder
  * whose loop and libuv threads share two cores with other processes is descheduled for 100 ms and
- * more now and then (167 and 184 ms seen in CI, 97 ms beside two busy loops here), while a loop
- * that a computation blocks is held every time (1–2 s each time before slicing).
+ * more now and then (167 and 184 ms seen in CI, 97 ms beside two busy loops here; 500, 150 and
+ * 150 ms in three runs in a row beside the other stream's Chromium tests), while a loop that a
+ * computation blocks is held every time (1–2 s each time before slicing).
  */
-async function underLoadBestOfThree(load: () => Promise<void>): ReturnType<typeof underLoad> {
+async function underLoadBestOfFive(load: () => Promise<void>): ReturnType<typeof underLoad> {
   let best = await underLoad(load);
-  for (let run = 2; run <= 3 && !(best.loopLagMaxMs <= LOOP_BOUND_MS && best.slowestHealthMs < CLIENT_SLACK * LOOP_BOUND_MS); run++) {
+  for (let run = 2; run <= 5 && !(best.loopLagMaxMs <= LOOP_BOUND_MS && best.slowestHealthMs < CLIENT_SLACK * LOOP_BOUND_MS); run++) {
     console.log(`event loop held past the bound, measuring again: ${JSON.stringify(best)}`);
     const again = await underLoad(load);
     if (again.loopLagMaxMs < best.loopLagMaxMs) best = again;
@@ -179,22 +180,22 @@ describe("the decoder's event loop under costly map tiles", () => {
   it(`answers /health and heartbeats within ${LOOP_BOUND_MS} ms with four expression bombs at the node cap (${MAX_EXPRESSION_NODES}, @2x) in flight, each tile as rendered alone`, async () => {
     const alone = await pixels(BOMB);
     let tiles = 0;
-    const figures = await underLoadBestOfThree(async () => {
+    const figures = await underLoadBestOfFive(async () => {
       tiles = await keepInFlight(BOMB, 4, (rgba) => expect(rgba.equals(alone)).toBe(true));
     });
     console.log(`expression bombs rendered: ${tiles}`);
     expectLoopFree(figures);
-  }, 60_000);
+  }, 100_000);
 
   it(`answers /health and heartbeats within ${LOOP_BOUND_MS} ms with ${ASSETS}-asset mean tiles in flight, each the fixtures' mean`, async () => {
     const expected = meanOfFixtures();
     let tiles = 0;
-    const figures = await underLoadBestOfThree(async () => {
+    const figures = await underLoadBestOfFive(async () => {
       tiles = await keepInFlight(`${MOSAIC_TILE}?pixel_selection=mean`, 2, (rgba) => expectWithin(rgba, expected, 1));
     });
     console.log(`mosaic tiles rendered: ${tiles}`);
     expectLoopFree(figures);
-  }, 60_000);
+  }, 100_000);
 
   it("stops a tile's compute when its client leaves, long before the compute would have ended", async () => {
     // Every asset warped cubic, every pixel's median over 32 values: seconds of compute.
