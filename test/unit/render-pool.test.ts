@@ -116,8 +116,9 @@ describe("a map tile of the full partition", () => {
     await tile();
     const thread = cpuMicros(process.threadCpuUsage(before.thread));
     const whole = cpuMicros(process.cpuUsage(before.process));
-    // Painted in slices of the event loop, the expression's passes were most of the main thread's time.
-    expect(thread / whole).toBeLessThan(0.2);
+    // Painted on the event loop, the main thread's share is 0.61-0.65 here (the rest is libvips'
+    // encoding threads); pooled it is 0.07-0.16 alone and reached 0.21 beside CI's other stream.
+    expect(thread / whole).toBeLessThan(0.3);
     expect(await metricValue(d, "tessera_decoder_render_pool_renders_total")).toBe(renders + 1);
   }, 60_000);
 
