@@ -13,7 +13,7 @@ import type { GeoTIFFImage } from "geotiff";
 import { FOOTPRINT_PER_SIDE, GRID_SIDE, type ControlPoint, type Georeference, type SourceTiling } from "../../shared/protocol";
 import type { LevelSize } from "../../shared/levels";
 import { TILE_MATRIX_SETS, type TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
-import { conversion, crsOfGeoKeys, LON_LAT, setConversion, type Crs } from "../maps/crs";
+import { conversion, crsConversion, crsOfGeoKeys, LON_LAT, setConversion, type Crs } from "../maps/crs";
 import { applyAffine, type Affine } from "../maps/transformer";
 import type { Log } from "../runtime/log";
 
@@ -167,6 +167,16 @@ function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, c
   const shrink = Math.max(levels[0].width / smallest.width, levels[0].height / smallest.height);
   const maxZoom = zoomFor(tms, resolution);
   return { bounds, minZoom: Math.min(zoomFor(tms, resolution * shrink), maxZoom), maxZoom, resolution };
+}
+
+/**
+ * The source's resolution in `crs`, as gdalwarp would suggest it for a warp there: what the level
+ * read for an output in that CRS is chosen by. NaN when no part of it has coordinates there.
+ */
+export function gridResolution(geo: SourceGeo, full: LevelSize, crs: Crs): number {
+  const toGrid = crsConversion(geo.crs, crs);
+  const points = outline(full, geo.pixelToCrs, toGrid);
+  return points ? suggestedResolution(full, geo.pixelToCrs, toGrid, envelope(points)) : Number.NaN;
 }
 
 /**
