@@ -106,8 +106,8 @@ export interface MosaicSummary {
 /** Every /file path starts so: transfers, not decodes, to the admission DO. */
 export const DECODER_FILE_PREFIX = "/v1/file/";
 
-/** Whether a decoder path decodes pixels (an image or a tile): what the admission DO coalesces. */
-export const isDecodePath = (path: string) => path.startsWith("/v1/image/") || path.startsWith("/v1/tiles/");
+/** Whether a decoder path decodes pixels (an image, a tile, an area): what the admission DO coalesces. */
+export const isDecodePath = (path: string) => path.startsWith("/v1/image/") || path.startsWith("/v1/tiles/") || path.startsWith("/v1/areas/");
 
 /** Decoder routes. The image path carries the canonical IIIF 3.0 parts of a resolved request. */
 export const DECODER = {
@@ -120,6 +120,9 @@ export const DECODER = {
   /** A web-map tile; `canonical` is canonicalTile()'s `path` or `path?query`. */
   tile: (id: string, canonical: string, version: string) =>
     `/v1/tiles/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
+  /** A crop or preview of a map; `canonical` is canonicalArea()'s. */
+  area: (id: string, canonical: string, version: string) =>
+    `/v1/areas/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
   /** A page of the catalog's image sources (SourceListing), after source `after` in the catalog's order. */
   sources: (after: string | undefined, limit: number) =>
     `/v1/sources?${after === undefined ? "" : `after=${encodeURIComponent(after)}&`}limit=${limit}`,

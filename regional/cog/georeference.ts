@@ -170,13 +170,16 @@ function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, c
 }
 
 /**
- * The source's resolution in `crs`, as gdalwarp would suggest it for a warp there: what the level
- * read for an output in that CRS is chosen by. NaN when no part of it has coordinates there.
+ * Where the source lies in `crs`: its envelope there, and the resolution gdalwarp would suggest
+ * for a warp there (what the level read is chosen by); undefined when no part of it has
+ * coordinates in `crs`.
  */
-export function gridResolution(geo: SourceGeo, full: LevelSize, crs: Crs): number {
+export function placementIn(geo: SourceGeo, full: LevelSize, crs: Crs): { bounds: number[]; resolution: number } | undefined {
   const toGrid = crsConversion(geo.crs, crs);
   const points = outline(full, geo.pixelToCrs, toGrid);
-  return points ? suggestedResolution(full, geo.pixelToCrs, toGrid, envelope(points)) : Number.NaN;
+  if (!points) return undefined;
+  const bounds = envelope(points);
+  return { bounds, resolution: suggestedResolution(full, geo.pixelToCrs, toGrid, bounds) };
 }
 
 /**

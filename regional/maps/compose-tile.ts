@@ -9,7 +9,7 @@ import { isMainThread } from "node:worker_threads";
 import type { Cost, Partition } from "../../shared/cost";
 import { badRequest } from "../../shared/errors";
 import { expressionEvaluation, expressionNodes, parseExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
-import { composeWork, TILE_WORK_HELP, type OutputFormat, type OutputSize } from "../../shared/maps/tile-cost";
+import { AREA_WORK_HELP, composeWork, TILE_WORK_HELP, type OutputFormat, type OutputSize } from "../../shared/maps/tile-cost";
 import type { PixelSelection, StyleFields } from "../../shared/maps/style";
 import type { Resampling, TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
@@ -78,7 +78,8 @@ interface PlannedRead {
  */
 export async function composeTile(assets: TileAsset[], req: PaintRequest, what: string, signal: AbortSignal): Promise<PreparedDecode> {
   const composition = await compose(assets, req, signal);
-  return { cost: composition.cost, what, workHelp: TILE_WORK_HELP, render: (signal, work, partition) => render(composition, what, signal, work, partition) };
+  const workHelp = "grid" in req ? AREA_WORK_HELP : TILE_WORK_HELP;
+  return { cost: composition.cost, what, workHelp, render: (signal, work, partition) => render(composition, what, signal, work, partition) };
 }
 
 /** The values of an area, before any colouring: each output channel's plane, named as titiler names it. */

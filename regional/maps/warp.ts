@@ -13,7 +13,7 @@ import type { LevelSize } from "../../shared/levels";
 import { readWork, squareOf, tileCost, type OutputSize, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
 import type { Cog, LevelWindow } from "../cog/cog";
 import { bandLayout, readBands, sampleType } from "../cog/bands";
-import { gridResolution, type SourceGeo } from "../cog/georeference";
+import { placementIn, type SourceGeo } from "../cog/georeference";
 import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
 import { crsConversion, sameCrs, setCrs, type Crs } from "./crs";
@@ -91,8 +91,10 @@ export async function planGrid(cog: Cog, grid: OutputGrid, bidx: number[] | unde
   const bands = bandsOf(cog, bidx);
   const { width, height, affine } = grid;
   const full = cog.levels[0];
-  const cellX = Math.hypot(affine[1], affine[4]);
-  const index = overviewFor(cog, cellX / (grid.sourceResolution ?? gridResolution(geo, full, grid.crs)));
+  // gdalwarp chooses by the coarser of the output's two cell sides (GDAL 3.6, measured: a box
+  // of 0.001° × 0.0005° cells over 0.0005° × 0.0004° pixels reads the first overview).
+  const cell = Math.max(Math.hypot(affine[1], affine[4]), Math.hypot(affine[2], affine[5]));
+  const index = overviewFor(cog, cell / (grid.sourceResolution ?? placedResolution(geo, full, grid.crs)));
   const level = cog.levels[index];
   // Grid CRS → source CRS → full-resolution pixel → this level's pixel.
   const toPixel = invertAffine(geo.pixelToCrs);
@@ -121,6 +123,12 @@ export async function planGrid(cog: Cog, grid: OutputGrid, bidx: number[] | unde
   ];
   await slices.each(xs.length, 2, (start, end) => shift(xs, ys, window, start, end));
   return { width, height, bands, read: { level: index, window }, xs, ys, covered, resampling: sampling, scaleX, scaleY };
+}
+
+/** The source's resolution in `crs` the level is chosen by, as for a tile; NaN (the full level) where it has no place there. */
+function placedResolution(geo: SourceGeo, full: LevelSize, crs: Crs): number {
+  const placement = placementIn(geo, full, crs);
+  return placement ? levelResolution(geo.pixelToCrs, full, placement) : Number.NaN;
 }
 
 /** The source's georeference; 404 when it has none. */
@@ -259,7 +267,7 @@ export function overviewFor(cog: Pick<Cog, "levels">, ratio: number): number {
  * over its columns), whether the columns are the coarser axis or the finer, as measured with
  * GDAL 3.6 on sources of 30 × 20 m and 20 × 30 m pixels.
  */
-function levelResolution(pixelToCrs: Affine, full: { width: number }, tiling: { resolution: number; bounds: number[] }): number {
+function levelResolution(pixelToCrs: Affine, full: { width: number }, tiling: { resolution: number; bounds: readonly number[] }): number {
   const column = Math.hypot(pixelToCrs[1], pixelToCrs[4]);
   const row = Math.hypot(pixelToCrs[2], pixelToCrs[5]);
   return column === row ? tiling.resolution : (tiling.bounds[2] - tiling.bounds[0]) / full.width;

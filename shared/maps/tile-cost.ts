@@ -86,6 +86,9 @@ function kernelSpread([x0, y0, x1, y1]: TileRead["window"], size: OutputSize, re
   return resampling === "nearest" ? 1 : Math.max(1, (x1 - x0) / size.width) * Math.max(1, (y1 - y0) / size.height);
 }
 
+/** What helps an area (a crop, a preview, statistics) that buys too much work. */
+export const AREA_WORK_HELP = "use max_size or a smaller {width}x{height}, fewer expression terms or assets, or a source with overviews";
+
 /** What helps a map tile that buys too much work. */
 export const TILE_WORK_HELP = "use fewer expression terms or assets, a simpler pixel_selection, a lower zoom, or a source with overviews";
 

@@ -1,0 +1,119 @@
+// Crops and previews (the areas of /bbox and /preview) against gdalwarp run for the same grid:
+// `-te` the box, `-ts` the size, `-t_srs` the CRS painted in, the same resampling, GDAL's default
+// overview choice. The area's grid is laid out from the request as the route parses it, then
+// warped as a tile is, so each fixture is held to its tile tolerance (map-tiles-vs-gdal). Then the
+// sizes a box gets without one (the source's resolution there, shrunk to max_size) against
+// GDAL's, and proof that the comparison fails a box one pixel off.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Cog } from "../../regional/cog/cog";
+import { areaGrid } from "../../regional/maps/areas";
+import { planGrid, warpPlanned } from "../../regional/maps/warp";
+import { Slices } from "../../regional/runtime/slices";
+import { LocalCatalog } from "../../regional/source/local";
+import { parseAreaRequest, splitFormat, type AreaRequest } from "../../shared/maps/area-request";
+import { gdalSuggestedWarpOutput, gdalWarp, type TilePlanes } from "../support/gdal-reference";
+import { MAP_FIXTURES, mapFixture, mapFixtures } from "../support/map-fixtures";
+import { exceeded, tileDifference, type Tolerance } from "../support/tile-difference";
+
+type FixtureName = keyof typeof MAP_FIXTURES;
+
+interface Case {
+  fixture: FixtureName;
+  /** The route's path after the id: `bbox/{box}[/{w}x{h}].{ext}` or `preview[/{w}x{h}].{ext}`. */
+  path: string;
+  query: string;
+  /** The bands GDAL's answer is cut to (one-based). */
+  bands: number[];
+  what: string;
+}
+
+const CASES: Case[] = [
+  { fixture: "utmDem", path: "bbox/610000,5080000,622000,5092000/240x300.tif", query: "coord_crs=EPSG:32633&resampling=bilinear", bands: [1], what: "a box in the source's CRS, across nodata" },
+  { fixture: "utmRgb", path: "bbox/1588000,5688000,1608000,5703000/400x300.png", query: "coord_crs=EPSG:3857&dst_crs=EPSG:3857&resampling=cubic", bands: [1, 2, 3], what: "reprojected to Web Mercator, cubic" },
+  { fixture: "wgs84Uint16", path: "bbox/10.30013,49.47021,10.62047,49.57993/320x220.tif", query: "bidx=3,1,2&resampling=nearest", bands: [3, 1, 2], what: "in lon/lat, three bands in another order" },
+  { fixture: "mercatorGrey", path: "preview.png", query: "max_size=256&resampling=bilinear", bands: [1], what: "a preview, from an overview" },
+  { fixture: "utmDem", path: "preview/100x150.tif", query: "resampling=nearest", bands: [1], what: "a preview at a size, pixels not square" },
+];
+
+const TOLERANCES: Record<FixtureName, Tolerance> = {
+  utmRgb: { meanAbs: 1.5, p99: 6, validityMismatch: 0.001 },
+  utmDem: { meanAbs: 0.01, p99: 0.05, validityMismatch: 0.001 },
+  wgs84Uint16: { meanAbs: 12, p99: 40, validityMismatch: 0.001 },
+  mercatorGrey: { meanAbs: 0.05, p99: 1, validityMismatch: 0.001 },
+};
+
+const cogs = new Map<FixtureName, Cog>();
+
+beforeAll(async () => {
+  const catalog = new LocalCatalog(mapFixtures());
+  for (const name of Object.keys(MAP_FIXTURES) as FixtureName[]) cogs.set(name, await Cog.open(await catalog.open(MAP_FIXTURES[name].id, undefined)));
+});
+
+afterAll(async () => {
+  await Promise.all([...cogs.values()].map((cog) => cog.close()));
+});
+
+/** The case's request as the decoder's routes parse it. */
+function request(c: Pick<Case, "path" | "query">): AreaRequest {
+  const [kind, ...rest] = c.path.split("/");
+  const query = new URLSearchParams(c.query);
+  if (kind === "bbox") {
+    const [bbox, file] = rest.length === 1 ? splitFormat(rest[0]) : rest;
+    return parseAreaRequest("bbox", { bbox, file }, query);
+  }
+  return parseAreaRequest("preview", { file: rest[0] ?? splitFormat(kind)[1] }, query);
+}
+
+async function ours(c: Case, req = request(c)): Promise<TilePlanes & { grid: ReturnType<typeof areaGrid> }> {
+  const cog = cogs.get(c.fixture)!;
+  const grid = areaGrid(cog, cog.geo!, req);
+  const slices = new Slices(new AbortController().signal);
+  const warped = await warpPlanned(cog, await planGrid(cog, grid, req.bidx, req.resampling, slices), req, slices);
+  return { ...warped, grid };
+}
+
+/** gdalwarp onto the grid `ours` laid out: its bounds, size and CRS, shifted `shiftPixels` east. */
+async function reference(c: Case, grid: ReturnType<typeof areaGrid>, shiftPixels = 0): Promise<TilePlanes> {
+  const [x0, cell, , y1, , cellY] = grid.affine;
+  const shift = cell * shiftPixels;
+  const bounds = [x0 + shift, y1 + grid.height * cellY, x0 + grid.width * cell + shift, y1];
+  const crs = grid.crs.name.startsWith("EPSG:") ? grid.crs.name : grid.crs.definition;
+  const all = await gdalWarp(mapFixture(MAP_FIXTURES[c.fixture]), { crs, bounds, width: grid.width, height: grid.height, resampling: request(c).resampling });
+  return { ...all, bands: c.bands.map((b) => all.bands[b - 1]), valid: c.bands.map((b) => all.valid[b - 1]) };
+}
+
+describe("areas against gdalwarp's", () => {
+  it.each(CASES.map((c) => ({ ...c, name: `${c.fixture}: ${c.what}` })))("$name", async (c) => {
+    const mine = await ours(c);
+    const d = tileDifference(mine, await reference(c, mine.grid));
+    expect(d.bothValid, c.path).toBeGreaterThan(0.05);
+    expect(exceeded(d, TOLERANCES[c.fixture]), c.path).toEqual([]);
+  });
+
+  it("a box one pixel off fails the comparison", async () => {
+    const c = CASES[0];
+    const mine = await ours(c);
+    expect(exceeded(tileDifference(mine, await reference(c, mine.grid, 1)), TOLERANCES[c.fixture])).not.toEqual([]);
+  });
+});
+
+describe("an area's size", () => {
+  it("a box without a size gets the source's resolution in the CRS painted in, as gdalwarp suggests it", async () => {
+    // The whole UTM DEM's box reprojected to Web Mercator: gdalwarp's grid for the file there.
+    const file = mapFixture(MAP_FIXTURES.utmDem);
+    const gdal = await gdalSuggestedWarpOutput(file, "EPSG:3857");
+    const [x0, res, , y1, , resY] = gdal.geoTransform;
+    const box = [x0, y1 + gdal.height * resY, x0 + gdal.width * res, y1].join(",");
+    const { grid } = await ours({ ...CASES[0], path: `bbox/${box}.tif`, query: "coord_crs=EPSG:3857&dst_crs=EPSG:3857" });
+    expect([grid.width, grid.height]).toEqual([gdal.width, gdal.height]);
+    expect(grid.affine[1]).toBeCloseTo(res, 6);
+  });
+
+  it("max_size shrinks the longest side, the shape kept (rounded up), and never enlarges", async () => {
+    const dem = MAP_FIXTURES.utmDem; // 1000 × 1500 pixels
+    const { grid } = await ours({ ...CASES[0], path: "preview.png", query: "max_size=300" });
+    expect([grid.width, grid.height]).toEqual([Math.ceil((300 * dem.width) / dem.height), 300]);
+    const small = await ours({ ...CASES[0], path: "preview.png", query: "max_size=5000" });
+    expect([small.grid.width, small.grid.height]).toEqual([dem.width, dem.height]);
+  });
+});
