@@ -4,6 +4,7 @@
 // own resolution there (gdalwarp's suggested one), shrunk to max_size. The grid is then warped
 // like a tile (warp.ts), so a crop and a tile of the same ground read the same pixels.
 import { badRequest } from "../../shared/errors";
+import { fit } from "../../shared/maps/area-cost";
 import type { AreaRequest } from "../../shared/maps/area-request";
 import type { Cog } from "../cog/cog";
 import { placementIn, type SourceGeo } from "../cog/georeference";
@@ -17,7 +18,7 @@ const EDGE_POINTS = 21;
 export function areaGrid(cog: Cog, geo: SourceGeo, req: AreaRequest): OutputGrid {
   const full = cog.levels[0];
   if (req.kind === "preview") {
-    const [width, height] = req.width !== undefined ? [req.width, req.height!] : fit(full.width, full.height, req.maxSize);
+    const { width, height } = req.width !== undefined ? { width: req.width, height: req.height! } : fit(full.width, full.height, req.maxSize);
     const [t0, t1, t2, t3, t4, t5] = geo.pixelToCrs;
     const kx = full.width / width;
     const ky = full.height / height;
@@ -30,18 +31,9 @@ export function areaGrid(cog: Cog, geo: SourceGeo, req: AreaRequest): OutputGrid
     const placement = placementIn(geo, full, dst);
     if (!placement) throw badRequest(`the source has no place in ${dst.name}`);
     const native = [Math.max(1, Math.round((x1 - x0) / placement.resolution)), Math.max(1, Math.round((y1 - y0) / placement.resolution))];
-    [width, height] = fit(native[0], native[1], req.maxSize);
+    ({ width, height } = fit(native[0], native[1], req.maxSize));
   }
   return { crs: dst, affine: [x0, (x1 - x0) / width, 0, y1, 0, -(y1 - y0) / height], width, height };
-}
-
-/**
- * `width` × `height` made to fit within `maxSize` on its longest side, its shape kept (rounded
- * up, as rio-tiler does); unchanged when it already fits or no bound is given.
- */
-function fit(width: number, height: number, maxSize: number | undefined): [number, number] {
-  if (maxSize === undefined || Math.max(width, height) <= maxSize) return [width, height];
-  return width >= height ? [maxSize, Math.max(1, Math.ceil((maxSize * height) / width))] : [Math.max(1, Math.ceil((maxSize * width) / height)), maxSize];
 }
 
 function known(name: string, what: string): Crs {

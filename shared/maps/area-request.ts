@@ -73,8 +73,19 @@ export function parseAreaRequest(kind: AreaRequest["kind"], path: AreaPathParams
 
 /** `bbox/{box}[/{w}x{h}].{format}` or `preview[/{w}x{h}].{format}`, and the canonical query: what names the area's pixels. */
 export function canonicalArea(req: AreaRequest): string {
-  const size = req.width !== undefined ? `/${req.width}x${req.height}` : "";
-  const path = req.kind === "bbox" ? `bbox/${req.bbox!.map(number).join(",")}${size}.${req.format}` : `preview${size}.${req.format}`;
+  return withQuery(req.kind === "bbox" ? `bbox/${boxText(req)}${sizeText(req)}` : `preview${sizeText(req)}`, req);
+}
+
+/** The area's public path for source `pathId` (already URL-encoded), as canonical: `bbox/{id}/…` or `preview/{id}…`. */
+export function publicArea(pathId: string, req: AreaRequest): string {
+  return withQuery(req.kind === "bbox" ? `bbox/${pathId}/${boxText(req)}${sizeText(req)}` : `preview/${pathId}${sizeText(req)}`, req);
+}
+
+const boxText = (req: AreaRequest) => req.bbox!.map(number).join(",");
+const sizeText = (req: AreaRequest) => `${req.width !== undefined ? `/${req.width}x${req.height}` : ""}.${req.format}`;
+
+/** `path` with the canonical query: only what differs from the defaults, in one order. */
+function withQuery(path: string, req: AreaRequest): string {
   const parts: string[] = [];
   if (req.kind === "bbox" && req.coordCrs !== LON_LAT_NAME) parts.push(`coord_crs=${req.coordCrs}`);
   if (req.dstCrs !== undefined) parts.push(`dst_crs=${req.dstCrs}`);
