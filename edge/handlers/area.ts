@@ -1,10 +1,9 @@
 // GET /bbox/{id}/{minx},{miny},{maxx},{maxy}[/{width}x{height}].{format} and
 // GET /preview/{id}[/{width}x{height}].{format}: titiler's crops and previews of a georeferenced
-// COG, as png, jpg, webp or a GeoTIFF. Parsed (400) before the source is looked up, then as a
+// COG or a mosaic, as png, jpg, webp or a GeoTIFF. Parsed (400) before the source is looked up, then as a
 // tile: the source may be seen (401), is a map (404), and its canonical area goes through the
 // cache, admission and the decoder, costed first by the edge's coarse estimate (area-cost.ts).
 import type { IRequest } from "itty-router";
-import { notFound } from "../../shared/errors";
 import { coarseAreaCost } from "../../shared/maps/area-cost";
 import { AREA_WORK_HELP } from "../../shared/maps/tile-cost";
 import { canonicalArea, parseAreaRequest, publicArea, splitFormat, type AreaPathParams, type AreaRequest } from "../../shared/maps/area-request";
@@ -45,7 +44,6 @@ export function previewHandler(req: IRequest, env: Env, ctx: ExecutionContext): 
 async function areaDecode(source: SourceRef, area: AreaRequest, req: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
   const config = edgeConfig(env);
   const { info, restriction } = await georeferencedSource(source, req, env, config, ctx);
-  if (info.mosaic) throw notFound(`source "${source.id}" is a mosaic: its tiles and points are served, not its areas`);
   const canonical = canonicalArea(area);
   const bands = area.expression ? parseExpressions(area.expression, "any").bands.length : (area.bidx?.length ?? info.channels ?? ASSUMED_CHANNELS);
   return cachedDecode(

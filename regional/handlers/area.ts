@@ -11,6 +11,7 @@ import type { DecoderContext } from "../decoder";
 import type { Answer } from "../http/answer";
 import type { Handler, RouteRequest } from "../http/router";
 import { areaGrid } from "../maps/areas";
+import { withMosaicArea } from "../mosaic/mosaic-area";
 import { cogAsset, composeTile } from "../maps/compose-tile";
 import { Mosaic } from "../mosaic/mosaic";
 import type { PreparedDecode } from "../render/prepared-decode";
@@ -39,8 +40,9 @@ export const sizedPreview: Handler<{ id: string; file: string }> = (request, dec
 
 function areaDecode(id: string, req: AreaRequest, { version, signal, grant }: RouteRequest<unknown>, decoder: DecoderContext): Promise<Answer> {
   return withSnapshot(decoder, id, version, signal, async (opened) => {
-    if (opened instanceof Mosaic) throw notFound(`source "${id}" is a mosaic: its areas are not served, only its tiles and points`);
-    return runDecode(decoder, opened, await prepareArea(opened, id, req, signal), signal, grant);
+    if (!(opened instanceof Mosaic)) return runDecode(decoder, opened, await prepareArea(opened, id, req, signal), signal, grant);
+    const what = `${id} ${canonicalArea(req)}`;
+    return withMosaicArea(opened, id, req, decoder.mosaicTiles, signal, async (assets, grid) => runDecode(decoder, opened, await composeTile(assets, { ...req, grid }, what, signal), signal, grant));
   });
 }
 
@@ -48,6 +50,6 @@ function areaDecode(id: string, req: AreaRequest, { version, signal, grant }: Ro
 export function prepareArea(cog: Cog, id: string, req: AreaRequest, signal: AbortSignal): Promise<PreparedDecode> {
   if (!cog.geo) throw notFound(`source "${id}" is not georeferenced: it is served as an IIIF image`);
   if (cog.geo.info.crossesAntimeridian) throw acrossAntimeridian(id);
-  const grid = areaGrid(cog, cog.geo, req);
+  const grid = areaGrid(cog.levels[0], cog.geo, req);
   return composeTile([cogAsset(cog, req, id)], { ...req, grid }, `${id} ${canonicalArea(req)}`, signal);
 }

@@ -6,17 +6,18 @@
 import { badRequest } from "../../shared/errors";
 import { fit } from "../../shared/maps/area-cost";
 import type { AreaRequest } from "../../shared/maps/area-request";
-import type { Cog } from "../cog/cog";
+import type { LevelSize } from "../../shared/levels";
+import { MOSAIC_TMS } from "../../shared/maps/mosaic-json";
+import type { SourceInfo } from "../../shared/protocol";
 import { placementIn, type SourceGeo } from "../cog/georeference";
-import { crsConversion, crsOfName, type Crs } from "./crs";
+import { crsConversion, crsOfName, setCrs, type Crs } from "./crs";
 import type { OutputGrid } from "./warp";
 
 /** Points a side of a box is densified to when it is converted (GDAL's transformBounds takes 21). */
 const EDGE_POINTS = 21;
 
 /** The grid `req` paints `cog` on; 400 for a CRS the bundled tables lack or a box with no place in the CRS painted in. */
-export function areaGrid(cog: Cog, geo: SourceGeo, req: AreaRequest): OutputGrid {
-  const full = cog.levels[0];
+export function areaGrid(full: LevelSize, geo: SourceGeo, req: AreaRequest): OutputGrid {
   if (req.kind === "preview") {
     const { width, height } = req.width !== undefined ? { width: req.width, height: req.height! } : fit(full.width, full.height, req.maxSize);
     const [t0, t1, t2, t3, t4, t5] = geo.pixelToCrs;
@@ -34,6 +35,27 @@ export function areaGrid(cog: Cog, geo: SourceGeo, req: AreaRequest): OutputGrid
     ({ width, height } = fit(native[0], native[1], req.maxSize));
   }
   return { crs: dst, affine: [x0, (x1 - x0) / width, 0, y1, 0, -(y1 - y0) / height], width, height };
+}
+
+/**
+ * A mosaic as one source for an area: its bounds on WebMercatorQuad at its maxzoom's resolution,
+ * the grid its info describes, in Web Mercator.
+ */
+export function mosaicPlacement(info: SourceInfo): { full: LevelSize; geo: SourceGeo } {
+  const georeference = info.georeference!;
+  const { bounds, resolution } = georeference.tiling[MOSAIC_TMS];
+  return {
+    full: info.levels[0],
+    geo: { crs: setCrs(MOSAIC_TMS), pixelToCrs: [bounds[0], resolution, 0, bounds[3], 0, -resolution], info: georeference },
+  };
+}
+
+/** The grid's envelope in `crs` (Web Mercator for a mosaic's index). */
+export function gridBoundsIn(grid: OutputGrid, crs: Crs): [number, number, number, number] {
+  const [x0, cx, rx, y0, ry, cy] = grid.affine;
+  const xs = [x0, x0 + grid.width * cx, x0 + grid.height * rx, x0 + grid.width * cx + grid.height * rx];
+  const ys = [y0, y0 + grid.width * ry, y0 + grid.height * cy, y0 + grid.width * ry + grid.height * cy];
+  return envelopeIn([Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)], grid.crs, crs);
 }
 
 function known(name: string, what: string): Crs {

@@ -2,13 +2,14 @@
 // the output's size (asked, or the source's pixels the area covers, shrunk to max_size), the
 // level chooseLevel reads for it, and the window the area covers there, mapped linearly from the
 // source's bounds in lon/lat or Web Mercator (the two CRSs the edge knows bounds in); a box in
-// another CRS is costed as the whole source. The decoder's precise cost (the real window) replaces
-// it on admission.
+// another CRS is costed as the whole source, a mosaic's as one asset's. The decoder's precise cost
+// (every asset's real window) replaces it on admission.
 import type { Cost } from "../cost";
+import type { Rect } from "../iiif/resolve";
 import { chooseLevel, windowAtLevel } from "../levels";
 import type { SourceInfo, SourceTiling } from "../protocol";
 import { LON_LAT_NAME, type AreaRequest } from "./area-request";
-import { composeWork, readWork, tileCost, type OutputSize, type TileRead } from "./tile-cost";
+import { composeWork, memberRead, readWork, tileCost, type OutputSize, type TileCostShape, type TileRead } from "./tile-cost";
 
 /** The bounds the edge knows a box's CRS by: lon/lat, or Web Mercator's. */
 const KNOWN_BOUNDS: Record<string, string> = { [LON_LAT_NAME]: "WorldCRS84Quad", "EPSG:3857": "WebMercatorQuad" };
@@ -20,11 +21,19 @@ export function coarseAreaCost(info: SourceInfo, req: AreaRequest, bands: number
   const region = { x: covered[0] * full.width, y: covered[1] * full.height, w: (covered[2] - covered[0]) * full.width, h: (covered[3] - covered[1]) * full.height };
   const size: OutputSize =
     req.width !== undefined ? { width: req.width, height: req.height! } : fit(Math.max(1, Math.round(region.w)), Math.max(1, Math.round(region.h)), req.maxSize);
-  const level = chooseLevel(info.levels, region, size.width, size.height);
-  const read: TileRead = { level, window: windowAtLevel(full, info.levels[level], region) };
-  const shape = { tileWidth: info.tileWidth, tileHeight: info.tileHeight, bands, bytesPerSample: 1, codec: info.codec };
   const compose = composeWork({ assets: 1, size, components: bands, nodes: 0, pixelSelection: "first", format: req.format });
+  // A mosaic's members' headers are unread here: one member's assumed read, a lower bound.
+  const { shape, read } = info.mosaic ? memberRead(size, bands) : coarseRead(info, region, size, bands);
   return { bytes: tileCost(shape, read, size), work: readWork(shape, read, size, req.resampling) + compose };
+}
+
+/** The level chooseLevel reads `region` at for `size`, and the window it covers there. */
+function coarseRead(info: SourceInfo, region: Rect, size: OutputSize, bands: number): { shape: TileCostShape; read: TileRead } {
+  const level = chooseLevel(info.levels, region, size.width, size.height);
+  return {
+    shape: { tileWidth: info.tileWidth, tileHeight: info.tileHeight, bands, bytesPerSample: 1, codec: info.codec },
+    read: { level, window: windowAtLevel(info.levels[0], info.levels[level], region) },
+  };
 }
 
 /** `width` × `height` within `maxSize` on its longest side (rounded up), as the decoder lays it out. */

@@ -167,16 +167,17 @@ const MEMBER_BLOCK = 512;
  * (every asset's real window) replaces it once the members are open.
  */
 export function mosaicTileCost(mosaic: MosaicSummary, z: number, side: number, bands: number): number {
-  const { shape, read } = memberRead(side, bands);
+  const { shape, read } = memberRead(squareOf(side), bands);
   return mosaicAssetBound(mosaic, z) * tileCost(shape, read, squareOf(side)) + side * side * bands * 5 * 2;
 }
 
 /** The same assumed reads' work: every asset's blocks decoded (of an unknown codec) and its bands warped. */
 export function mosaicReadWork(mosaic: MosaicSummary, z: number, side: number, bands: number, resampling: Resampling): number {
-  const { shape, read } = memberRead(side, bands);
+  const { shape, read } = memberRead(squareOf(side), bands);
   return mosaicAssetBound(mosaic, z) * readWork(shape, read, squareOf(side), resampling);
 }
 
-function memberRead(side: number, bands: number): { shape: TileCostShape; read: TileRead } {
-  return { shape: { tileWidth: MEMBER_BLOCK, tileHeight: MEMBER_BLOCK, bands, bytesPerSample: 2 }, read: { level: 0, window: [0, 0, 2 * side, 2 * side] } };
+/** What the edge assumes one member's read for an output of `size` is: a window twice its size, in 16-bit samples of unknown codec. */
+export function memberRead(size: OutputSize, bands: number): { shape: TileCostShape; read: TileRead } {
+  return { shape: { tileWidth: MEMBER_BLOCK, tileHeight: MEMBER_BLOCK, bands, bytesPerSample: 2 }, read: { level: 0, window: [0, 0, 2 * size.width, 2 * size.height] } };
 }

@@ -66,7 +66,7 @@ function request(c: Pick<Case, "path" | "query">): AreaRequest {
 
 async function ours(c: Case, req = request(c)): Promise<TilePlanes & { grid: ReturnType<typeof areaGrid> }> {
   const cog = cogs.get(c.fixture)!;
-  const grid = areaGrid(cog, cog.geo!, req);
+  const grid = areaGrid(cog.levels[0], cog.geo!, req);
   const slices = new Slices(new AbortController().signal);
   const warped = await warpPlanned(cog, await planGrid(cog, grid, req.bidx, req.resampling, slices), req, slices);
   return { ...warped, grid };

@@ -57,6 +57,18 @@ describe("areas decoded by a real decoder", () => {
     expect(webp.headers.get("content-type")).toBe("image/webp");
   });
 
+  it("paint a mosaic's box from its assets: the one asset's own pixels, painted in the same CRS", async () => {
+    const fromCog = await get(`/bbox/utm-quadrants/${BOX}/300x200.png`);
+    const fromMosaic = await get(`/bbox/quadrants/${BOX}/300x200.png?dst_crs=EPSG:32633`);
+    expect(fromMosaic.status, await fromMosaic.clone().text()).toBe(200);
+    expect(await bytes(fromMosaic)).toEqual(await bytes(fromCog));
+    expect(Math.max(...pngSize(await bytes(await get("/preview/quadrants.png?max_size=200"))))).toBe(200);
+    // Its index's one quadkey is the world: the asset is read for any box, and one it misses is transparent.
+    const outside = await get("/bbox/quadrants/-10,-10,-9,-9/64x64.png");
+    expect(outside.status).toBe(200);
+    expect(pngSize(await bytes(outside))).toEqual([64, 64]);
+  });
+
   it("a box that misses the source is answered without pixels, as outside a tile", async () => {
     const res = await get("/bbox/utm-quadrants/-10,-10,-9,-9/64x64.png");
     expect(res.status).toBe(200);
