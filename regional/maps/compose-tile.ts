@@ -18,6 +18,7 @@ import type { PreparedDecode } from "../render/prepared-decode";
 import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
 import { pixelSelection, type AssetTuple } from "./pixel-selection";
+import { areaTiff } from "./area-tiff";
 import { encodeTile, valueRanges, type RenderedTile } from "./render-tile";
 import { plannedCost, planGrid, planTile, warpPlanned, type OutputGrid, type WarpPlan } from "./warp";
 
@@ -129,8 +130,10 @@ async function compose(assets: TileAsset[], req: PaintRequest, signal: AbortSign
   const readCosts = reads.flat().map((r) => plannedCost(r.cog, r.plan));
   const nodes = program ? expressionNodes(program) : 0;
   const mode = req.pixelSelection ?? "first";
+  // A GeoTIFF holds its planes in the sample type, and the compressed file, beside the values.
+  const tiff = req.format === "tif" ? pixels * components * 8 * 2 : 0;
   const cost = {
-    bytes: readCosts.reduce((sum, c) => sum + c.bytes, 0) + reducing,
+    bytes: readCosts.reduce((sum, c) => sum + c.bytes, 0) + reducing + tiff,
     work: readCosts.reduce((sum, c) => sum + c.work, 0) + composeWork({ assets: assets.length, size, components, nodes, pixelSelection: mode, format: req.format }),
   };
   const channelCount = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? first.channels.length) - (lastband ? 1 : 0);
@@ -182,6 +185,11 @@ async function paint(tile: Composition, slices: Slices, work: Reservation): Prom
   const out = await composeTuple(tile, slices, work);
   const { req, size } = tile;
   const { format } = req;
+  if (format === "tif" && "grid" in req) {
+    // Values no longer a band's own (an expression, a statistic over assets) are written as floats.
+    const float = tile.program !== undefined || ["mean", "stdev", "median"].includes(tile.mode);
+    return areaTiff({ ...out, ...size, names: channelNames(tile) }, req.grid, tile.assets[0].bands[0].cog, float, req.nodata, slices);
+  }
   if (format === undefined || format === "tif") throw new Error("a composition without an image format has values, not an image: composeValues");
   return encodeTile({ ...size, bands: out.bands, valid: out.valid }, { ...req, format }, tile.ranges, slices);
 }

@@ -5,13 +5,17 @@
 // sizes a box gets without one (the source's resolution there, shrunk to max_size) against
 // GDAL's, and proof that the comparison fails a box one pixel off.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { Cog } from "../../regional/cog/cog";
+import { prepareArea } from "../../regional/handlers/area";
 import { areaGrid } from "../../regional/maps/areas";
 import { planGrid, warpPlanned } from "../../regional/maps/warp";
 import { Slices } from "../../regional/runtime/slices";
 import { LocalCatalog } from "../../regional/source/local";
 import { parseAreaRequest, splitFormat, type AreaRequest } from "../../shared/maps/area-request";
-import { gdalSuggestedWarpOutput, gdalWarp, type TilePlanes } from "../support/gdal-reference";
+import { gdalInfo, gdalSuggestedWarpOutput, gdalWarp, gdalWindow, type TilePlanes } from "../support/gdal-reference";
 import { MAP_FIXTURES, mapFixture, mapFixtures } from "../support/map-fixtures";
 import { exceeded, tileDifference, type Tolerance } from "../support/tile-difference";
 
@@ -43,6 +47,7 @@ const TOLERANCES: Record<FixtureName, Tolerance> = {
 };
 
 const cogs = new Map<FixtureName, Cog>();
+const scratch = mkdtempSync(path.join(tmpdir(), "tessera-area-tiff-"));
 
 beforeAll(async () => {
   const catalog = new LocalCatalog(mapFixtures());
@@ -51,6 +56,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([...cogs.values()].map((cog) => cog.close()));
+  rmSync(scratch, { recursive: true, force: true });
 });
 
 /** The case's request as the decoder's routes parse it. */
@@ -115,5 +121,62 @@ describe("an area's size", () => {
     expect([grid.width, grid.height]).toEqual([Math.ceil((300 * dem.width) / dem.height), 300]);
     const small = await ours({ ...CASES[0], path: "preview.png", query: "max_size=5000" });
     expect([small.grid.width, small.grid.height]).toEqual([dem.width, dem.height]);
+  });
+});
+
+describe("a GeoTIFF crop, read back by GDAL", () => {
+  /** The decoder's answer for the case, as the area route renders it, written to a file GDAL opens. */
+  async function tiff(c: Pick<Case, "fixture" | "path" | "query">): Promise<string> {
+    const cog = cogs.get(c.fixture)!;
+    const signal = new AbortController().signal;
+    const prepared = await prepareArea(cog, MAP_FIXTURES[c.fixture].id, request(c), signal);
+    const work = cog.budget.tryReserve(prepared.cost.bytes, "a crop", "tile");
+    try {
+      const out = await prepared.render(signal, work, "tile");
+      expect(out.contentType).toBe("image/tiff; application=geotiff");
+      const file = path.join(scratch, `${c.fixture}-${Math.random().toString(36).slice(2)}.tif`);
+      writeFileSync(file, out.body);
+      return file;
+    } finally {
+      work.release();
+    }
+  }
+
+  it("a box of the DEM in its own CRS: EPSG:32633, the box's geotransform, float32, nodata −9999, GDAL's own pixels", async () => {
+    const c = { fixture: "utmDem" as const, path: "bbox/610000,5080000,622000,5092000/240x300.tif", query: "coord_crs=EPSG:32633&resampling=nearest" };
+    const file = await tiff(c);
+    const info = (await gdalInfo(file)) as { geoTransform: number[]; size: number[]; bands: { type: string; noDataValue: number }[]; stac?: { "proj:epsg"?: number } };
+    expect(info.size).toEqual([240, 300]);
+    expect(info.geoTransform).toEqual([610000, 50, 0, 5092000, 0, -40]);
+    expect(info.bands.map((b) => [b.type, b.noDataValue])).toEqual([["Float32", -9999]]);
+    expect(info.stac?.["proj:epsg"]).toBe(32633);
+    // Every pixel as GDAL reads the file, against gdalwarp's for the same grid (nodata as NaN there).
+    const [read] = (await gdalWindow(file, 0, [0, 0, 240, 300], [1])).values;
+    const mine = await ours({ ...CASES[0], ...c });
+    const ref = await reference({ ...CASES[0], ...c }, mine.grid);
+    let differ = 0;
+    for (let i = 0; i < read.length; i++) {
+      const expected = ref.valid[0][i] ? ref.bands[0][i] : -9999;
+      if (Math.fround(read[i]) !== Math.fround(expected)) differ++;
+    }
+    expect(differ).toBe(0);
+  });
+
+  it("three uint16 bands reprojected to Web Mercator keep their type, CRS and band names", async () => {
+    const file = await tiff({ fixture: "wgs84Uint16", path: "bbox/10.3,49.47,10.62,49.58/160x110.tif", query: "dst_crs=EPSG:3857&bidx=3,1,2&resampling=bilinear" });
+    const info = (await gdalInfo(file)) as { bands: { type: string; description?: string }[]; stac?: { "proj:epsg"?: number } };
+    expect(info.bands.map((b) => [b.type, b.description])).toEqual([
+      ["UInt16", "b3"],
+      ["UInt16", "b1"],
+      ["UInt16", "b2"],
+    ]);
+    expect(info.stac?.["proj:epsg"]).toBe(3857);
+  });
+
+  it("an expression is written as float32, named by its text", async () => {
+    const file = await tiff({ fixture: "wgs84Uint16", path: "preview/60x40.tif", query: `expression=${encodeURIComponent("(b1-b2)/(b1+b2)")}` });
+    const info = (await gdalInfo(file)) as { bands: { type: string; description?: string }[]; stac?: { "proj:epsg"?: number } };
+    expect(info.bands.map((b) => [b.type, b.description])).toEqual([["Float32", "(b1-b2)/(b1+b2)"]]);
+    expect(info.stac?.["proj:epsg"]).toBe(4326);
   });
 });

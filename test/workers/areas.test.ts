@@ -55,6 +55,9 @@ describe("areas decoded by a real decoder", () => {
     expect(jpg.headers.get("content-type")).toBe("image/jpeg");
     const webp = await get("/preview/utm-quadrants.webp?max_size=512");
     expect(webp.headers.get("content-type")).toBe("image/webp");
+    const tif = await get(`/bbox/utm-quadrants/${BOX}/64x64.tiff`);
+    expect(tif.headers.get("content-type")).toBe("image/tiff; application=geotiff");
+    expect([...(await bytes(tif)).subarray(0, 4)]).toEqual([0x49, 0x49, 0x2a, 0]); // a little-endian TIFF
   });
 
   it("paint a mosaic's box from its assets: the one asset's own pixels, painted in the same CRS", async () => {
