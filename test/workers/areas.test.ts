@@ -4,15 +4,9 @@
 // would buy the most work or memory are refused before any decode.
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { get, heartbeat, metric } from "./helpers";
+import { bytes, get, heartbeat, metric, pngSize } from "./helpers";
 
 const BOX = "15.05,47.7,15.2,47.8";
-const bytes = async (res: Response) => new Uint8Array(await res.arrayBuffer());
-/** Width and height from a PNG's IHDR chunk. */
-const pngSize = (png: Uint8Array) => {
-  const view = new DataView(png.buffer, png.byteOffset);
-  return [view.getUint32(16), view.getUint32(20)];
-};
 
 beforeEach(async () => {
   expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);
