@@ -32,7 +32,7 @@ import type { Affine } from "../maps/transformer";
 export type SamplePlane = Uint8Array | Uint16Array | Int16Array | Uint32Array | Int32Array | Float32Array | Float64Array;
 
 export interface GeoTiffCrs {
-  /** An EPSG code. */
+  /** An EPSG code whose coordinates are metres or degrees (what crsOfGeoKeys resolves). */
   epsg?: number;
   /** A source's own GeoKeys, as geotiff.js's getGeoKeys() names them, copied as they are. */
   geoKeys?: Record<string, unknown>;
@@ -47,7 +47,10 @@ export interface GeoTiffInput {
   valid?: Uint8Array[];
   nodata?: number;
   crs: GeoTiffCrs;
-  /** GDAL's geotransform, pixel corner (column, row) → the CRS's own units. */
+  /**
+   * GDAL's geotransform, pixel corner (column, row) → the CRS's own units, as its GeoKeys declare
+   * them: for a source in US feet, not the metres proj4 works in (divide by Crs.unitScale).
+   */
   affine: Affine;
   bandNames?: string[];
 }
