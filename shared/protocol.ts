@@ -106,8 +106,11 @@ export interface MosaicSummary {
 /** Every /file path starts so: transfers, not decodes, to the admission DO. */
 export const DECODER_FILE_PREFIX = "/v1/file/";
 
-/** Whether a decoder path decodes pixels (an image or a tile): what the admission DO coalesces. */
-export const isDecodePath = (path: string) => path.startsWith("/v1/image/") || path.startsWith("/v1/tiles/");
+/** Whether a decoder path decodes pixels (an image, a tile, statistics): what the admission DO coalesces. */
+export const isDecodePath = (path: string) => path.startsWith("/v1/image/") || path.startsWith("/v1/tiles/") || path.startsWith("/v1/statistics/");
+
+/** The query parameter of a POST route's path that names its body: the SHA-256 (hex) of the canonical body. */
+export const BODY_DIGEST_PARAM = "feature";
 
 /** Decoder routes. The image path carries the canonical IIIF 3.0 parts of a resolved request. */
 export const DECODER = {
@@ -120,6 +123,12 @@ export const DECODER = {
   /** A web-map tile; `canonical` is canonicalTile()'s `path` or `path?query`. */
   tile: (id: string, canonical: string, version: string) =>
     `/v1/tiles/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
+  /**
+   * An area's statistics; `canonical` is `?{query}` or "" (canonicalStatistics), a POST's
+   * naming its body's digest (BODY_DIGEST_PARAM).
+   */
+  statistics: (id: string, canonical: string, version: string) =>
+    `/v1/statistics/${encodeURIComponent(id)}${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
   /** A page of the catalog's image sources (SourceListing), after source `after` in the catalog's order. */
   sources: (after: string | undefined, limit: number) =>
     `/v1/sources?${after === undefined ? "" : `after=${encodeURIComponent(after)}&`}limit=${limit}`,
