@@ -19,6 +19,7 @@ import { collectionHandler } from "./handlers/collection";
 import { followVersion, withSource } from "./handlers/follow-version";
 import { imageHandler, misshapenImageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
+import { bboxHandler, previewHandler, sizedPreviewHandler } from "./handlers/area";
 import { georeferenceHandler } from "./handlers/georeference";
 import { manifestElsewhereHandler, manifestHandler } from "./handlers/manifest";
 import { misshapenTileHandler, tileHandler } from "./handlers/tile";
@@ -42,7 +43,8 @@ const router = Router<IRequest, Args>({
 // source's degraded image, {id}~degraded (handlers/params.ts). /auth/… and …/probe are the
 // Authorization Flow 2.0 services of restricted sources (handlers/auth.ts, handlers/probe.ts).
 // manifest.json is the image as a IIIF Presentation 3.0 manifest (handlers/manifest.ts), and
-// georeference.json its Georeference Extension annotation (handlers/georeference.ts).
+// georeference.json its Georeference Extension annotation (handlers/georeference.ts). /bbox and
+// /preview are titiler's crops of a map, as pictures or GeoTIFF (handlers/area.ts).
 router
   .get("/iiif/3/collection.json", collectionHandler)
   .get("/iiif/3/:id", withSource(baseUriHandler(3)))
@@ -63,6 +65,10 @@ router
   .get("/tiles/:id/:tileMatrixSetId/WMTSCapabilities.xml", withSource(wmtsHandler))
   .get("/tiles/:id/:tileMatrixSetId/:z/:x/:y", followVersion(tileHandler))
   .get("/tiles/:id/*", misshapenTileHandler)
+  .get("/bbox/:id/:box", bboxHandler)
+  .get("/bbox/:id/:box/:file", bboxHandler)
+  .get("/preview/:file", previewHandler)
+  .get("/preview/:id/:file", sizedPreviewHandler)
   .get("/tileMatrixSets", tileMatrixSetsHandler)
   .get("/auth/active", activeAccessHandler)
   .get("/auth/active/return", loginReturnHandler)

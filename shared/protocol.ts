@@ -106,8 +106,9 @@ export interface MosaicSummary {
 /** Every /file path starts so: transfers, not decodes, to the admission DO. */
 export const DECODER_FILE_PREFIX = "/v1/file/";
 
-/** Whether a decoder path decodes pixels (an image, a tile, statistics): what the admission DO coalesces. */
-export const isDecodePath = (path: string) => path.startsWith("/v1/image/") || path.startsWith("/v1/tiles/") || path.startsWith("/v1/statistics/");
+/** Whether a decoder path decodes pixels (an image, a tile, an area, statistics): what the admission DO coalesces. */
+export const isDecodePath = (path: string) =>
+  path.startsWith("/v1/image/") || path.startsWith("/v1/tiles/") || path.startsWith("/v1/areas/") || path.startsWith("/v1/statistics/");
 
 /** The query parameter of a POST route's path that names its body: the SHA-256 (hex) of the canonical body. */
 export const BODY_DIGEST_PARAM = "feature";
@@ -129,6 +130,9 @@ export const DECODER = {
    */
   statistics: (id: string, canonical: string, version: string) =>
     `/v1/statistics/${encodeURIComponent(id)}${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
+  /** A crop or preview of a map; `canonical` is canonicalArea()'s. */
+  area: (id: string, canonical: string, version: string) =>
+    `/v1/areas/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
   /** A page of the catalog's image sources (SourceListing), after source `after` in the catalog's order. */
   sources: (after: string | undefined, limit: number) =>
     `/v1/sources?${after === undefined ? "" : `after=${encodeURIComponent(after)}&`}limit=${limit}`,

@@ -17,7 +17,7 @@ import { errorCacheControl, imageCacheControl, isPermanentError, matchesIfNoneMa
 export const CACHE_STATUS_HEADER = "x-tessera-cache";
 
 /** The decoder's route for each kind of decoded answer. */
-const DECODER_ROUTE = { image: DECODER.image, tile: DECODER.tile };
+const DECODER_ROUTE = { image: DECODER.image, tile: DECODER.tile, area: DECODER.area };
 
 export interface DecodeRequest {
   route: keyof typeof DECODER_ROUTE;
@@ -32,6 +32,8 @@ export interface DecodeRequest {
   cost: () => Cost;
   /** Set when the source is restricted: every answer, refusals too, is private (access/gate.ts). */
   restriction?: Restriction;
+  /** What helps when the decode is too large to be admitted (413), where the route knows better than "a smaller size". */
+  tooLargeHelp?: string;
 }
 
 /** The Cache API key of a decoded answer: not a routable URL, so only cachedDecode fills it. */
@@ -64,7 +66,7 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
   const hit = await cache.match(key);
   if (hit) return answer(hit, d, "hit");
 
-  const { body, init, length } = await decode(env, config, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), forClient(req), etag, d.cost());
+  const { body, init, length } = await decode(env, config, d, forClient(req), etag);
   if (!(body instanceof ReadableStream)) {
     ctx.waitUntil(cache.put(key, new Response(body, init))); // the same buffer makes both responses
     return answer(new Response(body, init), d, "miss");
@@ -96,11 +98,12 @@ async function storeWhole(cache: Cache, key: string, res: Response, whole: Promi
  * The decoder's answer as it is stored: type, ETag, and its bytes whole below
  * STREAM_ANSWER_BYTES, else their stream; or a client error, kept briefly.
  */
-async function decode(env: Env, config: EdgeConfig, id: string, path: string, client: ForClient, etag: string, cost: Cost) {
+async function decode(env: Env, config: EdgeConfig, d: DecodeRequest, client: ForClient, etag: string) {
   let decoded: Response;
   try {
-    decoded = await viaAdmission(env, id, path, client, cost);
-  } catch (err) {
+    decoded = await viaAdmission(env, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), client, d.cost());
+  } catch (caught) {
+    const err = caught instanceof HttpError && caught.kind === "too_large" && d.tooLargeHelp ? new HttpError("too_large", `${caught.message}; ${d.tooLargeHelp}`) : caught;
     // A 4xx or 501 from the decoder is about this exact request: the same request gets it
     // again, so it is stored (briefly). Timeouts and overloads are not, nor a version that is
     // gone (the request is answered again from the current version).

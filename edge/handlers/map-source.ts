@@ -34,13 +34,19 @@ export async function mapSource(
   config: EdgeConfig,
   ctx: ExecutionContext,
 ): Promise<MapSource> {
+  const found = await georeferencedSource(source, req, env, config, ctx);
+  const tiling = found.georeference.tiling[tileMatrixSetId];
+  if (!tiling) throw notFound(`source "${source.id}" does not lie within ${tileMatrixSetId}`);
+  return { ...found, tiling };
+}
+
+/** The source, once the request may see it; 404 when it is not georeferenced, 501 across the antimeridian. */
+export async function georeferencedSource(source: SourceRef, req: IRequest, env: Env, config: EdgeConfig, ctx: ExecutionContext): Promise<Omit<MapSource, "tiling">> {
   const client = forClient(req);
   const info = await sourceInfo(source, env, config, ctx, client);
   const restriction = await assertMaySee(source, info, req, { env, config, ctx, client });
   const { georeference } = info;
   if (!georeference) throw notFound(`source "${source.id}" is not georeferenced: it is served as an image only`);
   if (georeference.crossesAntimeridian) throw acrossAntimeridian(source.id);
-  const tiling = georeference.tiling[tileMatrixSetId];
-  if (!tiling) throw notFound(`source "${source.id}" does not lie within ${tileMatrixSetId}`);
-  return { info, georeference, tiling, restriction };
+  return { info, georeference, restriction };
 }

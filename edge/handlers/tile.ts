@@ -8,7 +8,7 @@ import { ASSUMED_CHANNELS, type Cost as Estimate } from "../../shared/cost";
 import { expressionNodes, parseExpressions } from "../../shared/maps/expression";
 import { badRequest } from "../../shared/errors";
 import { EMPTY_TILES } from "../../shared/maps/empty-tile";
-import { coarseTileRead, composeWork, mosaicAssetBound, mosaicReadWork, mosaicTileCost, readWork, tileCost, type TileRead } from "../../shared/maps/tile-cost";
+import { coarseTileRead, composeWork, mosaicAssetBound, mosaicReadWork, mosaicTileCost, readWork, squareOf, tileCost, type TileRead } from "../../shared/maps/tile-cost";
 import type { SourceInfo } from "../../shared/protocol";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { canonicalTile, parseTileRequest, tileSide, type TileRequest } from "../../shared/maps/tile-request";
@@ -65,7 +65,7 @@ function coarseTileCost(tile: TileRequest, info: SourceInfo, read: TileRead | un
   const compose = (assets: number) =>
     composeWork({
       assets,
-      side,
+      size: squareOf(side),
       components: program?.channels.length ?? bands,
       nodes: program ? expressionNodes(program) : 0,
       pixelSelection: tile.pixelSelection ?? "first",
@@ -77,7 +77,7 @@ function coarseTileCost(tile: TileRequest, info: SourceInfo, read: TileRead | un
     return { bytes: mosaicTileCost(mosaic, tile.z, side, bands), work };
   }
   const shape = { tileWidth: info.tileWidth, tileHeight: info.tileHeight, bands, bytesPerSample: 1 };
-  return { bytes: tileCost(shape, read, side), work: readWork({ ...shape, codec: info.codec }, read, side, tile.resampling) + compose(1) };
+  return { bytes: tileCost(shape, read, squareOf(side)), work: readWork({ ...shape, codec: info.codec }, read, squareOf(side), tile.resampling) + compose(1) };
 }
 
 /** Outside the data: the transparent PNG (for any format), with the tile's ETag and headers. */

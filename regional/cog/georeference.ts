@@ -13,7 +13,7 @@ import type { GeoTIFFImage } from "geotiff";
 import { FOOTPRINT_PER_SIDE, GRID_SIDE, type ControlPoint, type Georeference, type SourceTiling } from "../../shared/protocol";
 import type { LevelSize } from "../../shared/levels";
 import { TILE_MATRIX_SETS, type TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
-import { conversion, crsOfGeoKeys, LON_LAT, setConversion, type Crs } from "../maps/crs";
+import { conversion, crsConversion, crsOfGeoKeys, LON_LAT, setConversion, type Crs } from "../maps/crs";
 import { applyAffine, type Affine } from "../maps/transformer";
 import type { Log } from "../runtime/log";
 
@@ -167,6 +167,19 @@ function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, c
   const shrink = Math.max(levels[0].width / smallest.width, levels[0].height / smallest.height);
   const maxZoom = zoomFor(tms, resolution);
   return { bounds, minZoom: Math.min(zoomFor(tms, resolution * shrink), maxZoom), maxZoom, resolution };
+}
+
+/**
+ * Where the source lies in `crs`: its envelope there, and the resolution gdalwarp would suggest
+ * for a warp there (what the level read is chosen by); undefined when no part of it has
+ * coordinates in `crs`.
+ */
+export function placementIn(geo: SourceGeo, full: LevelSize, crs: Crs): { bounds: number[]; resolution: number } | undefined {
+  const toGrid = crsConversion(geo.crs, crs);
+  const points = outline(full, geo.pixelToCrs, toGrid);
+  if (!points) return undefined;
+  const bounds = envelope(points);
+  return { bounds, resolution: suggestedResolution(full, geo.pixelToCrs, toGrid, bounds) };
 }
 
 /**

@@ -5,7 +5,7 @@
 import { rgb } from "d3-color";
 import * as chromatic from "d3-scale-chromatic";
 import { checkChannelCount, type ColormapName } from "../../shared/maps/style";
-import type { TileRequest } from "../../shared/maps/tile-request";
+import type { StyleFields } from "../../shared/maps/style";
 import type { Slices } from "../runtime/slices";
 
 /** The reduced tile: one plane per channel and its validity (1 valid, 0 not). */
@@ -80,7 +80,7 @@ export function rampTable(name: ColormapName): Uint8Array {
 type ColourOf = (value: number) => ArrayLike<number> | undefined;
 
 /** The request's colour map, and its work units a pixel (an interval map searches its intervals). */
-function colourMap(req: TileRequest): { colourOf: ColourOf; units: number } | undefined {
+function colourMap(req: StyleFields): { colourOf: ColourOf; units: number } | undefined {
   if (req.colormapName) {
     const table = rampTable(req.colormapName);
     // One view a level, made once: a view made a pixel cost as much as the rest of the colouring.
@@ -104,7 +104,7 @@ function colourMap(req: TileRequest): { colourOf: ColourOf; units: number } | un
  * channel to 0–255; undefined only with an explicit or interval colour map and no rescale,
  * which then reads the raw values.
  */
-export async function colorize(channels: TileChannels, req: TileRequest, ranges: [number, number][] | undefined, alpha: boolean, slices: Slices): Promise<Pixels> {
+export async function colorize(channels: TileChannels, req: StyleFields, ranges: [number, number][] | undefined, alpha: boolean, slices: Slices): Promise<Pixels> {
   const { width, height, bands, valid } = channels;
   checkChannelCount(bands.length, req);
   const map = colourMap(req);

@@ -1,24 +1,26 @@
-// A map tile painted from one or more assets: a single COG is a mosaic of one. Every band an
+// A map tile, or an area of any output grid a client names (areas.ts), painted from one or more
+// assets: a single COG is a mosaic of one. Every band an
 // asset brings is warped on its own (one band's nodata never reaches another's interpolation);
 // each asset's tuple (its source bands before channels, its evaluated channels after) is reduced
 // by pixel selection in paint order; the colouring then runs once on the result. The plan is
 // made and costed before any pixel I/O, so a mosaic tile is admitted like any tile: one
 // reservation, permit and deadline for all of its child reads.
 import { isMainThread } from "node:worker_threads";
-import type { Partition } from "../../shared/cost";
+import type { Cost, Partition } from "../../shared/cost";
 import { badRequest } from "../../shared/errors";
 import { expressionEvaluation, expressionNodes, parseExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
-import { composeWork, TILE_WORK_HELP } from "../../shared/maps/tile-cost";
-import type { PixelSelection } from "../../shared/maps/style";
-import type { TileRequest } from "../../shared/maps/tile-request";
+import { AREA_WORK_HELP, composeWork, TILE_WORK_HELP, type OutputFormat, type OutputSize } from "../../shared/maps/tile-cost";
+import type { PixelSelection, StyleFields } from "../../shared/maps/style";
+import type { Resampling, TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import { bandLayout } from "../cog/bands";
 import type { PreparedDecode } from "../render/prepared-decode";
 import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
 import { pixelSelection, type AssetTuple } from "./pixel-selection";
+import { areaTiff } from "./area-tiff";
 import { encodeTile, valueRanges, type RenderedTile } from "./render-tile";
-import { plannedCost, planTile, warpPlanned, type TilePlan } from "./warp";
+import { plannedCost, planGrid, planTile, warpPlanned, type OutputGrid, type WarpPlan } from "./warp";
 
 /** One band an asset brings: its name in expressions, and where it is stored. */
 export interface AssetBand {
@@ -37,11 +39,22 @@ export interface TileAsset {
   channels: string[];
 }
 
+/** An area of `grid` painted with the style fields, as a tile is: the request of /bbox, /feature, /preview, /statistics. */
+export interface AreaRequest extends StyleFields {
+  grid: OutputGrid;
+  resampling: Resampling;
+  /** Absent: the values are wanted, not an image (statistics). */
+  format?: OutputFormat;
+}
+
+/** What a composition paints. */
+export type PaintRequest = TileRequest | AreaRequest;
+
 /** Band names in band-number order: `b2` before `b10`, `B04` before `B08`, `visual_b1` before `visual_b2`. */
 export const byBandNumber = (a: string, b: string) => a.localeCompare(b, "en", { numeric: true });
 
 /** The bands of `cog` a request reads (its expression's, its bidx, or the COG's own colour bands), named b1…bN. */
-export function cogAsset(cog: Cog, req: TileRequest, label: string): TileAsset {
+export function cogAsset(cog: Cog, req: StyleFields, label: string): TileAsset {
   const { count, defaults } = bandLayout(cog.levels[0].image);
   let numbers = req.bidx ?? defaults;
   if (req.expression) {
@@ -55,16 +68,43 @@ export function cogAsset(cog: Cog, req: TileRequest, label: string): TileAsset {
 interface PlannedRead {
   cog: Cog;
   bands: AssetBand[];
-  plan: TilePlan;
+  plan: WarpPlan;
 }
 
 /**
- * The tile's decode over `assets` (in paint order), costed with every asset's real window:
- * the warps, the reducer's planes, and the tile. `maxAssets` is checked by the caller. Its
- * planning and its render run in slices of the event loop under `signal`
+ * The tile's (or area's) decode over `assets` (in paint order), costed with every asset's real
+ * window: the warps, the reducer's planes, and the image. `maxAssets` is checked by the caller.
+ * Its planning and its render run in slices of the event loop under `signal`
  * (runtime/slices.ts).
  */
-export async function composeTile(assets: TileAsset[], req: TileRequest, what: string, signal: AbortSignal): Promise<PreparedDecode> {
+export async function composeTile(assets: TileAsset[], req: PaintRequest, what: string, signal: AbortSignal): Promise<PreparedDecode> {
+  const composition = await compose(assets, req, signal);
+  const workHelp = "grid" in req ? AREA_WORK_HELP : TILE_WORK_HELP;
+  return { cost: composition.cost, what, workHelp, render: (signal, work, partition) => render(composition, what, signal, work, partition) };
+}
+
+/** The values of an area, before any colouring: each output channel's plane, named as titiler names it. */
+export interface AreaValues extends AssetTuple, OutputSize {
+  names: string[];
+}
+
+/** An area's values over `assets`, costed before any pixel I/O: what the statistics are computed from. */
+export interface ComposedValues {
+  cost: Cost;
+  values(signal: AbortSignal, work: Reservation): Promise<AreaValues>;
+}
+
+export async function composeValues(assets: TileAsset[], req: AreaRequest, signal: AbortSignal): Promise<ComposedValues> {
+  const composition = await compose(assets, { ...req, format: undefined }, signal);
+  const names = channelNames(composition);
+  return {
+    cost: composition.cost,
+    values: async (signal, work) => ({ ...(await composeTuple(composition, new Slices(signal), work)), ...composition.size, names }),
+  };
+}
+
+/** Checks, plans and costs a composition; no pixel I/O. */
+async function compose(assets: TileAsset[], req: PaintRequest, signal: AbortSignal): Promise<Composition> {
   const first = assets[0];
   const program = req.expression ? parseExpressions(req.expression, first.bands.map((b) => b.name)) : undefined;
   const stage = req.stage ?? "after_channels";
@@ -82,22 +122,32 @@ export async function composeTile(assets: TileAsset[], req: TileRequest, what: s
     }
   }
   const reads = await planAssets(assets, req, new Slices(signal));
-  const side = reads[0][0].plan.side;
-  const pixels = side * side;
+  const size: OutputSize = { width: reads[0][0].plan.width, height: reads[0][0].plan.height };
+  const pixels = size.width * size.height;
   // The reducer's planes: two a component (value, validity); the stack statistics keep every asset's.
   const stacked = req.pixelSelection === "median" || req.pixelSelection === "stdev" || req.pixelSelection === "mean";
   const reducing = pixels * components * 5 * (stacked ? assets.length + 1 : 2);
   const readCosts = reads.flat().map((r) => plannedCost(r.cog, r.plan));
   const nodes = program ? expressionNodes(program) : 0;
   const mode = req.pixelSelection ?? "first";
+  // A GeoTIFF holds its planes in the sample type, and the compressed file, beside the values.
+  const tiff = req.format === "tif" ? pixels * components * 8 * 2 : 0;
   const cost = {
-    bytes: readCosts.reduce((sum, c) => sum + c.bytes, 0) + reducing,
-    work: readCosts.reduce((sum, c) => sum + c.work, 0) + composeWork({ assets: assets.length, side, components, nodes, pixelSelection: mode, format: req.format }),
+    bytes: readCosts.reduce((sum, c) => sum + c.bytes, 0) + reducing + tiff,
+    work: readCosts.reduce((sum, c) => sum + c.work, 0) + composeWork({ assets: assets.length, size, components, nodes, pixelSelection: mode, format: req.format }),
   };
   const channelCount = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? first.channels.length) - (lastband ? 1 : 0);
-  const ranges = valueRanges(first.bands[0].cog, req, channelCount);
-  const composition: Composition = { assets, reads, req, program, stage, mode, components, side, ranges };
-  return { cost, what, workHelp: TILE_WORK_HELP, render: (signal, work, partition) => render(composition, what, signal, work, partition) };
+  // An image maps values to 0–255; a GeoTIFF or statistics keep them.
+  const ranges = req.format === undefined || req.format === "tif" ? undefined : valueRanges(first.bands[0].cog, req, channelCount);
+  return { assets, reads, req, program, stage, mode, components, size, ranges, cost };
+}
+
+/** The names of a composition's output channels: `count`, the expression's channels, or its bands'. */
+function channelNames({ req, program, assets }: Composition): string[] {
+  if (req.pixelSelection === "count") return ["count"];
+  if (program && req.expression) return req.expression.split(";").map((text) => text.trim());
+  const lastband = req.pixelSelection === "lastbandhigh" || req.pixelSelection === "lastbandlow";
+  return lastband ? assets[0].channels.slice(0, -1) : assets[0].channels;
 }
 
 /**
@@ -114,25 +164,40 @@ async function render(composition: Composition, what: string, signal: AbortSigna
   return paint(composition, new Slices(signal), work);
 }
 
-/** A tile composed and planned, ready to paint. */
+/** A tile or area composed and planned, ready to paint. */
 interface Composition {
   assets: TileAsset[];
   /** Each asset's warp plans, in paint order. */
   reads: PlannedRead[][];
-  req: TileRequest;
+  req: PaintRequest;
   program: ExpressionProgram | undefined;
   stage: "before_channels" | "after_channels";
   mode: PixelSelection;
   /** Components of each asset's tuple. */
   components: number;
-  side: number;
+  size: OutputSize;
   ranges: [number, number][] | undefined;
+  cost: Cost;
 }
 
-/** Each asset warped and made a tuple, in paint order; the tuples reduced; the result coloured and encoded. */
+/** The composition's values, coloured and encoded. */
 async function paint(tile: Composition, slices: Slices, work: Reservation): Promise<RenderedTile> {
-  const { assets, req, program, stage, mode, side } = tile;
-  const pixels = side * side;
+  const out = await composeTuple(tile, slices, work);
+  const { req, size } = tile;
+  const { format } = req;
+  if (format === "tif" && "grid" in req) {
+    // Values no longer a band's own (an expression, a statistic over assets) are written as floats.
+    const float = tile.program !== undefined || ["mean", "stdev", "median"].includes(tile.mode);
+    return areaTiff({ ...out, ...size, names: channelNames(tile) }, req.grid, tile.assets[0].bands[0].cog, float, req.nodata, slices);
+  }
+  if (format === undefined || format === "tif") throw new Error("a composition without an image format has values, not an image: composeValues");
+  return encodeTile({ ...size, bands: out.bands, valid: out.valid }, { ...req, format }, tile.ranges, slices);
+}
+
+/** Each asset warped and made a tuple, in paint order; the tuples reduced; the channels computed. */
+async function composeTuple(tile: Composition, slices: Slices, work: Reservation): Promise<AssetTuple> {
+  const { assets, req, program, stage, mode, size } = tile;
+  const pixels = size.width * size.height;
   const tupleAt = async (i: number) => {
     const planes = await warpAsset(tile.reads[i], req, slices, work);
     return stage === "before_channels" ? tupleOf(assets[i].bands.map((b) => planes.get(b.name)!)) : channels(program, assets[i], planes, pixels, slices);
@@ -146,8 +211,7 @@ async function paint(tile: Composition, slices: Slices, work: Reservation): Prom
     for (let i = 0; i < assets.length && !reducer.done; i++) await reducer.add(await tupleAt(i));
     reduced = await reducer.result();
   }
-  const out = stage === "before_channels" ? await afterReduction(program, req, assets[0], reduced, pixels, slices) : reduced;
-  return encodeTile({ width: side, height: side, bands: out.bands, valid: out.valid }, req, tile.ranges, slices);
+  return stage === "before_channels" ? await afterReduction(program, req, assets[0], reduced, pixels, slices) : reduced;
 }
 
 /** `req` on one COG, rendered outside a server: its work reserved from the COG's budget, fail-fast. */
@@ -162,23 +226,27 @@ export async function renderTile(cog: Cog, req: TileRequest, signal = new AbortC
 }
 
 /** Every asset's warp plans, in paint order. */
-async function planAssets(assets: TileAsset[], req: TileRequest, slices: Slices): Promise<PlannedRead[][]> {
+async function planAssets(assets: TileAsset[], req: PaintRequest, slices: Slices): Promise<PlannedRead[][]> {
   const reads: PlannedRead[][] = [];
   for (const asset of assets) reads.push(await planReads(asset, req, slices));
   return reads;
 }
 
 /** One warp plan a COG of the asset, reading all of that COG's bands the asset needs at once. */
-async function planReads(asset: TileAsset, req: TileRequest, slices: Slices): Promise<PlannedRead[]> {
+async function planReads(asset: TileAsset, req: PaintRequest, slices: Slices): Promise<PlannedRead[]> {
   const byCog = new Map<Cog, AssetBand[]>();
   for (const band of asset.bands) byCog.set(band.cog, [...(byCog.get(band.cog) ?? []), band]);
   const reads: PlannedRead[] = [];
-  for (const [cog, bands] of byCog) reads.push({ cog, bands, plan: await planTile(cog, { ...req, bidx: bands.map((b) => b.band) }, slices) });
+  for (const [cog, bands] of byCog) {
+    const bidx = bands.map((b) => b.band);
+    const plan = "grid" in req ? await planGrid(cog, req.grid, bidx, req.resampling, slices) : await planTile(cog, { ...req, bidx }, slices);
+    reads.push({ cog, bands, plan });
+  }
   return reads;
 }
 
 /** The asset's bands warped to the tile, by name. */
-async function warpAsset(reads: PlannedRead[], req: TileRequest, slices: Slices, work: Reservation): Promise<Map<string, BandPlane>> {
+async function warpAsset(reads: PlannedRead[], req: PaintRequest, slices: Slices, work: Reservation): Promise<Map<string, BandPlane>> {
   const planes = new Map<string, BandPlane>();
   for (const { cog, bands, plan } of reads) {
     const warped = await warpPlanned(cog, plan, req, slices, work);
@@ -204,7 +272,7 @@ async function channels(program: ExpressionProgram | undefined, asset: TileAsset
  * Before channels, the reduced tuple's components are the first asset's bands (less the last for
  * lastband*); the channels are computed from them once, after reduction.
  */
-async function afterReduction(program: ExpressionProgram | undefined, req: TileRequest, first: TileAsset, reduced: AssetTuple, pixels: number, slices: Slices): Promise<AssetTuple> {
+async function afterReduction(program: ExpressionProgram | undefined, req: PaintRequest, first: TileAsset, reduced: AssetTuple, pixels: number, slices: Slices): Promise<AssetTuple> {
   if (req.pixelSelection === "count") return reduced;
   const planes = new Map<string, BandPlane>();
   reduced.bands.forEach((values, i) => planes.set(first.bands[i].name, { values, valid: reduced.valid[i] }));

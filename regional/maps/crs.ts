@@ -59,6 +59,31 @@ const TMS_EPSG: Readonly<Record<string, string>> = { WebMercatorQuad: "EPSG:3857
 /** Whether `crs` is tile matrix set `tmsId`'s own. */
 export const inSetCrs = (crs: Crs, tmsId: string) => TMS_EPSG[tmsId] === crs.name;
 
+/** Tile matrix set `tmsId`'s CRS. */
+export const setCrs = (tmsId: string): Crs => ({ name: TMS_EPSG[tmsId], definition: TMS_CRS[tmsId], unitScale: [1, 1] });
+
+/** Whether two CRSs are one: coordinates in one are the other's, without conversion. */
+export const sameCrs = (a: Crs, b: Crs) => a.name === b.name;
+
+/** Conversion between two CRSs, in proj4's units; none at all between a CRS and itself. */
+export const crsConversion = (from: Crs, to: Crs): Conversion => (sameCrs(from, to) ? conversion(to.definition, to.definition) : conversion(from.definition, to.definition));
+
+/** The largest EPSG code: the registry's codes are below it. */
+const MAX_EPSG = 999_999;
+
+/**
+ * The CRS a client names as `EPSG:{code}` (any case), from the bundled EPSG tables, no network;
+ * undefined for another spelling, or a code the tables do not hold as a CRS of positions.
+ */
+export function crsOfName(name: string): Crs | undefined {
+  const match = /^epsg:(\d{1,6})$/i.exec(name);
+  const code = match ? Number(match[1]) : 0;
+  if (!(code > 0 && code <= MAX_EPSG)) return undefined;
+  const crs = crsOfGeoKeys({ ProjectedCSTypeGeoKey: code }) ?? crsOfGeoKeys({ GeographicTypeGeoKey: code });
+  // Earth-centred x, y, z has no plane to lay a map on.
+  return crs && !/\+proj=geocent\b/.test(crs.definition) ? crs : undefined;
+}
+
 /** Conversion from `crs` to the CRS of tile matrix set `tmsId`, or back with `inverse`. */
 export function setConversion(crs: Crs, tmsId: string, inverse = false): Conversion {
   if (inSetCrs(crs, tmsId)) return conversion(TMS_CRS[tmsId], TMS_CRS[tmsId]);

@@ -5,7 +5,8 @@
 // no alpha. Encoded by sharp, as IIIF answers are.
 import sharp from "sharp";
 import { badRequest } from "../../shared/errors";
-import { CONTENT_TYPES, type TileRequest } from "../../shared/maps/tile-request";
+import { CONTENT_TYPES, type TileFormat } from "../../shared/maps/tile-request";
+import type { StyleFields } from "../../shared/maps/style";
 import type { Cog } from "../cog/cog";
 import { sampleType, type SampleType } from "../cog/bands";
 import { encoderFor } from "../encode/formats";
@@ -33,7 +34,7 @@ export interface RenderedTile {
  * rescale ranges that are neither one nor one per rendered channel (the URL checks that when it
  * tells the count; without bidx or an expression, only the source knows). Checked before any read.
  */
-export function valueRanges(cog: Cog, req: TileRequest, channels: number): [number, number][] | undefined {
+export function valueRanges(cog: Cog, req: StyleFields, channels: number): [number, number][] | undefined {
   const bands = channels;
   if (req.rescale && req.rescale.length !== 1 && req.rescale.length !== bands) {
     throw badRequest(`rescale gives ${req.rescale.length} ranges for the ${bands} band${bands === 1 ? "" : "s"} rendered; give one for all, or one per band`);
@@ -56,7 +57,7 @@ function typeRange({ kind, bits }: SampleType): [number, number] {
  * The channels as 8-bit grey or RGB, with alpha where the format has it, encoded; run once, after
  * any reduction. The colouring runs in `slices`; the encoding on libuv's threads.
  */
-export async function encodeTile(channels: TileChannels, req: TileRequest, ranges: [number, number][] | undefined, slices: Slices): Promise<RenderedTile> {
+export async function encodeTile(channels: TileChannels, req: StyleFields & { format: TileFormat }, ranges: [number, number][] | undefined, slices: Slices): Promise<RenderedTile> {
   const encoder = encoderFor(req.format);
   const { data, colours, alpha } = await colorize(channels, req, ranges, encoder.alpha, slices);
   const img = sharp(data, { raw: { width: channels.width, height: channels.height, channels: (colours + (alpha ? 1 : 0)) as 1 | 2 | 3 | 4 } });

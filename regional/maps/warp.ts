@@ -7,16 +7,18 @@
 // skips the resampling: its pixels are copied.
 import { badRequest, notFound } from "../../shared/errors";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
-import { tileSide, type TileRequest } from "../../shared/maps/tile-request";
+import { tileSide, type Resampling, type TileRequest } from "../../shared/maps/tile-request";
 import type { Cost } from "../../shared/cost";
-import { readWork, tileCost, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
+import type { LevelSize } from "../../shared/levels";
+import { readWork, squareOf, tileCost, type OutputSize, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
 import type { Cog, LevelWindow } from "../cog/cog";
 import { bandLayout, readBands, sampleType } from "../cog/bands";
+import { placementIn, type SourceGeo } from "../cog/georeference";
 import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
-import { inSetCrs, setConversion } from "./crs";
+import { crsConversion, sameCrs, setCrs, type Crs } from "./crs";
 import { kernelReach, resample, type Sampling } from "./kernels";
-import { invertAffine, sourceCoordinates, type Affine } from "./transformer";
+import { applyAffine, invertAffine, sourceCoordinates, type Affine } from "./transformer";
 
 export interface WarpedTile {
   width: number;
@@ -27,12 +29,28 @@ export interface WarpedTile {
   valid: Uint8Array[];
 }
 
-/** What a tile reads and how it resamples, decided before any pixel is fetched. */
-export interface TilePlan extends Sampling {
-  side: number;
+/**
+ * Where a warp paints: a grid of `width` × `height` pixels in `crs`, `affine` placing each output
+ * pixel there (GDAL's geotransform order, in proj4's units). Data only, so a render pool's thread
+ * can be handed it. A tile of a tile matrix set is one (tileGrid); so is an area a client names.
+ */
+export interface OutputGrid {
+  crs: Crs;
+  affine: Affine;
+  width: number;
+  height: number;
+  /**
+   * The source's resolution in `crs`, as gdalwarp suggests it, which the stored level is chosen
+   * by; absent: computed from the source (a tile's comes with the source's metadata).
+   */
+  sourceResolution?: number;
+}
+
+/** What a warp reads and how it resamples, decided before any pixel is fetched. */
+export interface WarpPlan extends Sampling, OutputSize {
   /** One-based bands rendered. */
   bands: number[];
-  /** The level and window read; absent when the tile misses the data (nothing is read). */
+  /** The level and window read; absent when the output misses the data (nothing is read). */
   read?: TileRead;
 }
 
@@ -43,43 +61,60 @@ const GRID_SLACK = 1e-6;
  * Plans `req` on `cog`: 404 when the source is not georeferenced, 400 for a band it lacks.
  * No I/O; its passes over the tile's pixels run in `slices` of the request's computation.
  */
-export async function planTile(cog: Cog, req: TileRequest, slices: Slices): Promise<TilePlan> {
-  const geo = cog.geo;
-  if (!geo) throw notFound("the source is not georeferenced", `${cog.source.label} is not georeferenced`);
-  const layout = bandLayout(cog.levels[0].image);
-  const bands = req.bidx ?? layout.defaults;
-  const past = bands.find((b) => b > layout.count);
-  if (past !== undefined) throw badRequest(`bidx ${past} is past the source's ${layout.count} band${layout.count === 1 ? "" : "s"}`);
-  const side = tileSide(req);
+export async function planTile(cog: Cog, req: TileRequest, slices: Slices): Promise<WarpPlan> {
+  const geo = georeferenced(cog);
+  const grid = tileGrid(req, geo, cog.levels[0]);
+  return grid ? planGrid(cog, grid, req.bidx, req.resampling, slices) : outside(squareOf(tileSide(req)), bandsOf(cog, req.bidx), req.resampling);
+}
+
+/**
+ * Tile `req` as an output grid, when the source lies on its set at all: its cells in the set's
+ * CRS, and the source's resolution there as gdalwarp chooses a level by.
+ */
+export function tileGrid(req: TileRequest, geo: SourceGeo, full: LevelSize): OutputGrid | undefined {
   const tms = tileMatrixSet(req.tileMatrixSet);
   const tiling = geo.info.tiling[tms.id];
-  const outside = { side, bands, xs: new Float64Array(0), ys: new Float64Array(0), covered: new Uint8Array(side * side), resampling: req.resampling, scaleX: 1, scaleY: 1 };
-  if (!tiling) return outside;
-
+  if (!tiling) return undefined;
   const [left, , , top] = tileBounds(tms, req.z, req.x, req.y);
   const cell = tms.tileMatrices[req.z].cellSize / req.scale;
+  const side = tileSide(req);
+  return { crs: setCrs(tms.id), affine: [left, cell, 0, top, 0, -cell], width: side, height: side, sourceResolution: levelResolution(geo.pixelToCrs, full, tiling) };
+}
+
+/**
+ * Plans a warp of `cog`'s `bands` (default: its colour bands) to `grid`: the level gdalwarp
+ * would read for the grid's resolution, each output pixel's position in it, and the window those
+ * positions need. No I/O; its passes over the output's pixels run in `slices`.
+ */
+export async function planGrid(cog: Cog, grid: OutputGrid, bidx: number[] | undefined, resampling: Resampling, slices: Slices): Promise<WarpPlan> {
+  const geo = georeferenced(cog);
+  const bands = bandsOf(cog, bidx);
+  const { width, height, affine } = grid;
   const full = cog.levels[0];
-  const index = overviewFor(cog, cell / levelResolution(geo.pixelToCrs, full, tiling));
+  // gdalwarp chooses by the coarser of the output's two cell sides (GDAL 3.6, measured: a box
+  // of 0.001° × 0.0005° cells over 0.0005° × 0.0004° pixels reads the first overview).
+  const cell = Math.max(Math.hypot(affine[1], affine[4]), Math.hypot(affine[2], affine[5]));
+  const index = overviewFor(cog, cell / (grid.sourceResolution ?? placedResolution(geo, full, grid.crs)));
   const level = cog.levels[index];
-  // Set CRS → source CRS → full-resolution pixel → this level's pixel.
+  // Grid CRS → source CRS → full-resolution pixel → this level's pixel.
   const toPixel = invertAffine(geo.pixelToCrs);
   const kx = level.width / full.width;
   const ky = level.height / full.height;
   const toLevel: Affine = [toPixel[0] * kx, toPixel[1] * kx, toPixel[2] * kx, toPixel[3] * ky, toPixel[4] * ky, toPixel[5] * ky];
-  const toSource = setConversion(geo.crs, tms.id, true);
+  const toSource = crsConversion(grid.crs, geo.crs);
   const exact = (x: number, y: number): [number, number] => {
-    const [sx, sy] = toSource(left + x * cell, top - y * cell);
+    const [sx, sy] = toSource(...applyAffine(affine, x, y));
     return [toLevel[0] + sx * toLevel[1] + sy * toLevel[2], toLevel[3] + sx * toLevel[4] + sy * toLevel[5]];
   };
-  const { xs, ys } = await sourceCoordinates(exact, side, side, slices);
+  const { xs, ys } = await sourceCoordinates(exact, width, height, slices);
   const { covered, extent, all } = await footprint(xs, ys, level, slices);
-  if (!(extent[0] <= extent[2])) return { ...outside, covered };
+  if (!(extent[0] <= extent[2])) return { ...outside(grid, bands, resampling), covered };
 
-  const scaleX = scaleOf(side, all[2] - all[0]);
-  const scaleY = scaleOf(side, all[3] - all[1]);
-  const aligned = inSetCrs(geo.crs, tms.id) && onGrid(xs, ys, side);
-  const resampling = aligned ? "nearest" : req.resampling;
-  const reach = kernelReach(resampling, Math.min(scaleX, scaleY));
+  const scaleX = scaleOf(width, all[2] - all[0]);
+  const scaleY = scaleOf(height, all[3] - all[1]);
+  const aligned = sameCrs(geo.crs, grid.crs) && onGrid(xs, ys, width, height);
+  const sampling = aligned ? "nearest" : resampling;
+  const reach = kernelReach(sampling, Math.min(scaleX, scaleY));
   const window: LevelWindow = [
     Math.max(0, Math.floor(extent[0]) - reach),
     Math.max(0, Math.floor(extent[1]) - reach),
@@ -87,7 +122,34 @@ export async function planTile(cog: Cog, req: TileRequest, slices: Slices): Prom
     Math.min(level.height, Math.floor(extent[3]) + 1 + reach),
   ];
   await slices.each(xs.length, 2, (start, end) => shift(xs, ys, window, start, end));
-  return { side, bands, read: { level: index, window }, xs, ys, covered, resampling, scaleX, scaleY };
+  return { width, height, bands, read: { level: index, window }, xs, ys, covered, resampling: sampling, scaleX, scaleY };
+}
+
+/** The source's resolution in `crs` the level is chosen by, as for a tile; NaN (the full level) where it has no place there. */
+function placedResolution(geo: SourceGeo, full: LevelSize, crs: Crs): number {
+  const placement = placementIn(geo, full, crs);
+  return placement ? levelResolution(geo.pixelToCrs, full, placement) : Number.NaN;
+}
+
+/** The source's georeference; 404 when it has none. */
+function georeferenced(cog: Cog): SourceGeo {
+  if (!cog.geo) throw notFound("the source is not georeferenced", `${cog.source.label} is not georeferenced`);
+  return cog.geo;
+}
+
+/** The bands rendered (bidx, else the colour bands); 400 for one past the source's count. */
+function bandsOf(cog: Cog, bidx: number[] | undefined): number[] {
+  const layout = bandLayout(cog.levels[0].image);
+  const bands = bidx ?? layout.defaults;
+  const past = bands.find((b) => b > layout.count);
+  if (past !== undefined) throw badRequest(`bidx ${past} is past the source's ${layout.count} band${layout.count === 1 ? "" : "s"}`);
+  return bands;
+}
+
+/** A plan that reads nothing: every output pixel is invalid. */
+function outside(size: OutputSize, bands: number[], resampling: Resampling): WarpPlan {
+  const { width, height } = size;
+  return { width, height, bands, xs: new Float64Array(0), ys: new Float64Array(0), covered: new Uint8Array(width * height), resampling, scaleX: 1, scaleY: 1 };
 }
 
 /** Where each tile pixel's position falls, and the boxes of those positions. */
@@ -131,16 +193,16 @@ function shift(xs: Float64Array, ys: Float64Array, window: LevelWindow, start: n
 }
 
 /** What a planned read costs: tileCost and readWork with the real window, bands, sample size and codec. */
-export function plannedCost(cog: Cog, plan: TilePlan): Cost {
+export function plannedCost(cog: Cog, plan: WarpPlan): Cost {
   const shape = plannedShape(cog, plan);
-  return { bytes: tileCost(shape, plan.read, plan.side), work: readWork(shape, plan.read, plan.side, plan.resampling) };
+  return { bytes: tileCost(shape, plan.read, plan), work: readWork(shape, plan.read, plan, plan.resampling) };
 }
 
 /**
  * What a planned read holds: its level's blocks (a chunky one decodes every sample it stores,
  * a planar one the planes read), the bands read with the mask or alpha, their sample size.
  */
-function plannedShape(cog: Cog, plan: TilePlan): TileCostShape {
+function plannedShape(cog: Cog, plan: WarpPlan): TileCostShape {
   const level = cog.levels[plan.read?.level ?? 0];
   const { bits } = sampleType(level.image);
   const layout = bandLayout(level.image);
@@ -160,16 +222,16 @@ function plannedShape(cog: Cog, plan: TilePlan): TileCostShape {
  * Reads and resamples a planned tile, in `slices` of the request's computation. `work`: the
  * request's reservation (else one of its own, fail-fast).
  */
-export async function warpPlanned(cog: Cog, plan: TilePlan, req: TileRequest, slices: Slices, work?: Reservation): Promise<WarpedTile> {
-  const { side, read } = plan;
-  const bands = plan.bands.map(() => new Float32Array(side * side));
-  const valid = plan.bands.map(() => new Uint8Array(side * side));
-  if (!read) return { width: side, height: side, bands, valid };
+export async function warpPlanned(cog: Cog, plan: WarpPlan, req: Pick<TileRequest, "nodata">, slices: Slices, work?: Reservation): Promise<WarpedTile> {
+  const { width, height, read } = plan;
+  const bands = plan.bands.map(() => new Float32Array(width * height));
+  const valid = plan.bands.map(() => new Uint8Array(width * height));
+  if (!read) return { width, height, bands, valid };
   const own = work ? undefined : cog.budget.tryReserve(plannedCost(cog, plan).bytes, `a tile of ${cog.source.label}`, "tile");
   try {
     const planes = await readBands(cog, read.level, read.window, plan.bands, req.nodata, slices.signal, (work ?? own)!);
     await resample(planes, plan, bands, valid, slices);
-    return { width: side, height: side, bands, valid };
+    return { width, height, bands, valid };
   } finally {
     own?.release();
   }
@@ -205,19 +267,24 @@ export function overviewFor(cog: Pick<Cog, "levels">, ratio: number): number {
  * over its columns), whether the columns are the coarser axis or the finer, as measured with
  * GDAL 3.6 on sources of 30 × 20 m and 20 × 30 m pixels.
  */
-function levelResolution(pixelToCrs: Affine, full: { width: number }, tiling: { resolution: number; bounds: number[] }): number {
+function levelResolution(pixelToCrs: Affine, full: { width: number }, tiling: { resolution: number; bounds: readonly number[] }): number {
   const column = Math.hypot(pixelToCrs[1], pixelToCrs[4]);
   const row = Math.hypot(pixelToCrs[2], pixelToCrs[5]);
   return column === row ? tiling.resolution : (tiling.bounds[2] - tiling.bounds[0]) / full.width;
 }
 
 /** Whether every output pixel centre is a source pixel centre, one source pixel apart: a copy. */
-function onGrid(xs: Float64Array, ys: Float64Array, side: number): boolean {
+function onGrid(xs: Float64Array, ys: Float64Array, width: number, height: number): boolean {
   const x0 = xs[0] - 0.5;
   const y0 = ys[0] - 0.5;
   if (Math.abs(x0 - Math.round(x0)) > GRID_SLACK || Math.abs(y0 - Math.round(y0)) > GRID_SLACK) return false;
-  const last = side * side - 1;
-  return Math.abs(xs[last] - xs[0] - (side - 1)) < GRID_SLACK && Math.abs(ys[last] - ys[0] - (side - 1)) < GRID_SLACK && Math.abs(xs[side - 1] - xs[0] - (side - 1)) < GRID_SLACK && Math.abs(ys[side - 1] - ys[0]) < GRID_SLACK;
+  const last = width * height - 1;
+  return (
+    Math.abs(xs[last] - xs[0] - (width - 1)) < GRID_SLACK &&
+    Math.abs(ys[last] - ys[0] - (height - 1)) < GRID_SLACK &&
+    Math.abs(xs[width - 1] - xs[0] - (width - 1)) < GRID_SLACK &&
+    Math.abs(ys[width - 1] - ys[0]) < GRID_SLACK
+  );
 }
 
 function grow(box: number[], x: number, y: number): void {
@@ -228,4 +295,4 @@ function grow(box: number[], x: number, y: number): void {
 }
 
 /** Output pixels per source pixel across a span of `extent` source pixels between the first and last centres. */
-const scaleOf = (side: number, extent: number) => (extent > 0 && Number.isFinite(extent) ? (side - 1) / extent : 1);
+const scaleOf = (pixels: number, extent: number) => (extent > 0 && Number.isFinite(extent) ? (pixels - 1) / extent : 1);

@@ -4,6 +4,7 @@
 // request's one reservation, permit and deadline cover every child read.
 import { badGateway, HttpError } from "../../shared/errors";
 import { EMPTY_TILES } from "../../shared/maps/empty-tile";
+import type { StyleFields } from "../../shared/maps/style";
 import { canonicalTile, type TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import type { CogCache } from "../cog/cog-cache";
@@ -35,8 +36,24 @@ export async function withMosaicTile<R>(
   const what = `${id} ${canonicalTile(req)}`;
   const refs = mosaic.index.assetsFor(req);
   if (refs.length === 0) return decode(emptyTile(req, what));
+  return withMosaicAssets(id, refs, req, `tile ${canonicalTile(req)}`, options, signal, async (assets) => decode(await composeTile(assets, req, what, signal)));
+}
+
+/**
+ * Runs `use` on the assets `refs` name (413 past the configured most: `what` says what paints
+ * them), each leased from the members' cache until it settles, with the bands `style` reads.
+ */
+export async function withMosaicAssets<R>(
+  id: string,
+  refs: AssetRef[],
+  style: StyleFields,
+  what: string,
+  options: MosaicTileOptions,
+  signal: AbortSignal,
+  use: (assets: TileAsset[]) => Promise<R>,
+): Promise<R> {
   if (refs.length > options.maxAssets) {
-    throw new HttpError("too_large", `tile ${canonicalTile(req)} of mosaic "${id}" paints ${refs.length} assets, more than the ${options.maxAssets} a tile may`);
+    throw new HttpError("too_large", `${what} of mosaic "${id}" paints ${refs.length} assets, more than the ${options.maxAssets} a request may`);
   }
   const leases = new Map<string, Awaited<ReturnType<CogCache<Cog>["lease"]>>>();
   try {
@@ -55,13 +72,13 @@ export async function withMosaicTile<R>(
       if (!cog.geo) throw badGateway(`mosaic "${id}": an asset is not georeferenced`, `mosaic "${id}": asset ${assetLabel(asset)} is not georeferenced`);
       return cog;
     };
-    return await decode(await composeTile(refs.map((r) => tileAsset(r, req, cogOf)), req, what, signal));
+    return await use(refs.map((r) => tileAsset(r, style, cogOf)));
   } finally {
     for (const lease of leases.values()) lease.release();
   }
 }
 
-function tileAsset(ref: AssetRef, req: TileRequest, cogOf: (asset: string) => Cog): TileAsset {
+function tileAsset(ref: AssetRef, req: StyleFields, cogOf: (asset: string) => Cog): TileAsset {
   if (ref.kind === "cog") return cogAsset(cogOf(ref.asset), req, assetLabel(ref.asset));
   const bands = ref.bands.map((b) => ({ name: b.name, cog: cogOf(b.asset), band: b.band }));
   return { label: ref.label, bands: [...bands].sort((a, b) => byBandNumber(a.name, b.name)), channels: bands.map((b) => b.name) };

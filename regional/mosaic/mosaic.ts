@@ -3,7 +3,8 @@
 // under the access policy); a mosaic is tiled on WebMercatorQuad, the grid MosaicJSON's quadkeys
 // index, and is a map only: it has no IIIF image.
 import { badGateway, HttpError } from "../../shared/errors";
-import { MOSAIC_TMS, mosaicAssets, parseMosaicJson, type MosaicJson } from "../../shared/maps/mosaic-json";
+import { MOSAIC_TMS, mosaicAssets, mosaicAssetsIn, parseMosaicJson, type MosaicJson } from "../../shared/maps/mosaic-json";
+import type { StyleFields } from "../../shared/maps/style";
 import { parseExpressions } from "../../shared/maps/expression";
 import { assetBandNames, loadStac, type StacItem } from "../../shared/maps/stac";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
@@ -27,6 +28,8 @@ export interface MosaicIndex {
   summary: MosaicSummary;
   /** The assets tile `req` paints, in paint order. */
   assetsFor(req: TileRequest): AssetRef[];
+  /** The assets an area meeting `bounds` (Web Mercator metres) paints with `style`, in paint order. */
+  assetsIn(bounds: [number, number, number, number], style: StyleFields): AssetRef[];
 }
 
 export class Mosaic {
@@ -116,6 +119,7 @@ function mosaicJsonIndex(doc: MosaicJson): MosaicIndex {
     maxzoom: doc.maxzoom,
     summary: { kind: "mosaic", assets: distinct.size, maxAssetsPerKey, quadkeyZoom: doc.quadkeyZoom },
     assetsFor: (req) => (req.tileMatrixSet === MOSAIC_TMS ? mosaicAssets(doc, req.z, req.x, req.y).map((asset) => ({ kind: "cog", asset })) : []),
+    assetsIn: (bounds) => mosaicAssetsIn(doc, bounds).map((asset) => ({ kind: "cog", asset })),
   };
 }
 
@@ -153,25 +157,28 @@ async function stacIndex(text: string, key: string, assets: MosaicAssets, signal
     minzoom: tiling.minZoom,
     maxzoom: tiling.maxZoom,
     summary: { kind: "stac", assets: items.length, maxAssetsPerKey: items.length, quadkeyZoom: 0 },
-    assetsFor: (req) => {
-      if (req.tileMatrixSet !== MOSAIC_TMS) return [];
-      const tile = lonLatOfMercator(tileBounds(tms, req.z, req.x, req.y));
-      return items
-        .filter((item) => item.bbox[0] < tile[2] && item.bbox[2] > tile[0] && item.bbox[1] < tile[3] && item.bbox[3] > tile[1])
-        .map((item) => ({
-          kind: "item" as const,
-          label: item.id,
-          bands: assetBandNames(item, stacKeys(item, req), Object.fromEntries(req.assetBidx ?? [])).map((b) => ({ name: b.name, asset: b.href, band: b.band })),
-        }));
-    },
+    assetsFor: (req) => (req.tileMatrixSet === MOSAIC_TMS ? itemsMeeting(items, tileBounds(tms, req.z, req.x, req.y), req) : []),
+    assetsIn: (bounds, style) => itemsMeeting(items, bounds, style),
   };
+}
+
+/** The items whose bbox meets `bounds` (Web Mercator metres), each with the bands `style` reads of it. */
+function itemsMeeting(items: StacItem[], bounds: [number, number, number, number], style: StyleFields): AssetRef[] {
+  const [w, s, e, n] = lonLatOfMercator(bounds);
+  return items
+    .filter((item) => item.bbox[0] < e && item.bbox[2] > w && item.bbox[1] < n && item.bbox[3] > s)
+    .map((item) => ({
+      kind: "item" as const,
+      label: item.id,
+      bands: assetBandNames(item, stacKeys(item, style), Object.fromEntries(style.assetBidx ?? [])).map((b) => ({ name: b.name, asset: b.href, band: b.band })),
+    }));
 }
 
 /**
  * The asset keys a request reads of `item`: its `assets=`, else those its expression names (`B04`,
  * or `visual` for `visual_b1`), as titiler infers them; neither: undefined (400 from the lookup).
  */
-function stacKeys(item: StacItem, req: TileRequest): string[] | undefined {
+function stacKeys(item: StacItem, req: StyleFields): string[] | undefined {
   if (req.assets) return req.assets;
   if (req.expression === undefined) return undefined;
   const names = parseExpressions(req.expression, "any").bands;

@@ -16,8 +16,7 @@ import { workerScript } from "../decoder-files";
 import { chooseLevel, windowAtLevel } from "../../shared/levels";
 import type { RenderedImage } from "./render";
 import { fromWire, toWire, type MainMessage, type ReadRequest, type RenderOutcome, type RenderTask, type WireSource } from "./render-worker";
-import type { TileAsset } from "../maps/compose-tile";
-import type { TileRequest } from "../../shared/maps/tile-request";
+import type { PaintRequest, TileAsset } from "../maps/compose-tile";
 import { BACKGROUND_NICE_INCREMENT } from "../runtime/priority";
 import type { Reservation } from "../runtime/work-budget";
 
@@ -91,7 +90,7 @@ export function renderInPool(cog: Cog, req: ResolvedImageRequest, signal: AbortS
  * COGs open here. Its reservation counts every asset's decoded blocks: the thread's own block
  * cache may hold them all, so that a tile's bands never decode a block twice.
  */
-export function paintInPool(assets: TileAsset[], req: TileRequest, what: string, signal: AbortSignal, work: Reservation): Promise<RenderedImage> {
+export function paintInPool(assets: TileAsset[], req: PaintRequest, what: string, signal: AbortSignal, work: Reservation): Promise<RenderedImage> {
   const cogs = [...new Set(assets.flatMap((a) => a.bands.map((b) => b.cog)))];
   const wired = assets.map(({ label, channels, bands }) => ({ label, channels, bands: bands.map(({ name, cog, band }) => ({ name, band, source: cogs.indexOf(cog) })) }));
   return runInPool({ kind: "tile", sources: cogs.map(wireSource), assets: wired, req, what, cacheBytes: work.bytes }, cogs, signal, work);

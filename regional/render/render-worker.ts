@@ -9,10 +9,9 @@
 import type { MessagePort } from "node:worker_threads";
 import { HttpError, type ErrorKind } from "../../shared/errors";
 import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
-import type { TileRequest } from "../../shared/maps/tile-request";
 import { DecodedBlockCache } from "../cog/block-cache";
 import { Cog } from "../cog/cog";
-import { composeTile, type TileAsset } from "../maps/compose-tile";
+import { composeTile, type PaintRequest, type TileAsset } from "../maps/compose-tile";
 import { renderCheapest, type RenderedImage } from "./render";
 import type { Source } from "../source/source";
 import { WorkBudget, type Reservation } from "../runtime/work-budget";
@@ -46,7 +45,7 @@ interface TaskBase {
 /** One render, as the main thread hands it over: an IIIF image, or a map tile. */
 export type RenderTask =
   | (TaskBase & { kind: "image"; source: WireSource; req: ResolvedImageRequest })
-  | (TaskBase & { kind: "tile"; sources: WireSource[]; assets: WireAsset[]; req: TileRequest; what: string });
+  | (TaskBase & { kind: "tile"; sources: WireSource[]; assets: WireAsset[]; req: PaintRequest; what: string });
 
 /** Messages on the task's port: this thread's reads (of source `source`), the main thread's answers, and its abort. */
 export type ReadRequest = { id: number; source: number; offset: number; length: number };

@@ -5,6 +5,7 @@
 // naming the field, never a crash or an unbounded amount of work.
 import { badRequest, notFound } from "../errors";
 import { field, hasControlCharacter, isObject, parseJsonObject, quoted } from "./json-fields";
+import { tileBounds, tileMatrixSet } from "./tile-matrix-sets";
 
 /** The one tile matrix set mosaics are served on: the grid of MosaicJSON's quadkeys. */
 export const MOSAIC_TMS = "WebMercatorQuad";
@@ -140,6 +141,21 @@ export function mosaicAssets(mosaic: MosaicJson, z: number, x: number, y: number
       // A Set keeps insertion order, so each asset stays where it first appeared.
       for (const asset of mosaic.assets.get(keys[i])!) found.add(asset);
     }
+  }
+  return [...found].map((asset) => mosaic.assetPrefix + asset);
+}
+
+/**
+ * The assets whose quadkeys' tiles meet `bounds` (Web Mercator metres), in the order of the keys
+ * and then of each key's list, each once: what an area (a crop, statistics) paints.
+ */
+export function mosaicAssetsIn(mosaic: MosaicJson, bounds: readonly [number, number, number, number]): string[] {
+  const tms = tileMatrixSet(MOSAIC_TMS);
+  const found = new Set<string>();
+  for (const key of mosaic.quadkeys) {
+    const { z, x, y } = quadkeyToTile(key);
+    const [x0, y0, x1, y1] = tileBounds(tms, z, x, y);
+    if (x0 < bounds[2] && x1 > bounds[0] && y0 < bounds[3] && y1 > bounds[1]) for (const asset of mosaic.assets.get(key)!) found.add(asset);
   }
   return [...found].map((asset) => mosaic.assetPrefix + asset);
 }

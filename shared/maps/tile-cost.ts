@@ -30,16 +30,28 @@ export interface TileCostShape {
   codec?: Codec;
 }
 
+/** An output's size in pixels: a tile's side by its side, or an area's width by height. */
+export interface OutputSize {
+  width: number;
+  height: number;
+}
+
+/** A square tile's size. */
+export const squareOf = (side: number): OutputSize => ({ width: side, height: side });
+
+/** Output formats a map render encodes: the tiles', and GeoTIFF for an area's values. */
+export type OutputFormat = TileFormat | "tif";
+
 /** Bytes per sample of the float planes a warp works in. */
 const WORK_SAMPLE = 4;
 
 /**
  * Peak bytes: the stored blocks the window covers, decoded (`bytesPerSample`) and as float
- * planes (the window's bands, and its validity); the warped planes and mask at the tile's side;
- * the 8-bit RGBA tile; and its encoding (at most its raw size).
+ * planes (the window's bands, and its validity); the warped planes and mask at the output's
+ * size; the 8-bit RGBA output; and its encoding (at most its raw size).
  */
-export function tileCost(shape: TileCostShape, read: TileRead | undefined, side: number): number {
-  const out = side * side;
+export function tileCost(shape: TileCostShape, read: TileRead | undefined, size: OutputSize): number {
+  const out = size.width * size.height;
   const warped = out * (shape.bands + 1) * WORK_SAMPLE + out * 4 * 2;
   if (!read) return warped;
   const [x0, y0, x1, y1] = read.window;
@@ -55,13 +67,13 @@ function blocksCovered(shape: Pick<TileCostShape, "tileWidth" | "tileHeight">, [
 }
 
 /**
- * The work of one asset's part of a tile: the stored blocks its read covers, decoded, and each
- * of its bands warped to the tile's side.
+ * The work of one asset's part of a tile or area: the stored blocks its read covers, decoded,
+ * and each of its bands warped to the output's size.
  */
-export function readWork(shape: TileCostShape & { codec?: Codec }, read: TileRead | undefined, side: number, resampling: Resampling): number {
+export function readWork(shape: TileCostShape & { codec?: Codec }, read: TileRead | undefined, size: OutputSize, resampling: Resampling): number {
   if (!read) return 0;
   const decoded = blocksCovered(shape, read.window) * shape.tileWidth * shape.tileHeight * shape.bands;
-  const warped = megasamples(side * side * shape.bands, WORK_PER_MEGASAMPLE.warp[resampling]) * kernelSpread(read.window, side, resampling);
+  const warped = megasamples(size.width * size.height * shape.bands, WORK_PER_MEGASAMPLE.warp[resampling]) * kernelSpread(read.window, size, resampling);
   return megasamples(decoded, WORK_PER_MEGASAMPLE.decode[shape.codec ?? "other"]) + warped;
 }
 
@@ -70,35 +82,38 @@ export function readWork(shape: TileCostShape & { codec?: Codec }, read: TileRea
  * tile: a convolution widens to cover every source pixel under an output pixel (maps/kernels.ts),
  * so a tile over 2× the source pixels each way takes 4× the taps; nearest takes one whatever.
  */
-function kernelSpread([x0, y0, x1, y1]: TileRead["window"], side: number, resampling: Resampling): number {
-  return resampling === "nearest" ? 1 : Math.max(1, (x1 - x0) / side) * Math.max(1, (y1 - y0) / side);
+function kernelSpread([x0, y0, x1, y1]: TileRead["window"], size: OutputSize, resampling: Resampling): number {
+  return resampling === "nearest" ? 1 : Math.max(1, (x1 - x0) / size.width) * Math.max(1, (y1 - y0) / size.height);
 }
+
+/** What helps an area (a crop, a preview, statistics) that buys too much work. */
+export const AREA_WORK_HELP = "use max_size or a smaller {width}x{height}, fewer expression terms or assets, or a source with overviews";
 
 /** What helps a map tile that buys too much work. */
 export const TILE_WORK_HELP = "use fewer expression terms or assets, a simpler pixel_selection, a lower zoom, or a source with overviews";
 
-/** What a tile does once its assets' bands are warped. */
+/** What a tile or area does once its assets' bands are warped. */
 export interface ComposeShape {
   assets: number;
-  side: number;
+  size: OutputSize;
   /** Components each asset's tuple has when it is reduced. */
   components: number;
   /** Nodes of the band expression (0 without one), evaluated for every asset. */
   nodes: number;
   pixelSelection: PixelSelection;
-  format: TileFormat;
+  /** Absent: the values are answered without colouring or an image encode (statistics). */
+  format?: OutputFormat;
 }
 
 /** The work of a tile after its warps: the expression over every asset, the reduction, the colouring and the encode. */
 export function composeWork(c: ComposeShape): number {
-  const pixels = c.side * c.side;
+  const pixels = c.size.width * c.size.height;
   const reduces = c.assets > 1 || c.pixelSelection !== "first";
   return (
     WORK_PER_REQUEST +
     (c.nodes > 0 ? megasamples(pixels * c.assets, WORK_PER_MEGASAMPLE.expression.evaluation + c.nodes * WORK_PER_MEGASAMPLE.expression.node) : 0) +
     (reduces ? megasamples(pixels * c.components * c.assets, WORK_PER_MEGASAMPLE.pixelSelection[c.pixelSelection]) : 0) +
-    megasamples(pixels, WORK_PER_MEGASAMPLE.colorize) +
-    megasamples(pixels * 4, WORK_PER_MEGASAMPLE.encode[c.format])
+    (c.format === undefined ? 0 : megasamples(pixels, WORK_PER_MEGASAMPLE.colorize) + megasamples(pixels * 4, WORK_PER_MEGASAMPLE.encode[c.format]))
   );
 }
 
@@ -152,16 +167,17 @@ const MEMBER_BLOCK = 512;
  * (every asset's real window) replaces it once the members are open.
  */
 export function mosaicTileCost(mosaic: MosaicSummary, z: number, side: number, bands: number): number {
-  const { shape, read } = memberRead(side, bands);
-  return mosaicAssetBound(mosaic, z) * tileCost(shape, read, side) + side * side * bands * 5 * 2;
+  const { shape, read } = memberRead(squareOf(side), bands);
+  return mosaicAssetBound(mosaic, z) * tileCost(shape, read, squareOf(side)) + side * side * bands * 5 * 2;
 }
 
 /** The same assumed reads' work: every asset's blocks decoded (of an unknown codec) and its bands warped. */
 export function mosaicReadWork(mosaic: MosaicSummary, z: number, side: number, bands: number, resampling: Resampling): number {
-  const { shape, read } = memberRead(side, bands);
-  return mosaicAssetBound(mosaic, z) * readWork(shape, read, side, resampling);
+  const { shape, read } = memberRead(squareOf(side), bands);
+  return mosaicAssetBound(mosaic, z) * readWork(shape, read, squareOf(side), resampling);
 }
 
-function memberRead(side: number, bands: number): { shape: TileCostShape; read: TileRead } {
-  return { shape: { tileWidth: MEMBER_BLOCK, tileHeight: MEMBER_BLOCK, bands, bytesPerSample: 2 }, read: { level: 0, window: [0, 0, 2 * side, 2 * side] } };
+/** What the edge assumes one member's read for an output of `size` is: a window twice its size, in 16-bit samples of unknown codec. */
+export function memberRead(size: OutputSize, bands: number): { shape: TileCostShape; read: TileRead } {
+  return { shape: { tileWidth: MEMBER_BLOCK, tileHeight: MEMBER_BLOCK, bands, bytesPerSample: 2 }, read: { level: 0, window: [0, 0, 2 * size.width, 2 * size.height] } };
 }

@@ -85,7 +85,7 @@ export function parseTileRequest(path: TilePathParams, query: URLSearchParams): 
 }
 
 /** The style fields the query gives, each converted from its text and checked by the field's schema. */
-function queryStyle(query: URLSearchParams): StyleFields {
+export function queryStyle(query: URLSearchParams): StyleFields {
   const fields: StyleFields = {};
   const set = <K extends keyof StyleFields>(key: K, value: unknown) => {
     if (value !== undefined) fields[key] = checkField(key, value);
@@ -145,6 +145,11 @@ export function tilePath(req: TileRequest): string {
  */
 export function tileQuery(req: TileRequest): string {
   if (req.styleName !== undefined) throw new Error(`style "${req.styleName}" must be resolved (withStyleDocument) before the tile is canonical`);
+  return styleQuery(req).join("&");
+}
+
+/** The style fields' canonical query parameters, `key=value` each, in one order. */
+export function styleQuery(req: StyleFields & { resampling: Resampling }): string[] {
   const parts: string[] = [];
   // Escaped for a query, but commas and bars kept: `bidx=1,2,3`, `asset_bidx=visual|1,2,3`.
   const put = (key: string, value: string) => parts.push(`${key}=${encodeURIComponent(value).replace(/%2C/g, ",").replace(/%7C/g, "|")}`);
@@ -165,7 +170,7 @@ export function tileQuery(req: TileRequest): string {
   if (req.colormapName) put("colormap_name", req.colormapName);
   if (req.colormap) put("colormap", colormapText(req.colormap));
   if (req.opacity !== undefined && req.opacity !== 1) put("opacity", number(req.opacity));
-  return parts.join("&");
+  return parts;
 }
 
 /** A colour map in titiler's JSON forms, keys in ascending order, four components a colour. */
@@ -183,14 +188,14 @@ export function canonicalTile(req: TileRequest): string {
 /** The tile's side in pixels. */
 export const tileSide = (req: Pick<TileRequest, "scale">) => TILE_SIZE * req.scale;
 
-const number = (n: number) => (Number.isNaN(n) ? "nan" : String(n));
+export const number = (n: number) => (Number.isNaN(n) ? "nan" : String(n));
 
 function tileIndex(text: string, what: string): number {
   if (!/^\d{1,9}$/.test(text)) throw badRequest(`tile ${what} "${text}" must be a whole number`);
   return Number(text);
 }
 
-function single(query: URLSearchParams, key: string): string | undefined {
+export function single(query: URLSearchParams, key: string): string | undefined {
   const values = query.getAll(key);
   if (values.length > 1) throw badRequest(`query parameter "${key}" is given ${values.length} times; give it once`);
   return values[0];
@@ -200,7 +205,7 @@ function single(query: URLSearchParams, key: string): string | undefined {
  * A decimal number as written in a URL (no hex, no blanks, no Infinity); anything else is kept
  * as text, which the field's schema then refuses as not a number.
  */
-function decimal(text: string): number | string {
+export function decimal(text: string): number | string {
   return /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(text) ? Number(text) : text;
 }
 

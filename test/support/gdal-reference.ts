@@ -29,7 +29,7 @@ export const GDAL_RESAMPLING: Record<Resampling, string> = { nearest: "near", bi
  * source values; NaN marks what GDAL leaves unwritten (outside the data, nodata), which becomes
  * validity 0. `options`: more gdalwarp arguments.
  */
-export async function gdalWarpTile(
+export function gdalWarpTile(
   file: string,
   tms: TileMatrixSet,
   bounds: readonly [number, number, number, number],
@@ -37,7 +37,16 @@ export async function gdalWarpTile(
   resampling: Resampling,
   options: string[] = [],
 ): Promise<TilePlanes> {
-  const args = ["-ot", "Float32", "-dstnodata", "nan", "-t_srs", tms.crs, "-te", ...bounds.map(String), "-ts", String(side), String(side), "-r", GDAL_RESAMPLING[resampling], ...options];
+  return gdalWarp(file, { crs: tms.crs, bounds, width: side, height: side, resampling, options });
+}
+
+/** gdalwarp of `file` onto any grid: `bounds` (-te) in `crs` (-t_srs), `width` × `height` pixels (-ts), as gdalWarpTile. */
+export async function gdalWarp(
+  file: string,
+  grid: { crs: string; bounds: readonly number[]; width: number; height: number; resampling: Resampling; options?: string[] },
+): Promise<TilePlanes> {
+  const { crs, bounds, width, height, resampling, options = [] } = grid;
+  const args = ["-ot", "Float32", "-dstnodata", "nan", "-t_srs", crs, "-te", ...bounds.map(String), "-ts", String(width), String(height), "-r", GDAL_RESAMPLING[resampling], ...options];
   const out = await call<{ width: number; height: number; bands: number; data: string }>({ op: "warp", src: file, args });
   const raw = Buffer.from(out.data, "base64");
   const all = new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);

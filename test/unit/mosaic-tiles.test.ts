@@ -197,7 +197,7 @@ describe("MosaicJSON: one band, three assets overlapping", () => {
       try {
         const t = await tile(d, "many", [Z, P, Q + 1]);
         expect(t.status).toBe(413);
-        expect(JSON.parse(t.data.toString()).message).toBe(`tile WebMercatorQuad/${Z}/${P}/${Q + 1}.png of mosaic "many" paints 4 assets, more than the 3 a tile may`);
+        expect(JSON.parse(t.data.toString()).message).toBe(`tile WebMercatorQuad/${Z}/${P}/${Q + 1}.png of mosaic "many" paints 4 assets, more than the 3 a request may`);
       } finally {
         await d.close();
       }

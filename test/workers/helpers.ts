@@ -22,6 +22,14 @@ export const ACCESS_VARS = {
 } satisfies Partial<Env>;
 export const get = (path: string, init?: RequestInit) => exports.default.fetch(new Request(BASE + path, init));
 
+export const bytes = async (res: Response) => new Uint8Array(await res.arrayBuffer());
+
+/** Width and height from a PNG's IHDR chunk. */
+export const pngSize = (png: Uint8Array) => {
+  const view = new DataView(png.buffer, png.byteOffset);
+  return [view.getUint32(16), view.getUint32(20)];
+};
+
 /**
  * The real Worker's answer to `path` with `vars` over the test bindings, read whole, once the
  * request's cache writes are done (so the next request sees them).

@@ -5,15 +5,9 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { forgetSourceInfo, infoKey } from "../../edge/source-info";
-import { get, georeferencedSource, heartbeat, metric } from "./helpers";
+import { bytes, get, georeferencedSource, heartbeat, metric, pngSize } from "./helpers";
 
 const TILE = "/tiles/utm-quadrants/WebMercatorQuad/12/2219/1427";
-const bytes = async (res: Response) => new Uint8Array(await res.arrayBuffer());
-/** Width and height from a PNG's IHDR chunk. */
-const pngSize = (png: Uint8Array) => {
-  const view = new DataView(png.buffer, png.byteOffset);
-  return [view.getUint32(16), view.getUint32(20)];
-};
 
 beforeEach(async () => {
   expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);

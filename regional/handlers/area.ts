@@ -1,0 +1,55 @@
+// GET /v1/areas/{id}/bbox/{box}[/{w}x{h}].{ext} and /v1/areas/{id}/preview[/{w}x{h}].{ext}, with
+// the area's canonical query and &version=V: a crop or a preview of a georeferenced COG, parsed
+// (400) before the source is opened, its grid laid out (areas.ts) and its warp planned and costed
+// before any pixel I/O, then admitted like a tile: within the DO's grant and the work budget, 413
+// with what helps when it is too large.
+import { badRequest, notFound } from "../../shared/errors";
+import { acrossAntimeridian } from "../../shared/maps/antimeridian";
+import { canonicalArea, parseAreaRequest, splitFormat, type AreaRequest } from "../../shared/maps/area-request";
+import type { Cog } from "../cog/cog";
+import type { DecoderContext } from "../decoder";
+import type { Answer } from "../http/answer";
+import type { Handler, RouteRequest } from "../http/router";
+import { areaGrid } from "../maps/areas";
+import { withMosaicArea } from "../mosaic/mosaic-area";
+import { cogAsset, composeTile } from "../maps/compose-tile";
+import { Mosaic } from "../mosaic/mosaic";
+import type { PreparedDecode } from "../render/prepared-decode";
+import { runDecode } from "./decode";
+import { withSnapshot } from "./snapshot";
+
+/** A box, `{box}.{ext}` in one segment or `{box}` then `{w}x{h}.{ext}`. */
+export const bbox: Handler<{ id: string; file: string; box?: string }> = (request, decoder) => {
+  const { params, query } = request;
+  const [box, file] = params.box === undefined ? splitFormat(params.file) : [params.box, params.file];
+  return areaDecode(params.id, parseAreaRequest("bbox", { bbox: box, file }, query), request, decoder);
+};
+
+/** The whole source, `preview.{ext}`. */
+export const preview: Handler<{ id: string; file: string }> = (request, decoder) => {
+  const { params, query } = request;
+  if (!params.file.startsWith("preview.")) throw badRequest(`"${params.file.slice(0, 80)}" must be bbox/…, preview.{format} or preview/{width}x{height}.{format}`);
+  return areaDecode(params.id, parseAreaRequest("preview", { file: params.file.slice("preview".length) }, query), request, decoder);
+};
+
+/** The whole source at a size, `preview` then `{w}x{h}.{ext}`. */
+export const sizedPreview: Handler<{ id: string; file: string }> = (request, decoder) => {
+  const { params, query } = request;
+  return areaDecode(params.id, parseAreaRequest("preview", { file: params.file }, query), request, decoder);
+};
+
+function areaDecode(id: string, req: AreaRequest, { version, signal, grant }: RouteRequest<unknown>, decoder: DecoderContext): Promise<Answer> {
+  return withSnapshot(decoder, id, version, signal, async (opened) => {
+    if (!(opened instanceof Mosaic)) return runDecode(decoder, opened, await prepareArea(opened, id, req, signal), signal, grant);
+    const what = `${id} ${canonicalArea(req)}`;
+    return withMosaicArea(opened, id, req, decoder.mosaicTiles, signal, async (assets, grid) => runDecode(decoder, opened, await composeTile(assets, { ...req, grid }, what, signal), signal, grant));
+  });
+}
+
+/** An area of a COG, costed and ready to run. */
+export function prepareArea(cog: Cog, id: string, req: AreaRequest, signal: AbortSignal): Promise<PreparedDecode> {
+  if (!cog.geo) throw notFound(`source "${id}" is not georeferenced: it is served as an IIIF image`);
+  if (cog.geo.info.crossesAntimeridian) throw acrossAntimeridian(id);
+  const grid = areaGrid(cog.levels[0], cog.geo, req);
+  return composeTile([cogAsset(cog, req, id)], { ...req, grid }, `${id} ${canonicalArea(req)}`, signal);
+}
