@@ -17,6 +17,7 @@
 // Every pass runs in slices of the event loop (runtime/slices.ts); the sort is a merge sort of
 // chunks, O(n log n), a chunk or a merge step a slice at most.
 import { badRequest } from "../../shared/errors";
+import { SORT_CHUNK } from "../../shared/maps/statistics-request";
 import { Slices } from "../runtime/slices";
 
 export interface StatisticsOptions {
@@ -41,12 +42,8 @@ export interface StatisticsPlanes {
   valid: Uint8Array[];
 }
 
-export const DEFAULT_PERCENTILES = [2, 98];
-export const DEFAULT_HISTOGRAM_BINS = 10;
-
 /** Units per item of each pass (for Slices' chunking). */
 const SCAN_UNITS = 4;
-const SORT_CHUNK = 1 << 15;
 
 /**
  * Each band's statistics over its valid pixels within `mask` (1 inside; absent: everywhere), by
@@ -270,15 +267,3 @@ async function merge(from: Float32Array, to: Float32Array, left: number, mid: nu
     for (; k < stop; k++) to[k] = j >= right || (i < mid && from[i] <= from[j]) ? from[i++] : from[j++];
   }
 }
-
-/** The memory the statistics add to an area read: a band's kept values and the sort's buffer. */
-export const statisticsBytes = (pixels: number) => pixels * 8;
-
-/** Work units (≈ ms of one core) per million samples: the scans, and the sort's log n. */
-export function statisticsWork(pixels: number, bands: number): number {
-  const log = Math.max(1, Math.log2(Math.max(2, pixels / SORT_CHUNK)));
-  return ((pixels * bands) / 1e6) * (STATISTICS_WORK_PER_MEGASAMPLE.scan + STATISTICS_WORK_PER_MEGASAMPLE.sort * log);
-}
-
-/** Measured on this machine's cores (test/unit/statistics.test.ts times them). */
-export const STATISTICS_WORK_PER_MEGASAMPLE = { scan: 30, sort: 10 };
