@@ -117,6 +117,8 @@ export function numpyStatistics(request: {
   band: number;
   level: number;
   window: readonly number[];
+  /** gdalwarp arguments: the statistics of `file` warped so (into memory), not of the file itself. */
+  warp?: string[];
   cutline?: Uint8Array;
   percentiles?: number[];
   bins?: number | number[];

@@ -73,10 +73,10 @@ def read(request):
 
 def numpy_statistics(request):
     """rio-tiler's band statistics by NumPy over a window of `file`'s `level` as GDAL reads it
-    (GDAL's mask, and `cutline`, base64 bytes of 1 inside, if given): the statistics test's
-    reference. Percentiles and the median by numpy.percentile's inverted CDF."""
+    (GDAL's mask, and `cutline`, base64 bytes of 1 inside, if given), or of `file` warped by
+    gdalwarp `warp` arguments: the statistics tests' reference. Percentiles and the median by numpy.percentile's inverted CDF."""
     import numpy
-    ds = gdal.Open(request["file"])
+    ds = gdal.Warp("", request["file"], options=["-of", "MEM", *request["warp"]]) if request.get("warp") else gdal.Open(request["file"])
     band = ds.GetRasterBand(request["band"])
     if request["level"] > 0:
         band = band.GetOverview(request["level"] - 1)
