@@ -5,7 +5,7 @@
 // own CRS), at max_size or, without it, the source's full resolution there.
 import { badRequest } from "../errors";
 import type { Cost } from "../cost";
-import { LON_LAT_NAME, type AreaRequest } from "./area-request";
+import { crsName, LON_LAT_NAME, type AreaRequest } from "./area-request";
 import { DEFAULT_RESAMPLING, MAX_BAND_INDEX, type StyleFields, type Resampling } from "./style";
 import { decimal, number, queryStyle, single, styleQuery } from "./tile-request";
 
@@ -69,7 +69,7 @@ export function parseStatisticsRequest(method: "GET" | "POST", query: URLSearchP
   const dst = single(query, "dst_crs");
   if (dst !== undefined) {
     if (method === "GET") throw badRequest("dst_crs applies to POST (features); GET reads the source on its own grid");
-    req.dstCrs = crsName(dst);
+    req.dstCrs = crsName(dst, "dst_crs");
   }
   const categories = query.getAll("c");
   if (categories.length > 0) {
@@ -171,10 +171,4 @@ function decimals(texts: string[], what: string, most: number): number[] {
     if (typeof n !== "number" || !Number.isFinite(n)) throw badRequest(`${what} "${text.slice(0, 80)}" must be a finite decimal number`);
     return n;
   });
-}
-
-function crsName(text: string): string {
-  const match = /^epsg:(\d{1,6})$/i.exec(text);
-  if (!match || Number(match[1]) === 0) throw badRequest(`dst_crs "${text.slice(0, 80)}" must be EPSG:{code}`);
-  return `EPSG:${Number(match[1])}`;
 }

@@ -103,8 +103,8 @@ describe("statistics against NumPy over GDAL's pixels", () => {
     } finally {
       clearInterval(timer);
     }
-    // Sorting 3 M floats at once holds the loop for some 300 ms; a slice is 4 ms.
-    expect(longest).toBeLessThan(100);
+    // Sorting 3 M floats at once (Float32Array.sort) holds the loop for some 430 ms here; a slice is 4 ms.
+    expect(longest).toBeLessThan(150);
   });
 });
 
