@@ -4,10 +4,14 @@
 // would buy the most work, memory or answer are refused with a clear 4xx before any decode.
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
+import { PARTITION_HEADER } from "../../shared/cost";
+import { parseFeatureBody } from "../../shared/maps/feature";
+import { BODY_DIGEST_PARAM, DECODER, type SourceInfo } from "../../shared/protocol";
 import { get, heartbeat, metric } from "./helpers";
 
 const square = [[[15.08, 47.72], [15.16, 47.72], [15.16, 47.79], [15.08, 47.79], [15.08, 47.72]]];
 const feature = { type: "Feature", properties: { name: "field 7" }, geometry: { type: "Polygon", coordinates: square } };
+const whole = { ...feature, geometry: { type: "Polygon", coordinates: [[[14.9, 47.6], [15.4, 47.6], [15.4, 47.95], [14.9, 47.95], [14.9, 47.6]]] } };
 const post = (path: string, body: BodyInit, init: RequestInit = {}) => get(path, { method: "POST", body, headers: { "content-type": "application/json" }, ...init });
 
 beforeEach(async () => {
@@ -56,14 +60,35 @@ describe("statistics decoded by a real decoder", () => {
     expect(other.headers.get("x-tessera-cache")).toBe("miss");
   });
 
+  it("a mosaic's statistics are its asset's, read in the same CRS", async () => {
+    const fromCog = (await (await post("/statistics/utm-quadrants?max_size=128&dst_crs=EPSG:3857", JSON.stringify(feature))).json()) as { properties: { statistics: unknown } };
+    const res = await post("/statistics/quadrants?max_size=128&dst_crs=EPSG:3857", JSON.stringify(feature));
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(((await res.json()) as { properties: { statistics: unknown } }).properties.statistics).toEqual(fromCog.properties.statistics);
+    expect((await get("/statistics/quadrants?max_size=64")).status).toBe(200);
+  });
+
   it("a self-intersecting ring is taken (filled even-odd, as GDAL rasterizes it)", async () => {
     const bowTie = { ...feature, geometry: { type: "Polygon", coordinates: [[[15.08, 47.72], [15.16, 47.79], [15.16, 47.72], [15.08, 47.79], [15.08, 47.72]]] } };
     const res = await post("/statistics/utm-quadrants?max_size=128", JSON.stringify(bowTie));
     expect(res.status, await res.clone().text()).toBe(200);
   });
 
+  it("a POST the decoder gives back for a larger grant is sent again with its body", async () => {
+    // Straight to the DO, as a tile of no cost: the decoder's precise estimate exceeds the tile grant.
+    const admission = env.ADMISSION.get(env.ADMISSION.idFromName("default"));
+    const info = await admission.fetch(new Request(`https://admission${DECODER.info("utm-quadrants")}`));
+    const { version } = (await info.json()) as SourceInfo;
+    const body = await parseFeatureBody(JSON.stringify(whole));
+    const path = DECODER.statistics("utm-quadrants", `?max_size=900&${BODY_DIGEST_PARAM}=${body.digest}`, version);
+    const disagreements = await metric("classifier_disagreement_total");
+    const res = await admission.fetch(new Request(`https://admission${path}`, { method: "POST", body: body.canonical, headers: { [PARTITION_HEADER]: "tile" } }));
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(((await res.json()) as { type: string }).type).toBe("Feature");
+    expect(await metric("classifier_disagreement_total")).toBe(disagreements + 1);
+  });
+
   it("a POST at full resolution over the whole source is 413, told to use max_size", async () => {
-    const whole = { ...feature, geometry: { type: "Polygon", coordinates: [[[14.9, 47.6], [15.4, 47.6], [15.4, 47.95], [14.9, 47.95], [14.9, 47.6]]] } };
     const res = await post("/statistics/utm-quadrants", JSON.stringify(whole));
     expect(res.status).toBe(413);
     expect(await res.json()).toMatchObject({ message: expect.stringMatching(/use max_size/) });
