@@ -10,7 +10,7 @@ import { areaGrid } from "../../regional/maps/areas";
 import { LocalCatalog } from "../../regional/source/local";
 import { boundsOf, parseFeatureBody, type Geometry } from "../../shared/maps/feature";
 import { parseStatisticsRequest, statisticsArea } from "../../shared/maps/statistics-request";
-import { BODY_DIGEST_PARAM, signedHeaders } from "../../shared/protocol";
+import { BODY_DIGEST_PARAM, signedHeaders, type SignedLimits } from "../../shared/protocol";
 import { gdalRasterize, numpyStatistics, type NumpyStatistics } from "../support/gdal-reference";
 import { MAP_FIXTURES, mapFixture, mapFixtures } from "../support/map-fixtures";
 import { startDecoder, signedGet, type Decoder } from "./regional-helpers";
@@ -44,10 +44,10 @@ afterAll(async () => {
  * POST `body` to `path` as the DO sends it: the canonical text, its digest added to the path,
  * signed; with `digest`, `body` is sent as it is under that digest instead.
  */
-async function post(path: string, body: string, digest?: string, on = decoder): Promise<Response> {
+async function post(path: string, body: string, digest?: string, limits: SignedLimits = {}): Promise<Response> {
   const sent = digest === undefined ? await parseFeatureBody(body) : { canonical: body, digest };
   const named = `${path}${path.includes("?") ? "&" : "?"}${BODY_DIGEST_PARAM}=${sent.digest}`;
-  return fetch(on.url + named, { method: "POST", body: sent.canonical, headers: await signedHeaders(on.secret, "POST", named) });
+  return fetch(decoder.url + named, { method: "POST", body: sent.canonical, headers: await signedHeaders(decoder.secret, "POST", named, limits) });
 }
 
 function expectLike(ours: Record<string, unknown>, ref: NumpyStatistics): void {
@@ -165,16 +165,13 @@ describe("POST plumbing on the decoder", () => {
     expect(status).toBe(408);
   });
 
-  it("a full-resolution POST that buys more work than the deadline holds: 413 telling the client to use max_size", async () => {
-    const slow = await startDecoder(new LocalCatalog(mapFixtures()), 3, { requestTimeoutMs: 250 });
-    try {
-      const whole = JSON.stringify({ type: "Feature", properties: {}, geometry: { type: "Polygon", coordinates: [[around(-0.19, -0.13), around(0.19, -0.13), around(0.19, 0.13), around(-0.19, 0.13), around(-0.19, -0.13)]] } });
-      const res = await post(`/v1/statistics/${dem.id}`, whole, undefined, slow);
-      expect(res.status).toBe(413);
-      expect(await res.text()).toMatch(/max_size/);
-      expect((await post(`/v1/statistics/${dem.id}?max_size=64`, whole, undefined, slow)).status).toBe(200);
-    } finally {
-      await slow.close();
-    }
+  it("a full-resolution POST that buys more work than a full's grant holds: 413 telling the client to use max_size", async () => {
+    // A full's grant of work is all its deadline allows: work beyond it could never be admitted.
+    const grant: SignedLimits = { grantBytes: String(512 * 1024 * 1024), grantWork: "100", partition: "full" };
+    const whole = JSON.stringify({ type: "Feature", properties: {}, geometry: { type: "Polygon", coordinates: [[around(-0.19, -0.13), around(0.19, -0.13), around(0.19, 0.13), around(-0.19, 0.13), around(-0.19, -0.13)]] } });
+    const res = await post(`/v1/statistics/${dem.id}`, whole, undefined, grant);
+    expect(res.status).toBe(413);
+    expect(await res.text()).toMatch(/use max_size/);
+    expect((await post(`/v1/statistics/${dem.id}?max_size=64`, whole, undefined, grant)).status).toBe(200);
   });
 });
