@@ -43,7 +43,8 @@ const METADATA: Cost = { partition: "tile", estimate: { bytes: 0, work: 0 } };
  * admission: to the nearest region that serves it, and on to the next while a region answers
  * that it has no live decoder. Each call says what is left of the client's REQUEST_TIMEOUT,
  * so the admissions of one request (its metadata, then its image; a region after another)
- * share one deadline. Non-OK answers are thrown as HttpError.
+ * share one deadline. Non-OK answers are thrown as HttpError. With a `body` (a POST route's
+ * canonical body, whose digest the path names), the call is a POST carrying it.
  */
 export async function viaAdmission(
   env: Env,
@@ -51,6 +52,7 @@ export async function viaAdmission(
   decoderPath: string,
   client: ForClient,
   cost: Cost = METADATA,
+  body?: string,
 ): Promise<Response> {
   const { requestTimeoutMs } = edgeConfig(env).admission;
   const ask = (shard: Shard) =>
@@ -58,6 +60,7 @@ export async function viaAdmission(
       env,
       shard,
       new Request(`https://admission${decoderPath}`, {
+        ...(body !== undefined && { method: "POST", body }),
         signal: client.signal,
         headers: {
           [PARTITION_HEADER]: cost.partition,

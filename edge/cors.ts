@@ -7,7 +7,7 @@ import { cors } from "itty-router";
 /** The headers a viewer reads besides the CORS-safelisted ones. */
 const EXPOSED = ["Link", "ETag", "x-tessera-cache", "x-tessera-version", "x-request-id"].join(", ");
 
-export const { preflight } = cors({ origin: "*", allowMethods: ["GET", "HEAD", "OPTIONS"], exposeHeaders: EXPOSED });
+export const { preflight } = cors({ origin: "*", allowMethods: ["GET", "HEAD", "POST", "OPTIONS"], exposeHeaders: EXPOSED });
 
 /** Marks an answer readable by any page, in place. */
 export function allowAnyOrigin(headers: Headers): void {

@@ -20,6 +20,7 @@ import { followVersion, withSource } from "./handlers/follow-version";
 import { imageHandler, misshapenImageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
 import { bboxHandler, previewHandler, sizedPreviewHandler } from "./handlers/area";
+import { statisticsHandler, statisticsPostHandler } from "./handlers/statistics";
 import { georeferenceHandler } from "./handlers/georeference";
 import { manifestElsewhereHandler, manifestHandler } from "./handlers/manifest";
 import { misshapenTileHandler, tileHandler } from "./handlers/tile";
@@ -44,7 +45,8 @@ const router = Router<IRequest, Args>({
 // Authorization Flow 2.0 services of restricted sources (handlers/auth.ts, handlers/probe.ts).
 // manifest.json is the image as a IIIF Presentation 3.0 manifest (handlers/manifest.ts), and
 // georeference.json its Georeference Extension annotation (handlers/georeference.ts). /bbox and
-// /preview are titiler's crops of a map, as pictures or GeoTIFF (handlers/area.ts).
+// /preview are titiler's crops of a map, as pictures or GeoTIFF (handlers/area.ts); /statistics
+// its values' statistics, of the whole source or of posted GeoJSON features (handlers/statistics.ts).
 router
   .get("/iiif/3/collection.json", collectionHandler)
   .get("/iiif/3/:id", withSource(baseUriHandler(3)))
@@ -69,6 +71,8 @@ router
   .get("/bbox/:id/:box/:file", bboxHandler)
   .get("/preview/:file", previewHandler)
   .get("/preview/:id/:file", sizedPreviewHandler)
+  .get("/statistics/:id", statisticsHandler)
+  .post("/statistics/:id", statisticsPostHandler)
   .get("/tileMatrixSets", tileMatrixSetsHandler)
   .get("/auth/active", activeAccessHandler)
   .get("/auth/active/return", loginReturnHandler)

@@ -1,13 +1,16 @@
-// Request bodies of the edge's own POST routes (heartbeats, admin calls): small, and read
-// within BODY_READ_TIMEOUT, so a client that trickles its body is cut off with 408.
+// Request bodies of the edge's POST routes (heartbeats, admin calls, map features): bounded by
+// the route's limit (413 past it), and read within BODY_READ_TIMEOUT, so a client that trickles
+// its body is cut off with 408.
 import { HttpError } from "../shared/errors";
 
 /** A heartbeat or an admin call is a few hundred bytes; anything far larger is not one. */
 const MAX_BODY_BYTES = 16 * 1024;
 
-/** The request body as text, or 408 if it has not fully arrived within `timeoutMs`. */
-export async function readBodyWithin(req: Request, timeoutMs: number): Promise<string> {
+/** The request body as text, or 408 if it has not fully arrived within `timeoutMs`, 413 past `maxBytes`. */
+export async function readBodyWithin(req: Request, timeoutMs: number, maxBytes = MAX_BODY_BYTES): Promise<string> {
   if (!req.body) return "";
+  const declared = Number(req.headers.get("content-length") ?? 0);
+  if (declared > maxBytes) throw new HttpError("too_large", `request body exceeds ${maxBytes} bytes`);
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -20,7 +23,7 @@ export async function readBodyWithin(req: Request, timeoutMs: number): Promise<s
       const { done, value } = await Promise.race([reader.read(), timedOut]);
       if (done) break;
       size += value.byteLength;
-      if (size > MAX_BODY_BYTES) throw new HttpError("too_large", `request body exceeds ${MAX_BODY_BYTES} bytes`);
+      if (size > maxBytes) throw new HttpError("too_large", `request body exceeds ${maxBytes} bytes`);
       chunks.push(value);
     }
   } catch (err) {

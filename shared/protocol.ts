@@ -106,8 +106,12 @@ export interface MosaicSummary {
 /** Every /file path starts so: transfers, not decodes, to the admission DO. */
 export const DECODER_FILE_PREFIX = "/v1/file/";
 
-/** Whether a decoder path decodes pixels (an image, a tile, an area): what the admission DO coalesces. */
-export const isDecodePath = (path: string) => path.startsWith("/v1/image/") || path.startsWith("/v1/tiles/") || path.startsWith("/v1/areas/");
+/** Whether a decoder path decodes pixels (an image, a tile, an area, statistics): what the admission DO coalesces. */
+export const isDecodePath = (path: string) =>
+  path.startsWith("/v1/image/") || path.startsWith("/v1/tiles/") || path.startsWith("/v1/areas/") || path.startsWith("/v1/statistics/");
+
+/** The query parameter of a POST route's path that names its body: the SHA-256 (hex) of the canonical body. */
+export const BODY_DIGEST_PARAM = "feature";
 
 /** Decoder routes. The image path carries the canonical IIIF 3.0 parts of a resolved request. */
 export const DECODER = {
@@ -120,6 +124,12 @@ export const DECODER = {
   /** A web-map tile; `canonical` is canonicalTile()'s `path` or `path?query`. */
   tile: (id: string, canonical: string, version: string) =>
     `/v1/tiles/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
+  /**
+   * An area's statistics; `canonical` is `?{query}` or "" (canonicalStatistics), a POST's
+   * naming its body's digest (BODY_DIGEST_PARAM).
+   */
+  statistics: (id: string, canonical: string, version: string) =>
+    `/v1/statistics/${encodeURIComponent(id)}${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
   /** A crop or preview of a map; `canonical` is canonicalArea()'s. */
   area: (id: string, canonical: string, version: string) =>
     `/v1/areas/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,

@@ -119,7 +119,9 @@ export class AdmissionDO extends DurableObject<Env> {
     if (pathname.startsWith(DECODER_FILE_PREFIX)) return await this.transfers.transfer(pathname + url.search, request.signal, deadlineAt, requestId);
     const partition: Partition = request.headers.get(PARTITION_HEADER) === "full" ? "full" : "tile";
     const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
-    return await this.decode(pathname + url.search, partition, estimate, request.signal, deadlineAt, requestId);
+    // A POST route's canonical body (the edge bounded and checked it; its digest is in the path).
+    const body = request.method === "POST" ? await request.text() : undefined;
+    return await this.decode(pathname + url.search, partition, estimate, request.signal, deadlineAt, requestId, body);
   }
 
   private metrics(): Response {
@@ -149,11 +151,12 @@ export class AdmissionDO extends DurableObject<Env> {
   /**
    * A decode (an image or a tile) joins the identical one in flight, if any, else is admitted
    * and forwarded (coalesce.ts); anything else, and everything with COALESCE=false, is admitted
-   * on its own. A follower waits until its own deadline.
+   * on its own. A follower waits until its own deadline. A POST's path names its body's digest,
+   * so the path alone still says which decodes are identical.
    */
-  private async decode(path: string, partition: Partition, estimate: number, client: AbortSignal, deadlineAt: number, requestId?: string): Promise<Response> {
+  private async decode(path: string, partition: Partition, estimate: number, client: AbortSignal, deadlineAt: number, requestId?: string, body?: string): Promise<Response> {
     // A coalesced decode carries the id of the request that started it.
-    const admit = (signal: AbortSignal) => this.admitAndForward(path, partition, estimate, signal, deadlineAt, requestId);
+    const admit = (signal: AbortSignal) => this.admitAndForward(path, partition, estimate, signal, deadlineAt, requestId, body);
     if (!this.config.coalesce || !isDecodePath(path)) return answerResponse(await admit(client));
     return await this.flights.answer(path, client, admit, () => this.leases.deadline(deadlineAt));
   }
@@ -162,16 +165,16 @@ export class AdmissionDO extends DurableObject<Env> {
    * Admits and forwards one decode. When the decoder's precise estimate exceeds what the edge's
    * coarse one was granted, the decoder refuses before reading any pixel and the request is
    * admitted once more, as the model says for the precise figure (it may then wait, be shed or
-   * be refused with 413), under the same deadline.
+   * be refused with 413), under the same deadline; a POST's body is kept for that second call.
    */
-  private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal, deadlineAt: number, requestId?: string): Promise<DecodedAnswer> {
+  private async admitAndForward(path: string, partition: Partition, estimate: number, client: AbortSignal, deadlineAt: number, requestId?: string, body?: string): Promise<DecodedAnswer> {
     try {
-      return await this.calls.forward(path, await this.lease(partition, estimate, client, deadlineAt), requestId);
+      return await this.calls.forward(path, await this.lease(partition, estimate, client, deadlineAt), requestId, body);
     } catch (err) {
       if (!(err instanceof GrantExceeded)) throw err;
       const precise = classify(err.needed, thresholdsOf(this.config.admission));
       if (precise !== partition) this.stats.disagreements++;
-      return await this.calls.forward(path, await this.lease(precise, err.needed.bytes, client, deadlineAt), requestId);
+      return await this.calls.forward(path, await this.lease(precise, err.needed.bytes, client, deadlineAt), requestId, body);
     }
   }
 

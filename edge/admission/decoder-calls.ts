@@ -53,9 +53,9 @@ export class DecoderCalls {
    * full: to the one its bytes are held on). The lease is released when the decoder's part is
    * over: at once on a failure before the call, else as `call` says. A decoder that answers it is
    * draining did nothing: it is forgotten and the request goes to the next one, under the same
-   * lease (a full's bytes move with it).
+   * lease (a full's bytes move with it). A `body` makes the call a POST carrying it.
    */
-  async forward(path: string, lease: Lease, requestId?: string): Promise<DecodedAnswer> {
+  async forward(path: string, lease: Lease, requestId?: string, body?: string): Promise<DecodedAnswer> {
     let moved = false;
     for (;;) {
       let decoder: Decoder;
@@ -66,7 +66,7 @@ export class DecoderCalls {
         throw err;
       }
       try {
-        return await this.call(decoder, path, lease, requestId);
+        return await this.call(decoder, path, lease, requestId, body);
       } catch (err) {
         if (!(err instanceof DecoderDraining)) throw err;
         this.resendFromDraining(decoder, requestId);
@@ -129,7 +129,7 @@ export class DecoderCalls {
    * answers. The lease is released with the answer's last byte, read whole (wholeAnswer) or
    * streamed through (streamedAnswer).
    */
-  private async call(decoder: Decoder, path: string, lease: Lease, requestId?: string): Promise<DecodedAnswer> {
+  private async call(decoder: Decoder, path: string, lease: Lease, requestId?: string, body?: string): Promise<DecodedAnswer> {
     const on: OnDecoder = { decoder, lease, cancelId: crypto.randomUUID(), requestId, finish: occupy(decoder, lease) };
     let answer: Promise<Response>;
     try {
@@ -141,10 +141,11 @@ export class DecoderCalls {
         partition: lease.grant.partition,
         requestId: on.cancelId,
       };
-      const headers = await decoderHeaders(this.host.decoderSecret, "GET", path, limits, requestId);
+      const method = body === undefined ? "GET" : "POST";
+      const headers = await decoderHeaders(this.host.decoderSecret, method, path, limits, requestId);
       // Not tied to the client: only the decoder's answer says when its work is over. A
       // decoder that never answers is cut off when the alarm ends the lease.
-      answer = fetch(decoder.url + path, { headers, signal: lease.ended });
+      answer = fetch(decoder.url + path, { method, headers, body, signal: lease.ended });
     } catch (err) {
       on.finish();
       throw failing(err, requestId);

@@ -17,7 +17,7 @@ import { errorCacheControl, imageCacheControl, isPermanentError, matchesIfNoneMa
 export const CACHE_STATUS_HEADER = "x-tessera-cache";
 
 /** The decoder's route for each kind of decoded answer. */
-const DECODER_ROUTE = { image: DECODER.image, tile: DECODER.tile, area: DECODER.area };
+const DECODER_ROUTE = { image: DECODER.image, tile: DECODER.tile, area: DECODER.area, statistics: DECODER.statistics };
 
 export interface DecodeRequest {
   route: keyof typeof DECODER_ROUTE;
@@ -34,6 +34,8 @@ export interface DecodeRequest {
   restriction?: Restriction;
   /** What helps when the decode is too large to be admitted (413), where the route knows better than "a smaller size". */
   tooLargeHelp?: string;
+  /** A POST route's canonical body, sent on a miss; `canonical` names its digest. */
+  body?: string;
 }
 
 /** The Cache API key of a decoded answer: not a routable URL, so only cachedDecode fills it. */
@@ -101,7 +103,7 @@ async function storeWhole(cache: Cache, key: string, res: Response, whole: Promi
 async function decode(env: Env, config: EdgeConfig, d: DecodeRequest, client: ForClient, etag: string) {
   let decoded: Response;
   try {
-    decoded = await viaAdmission(env, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), client, d.cost());
+    decoded = await viaAdmission(env, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), client, d.cost(), d.body);
   } catch (caught) {
     const err = caught instanceof HttpError && caught.kind === "too_large" && d.tooLargeHelp ? new HttpError("too_large", `${caught.message}; ${d.tooLargeHelp}`) : caught;
     // A 4xx or 501 from the decoder is about this exact request: the same request gets it

@@ -32,6 +32,8 @@ export interface RouteRequest<P> {
   client: AbortSignal;
   /** The admission DO's grant, when the request carries one (the limited routes only). */
   grant: Grant | undefined;
+  /** A POST route's body, once its SHA-256 is the digest its signed path names (request-body.ts). */
+  body: string | undefined;
   /** The Authorization header: the operator's token, on /metrics. */
   authorization: string | undefined;
   requestId: string;
@@ -47,6 +49,8 @@ export interface RouteOptions {
   limiter?: Limiter;
   /** Answered while the decoder drains; every other request is then refused before any work. */
   whileDraining?: boolean;
+  /** A POST route's body limit in bytes: its body is read within it and the request's deadline. */
+  bodyBytes?: number;
 }
 
 export interface Route extends RouteOptions {

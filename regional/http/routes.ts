@@ -13,8 +13,10 @@ import { info } from "../handlers/info";
 import { invalidate } from "../handlers/invalidate";
 import { metrics } from "../handlers/metrics";
 import { sources } from "../handlers/sources";
+import { statistics } from "../handlers/statistics";
 import { style } from "../handlers/style";
 import { tile } from "../handlers/tile";
+import { MAX_FEATURE_BODY_BYTES } from "../../shared/maps/feature";
 import { route } from "./router";
 
 export const ROUTES = [
@@ -27,6 +29,8 @@ export const ROUTES = [
   route("GET", "/v1/sources", sources, { limiter: "requests" }),
   route("GET", "/v1/image/:id/:region/:size/:rotation/:qualityFormat", image, { limiter: "requests" }),
   route("GET", "/v1/tiles/:id/:tileMatrixSet/:z/:x/:y", tile, { limiter: "requests" }),
+  route("GET", "/v1/statistics/:id", statistics, { limiter: "requests" }),
+  route("POST", "/v1/statistics/:id", statistics, { limiter: "requests", bodyBytes: MAX_FEATURE_BODY_BYTES }),
   route("GET", "/v1/areas/:id/bbox/:file", bbox, { limiter: "requests" }),
   route("GET", "/v1/areas/:id/bbox/:box/:file", bbox, { limiter: "requests" }),
   route("GET", "/v1/areas/:id/:file", preview, { limiter: "requests" }),

@@ -10,13 +10,14 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { GrantExceeded, NEEDED_HEADER, NEEDED_WORK_HEADER } from "../../shared/cost";
 import { badRequest, HttpError, notFound } from "../../shared/errors";
-import { DRAINING_HEADER, REQUEST_ID_HEADER, SIGNED_HEADERS_REFUSED_HEADER, type SignedLimits } from "../../shared/protocol";
+import { BODY_DIGEST_PARAM, DRAINING_HEADER, REQUEST_ID_HEADER, SIGNED_HEADERS_REFUSED_HEADER, type SignedLimits } from "../../shared/protocol";
 import { isValidRequestId, X_REQUEST_ID } from "../../shared/request-id";
 import { createDecoderContext, type DecoderContext, type DecoderOptions } from "../decoder";
 import { withDeadline } from "../runtime/deadlines";
 import type { RequestLimiter } from "../runtime/request-limiter";
 import { requestSeconds, requestsTotal, routeOf } from "../runtime/metrics";
 import { errorAnswer, send, type Answer } from "./answer";
+import { signedBody } from "./request-body";
 import { findRoute, paramsOf, type Route, type RouteRequest } from "./router";
 import { ROUTES } from "./routes";
 import { deadlineOf, grantOf, headerValue, SIGNED_PREFIX, SignedHeadersRefused, verifiedLimits } from "./signing";
@@ -86,6 +87,11 @@ async function answer(decoder: DecoderContext, exchange: Exchange): Promise<Answ
   const params = paramsOf(route, req.method, url.pathname);
   const query = new URLSearchParams(url.searchParams);
   query.delete("version");
+  let body: string | undefined;
+  if (route.bodyBytes !== undefined && req.method === "POST") {
+    body = await bodyOf(decoder, exchange, route.bodyBytes, limits);
+    query.delete(BODY_DIGEST_PARAM);
+  }
   const request: RouteRequest<Record<string, string>> = {
     params,
     version: url.searchParams.get("version") ?? undefined,
@@ -93,11 +99,22 @@ async function answer(decoder: DecoderContext, exchange: Exchange): Promise<Answ
     signal: exchange.controller.signal,
     client: exchange.controller.signal,
     grant: undefined,
+    body,
     authorization: req.headers.authorization,
     requestId: exchange.requestId,
   };
   if (!route.limiter) return route.handler(request, decoder);
   return limited(decoder, route, decoder.limiters[route.limiter], request, limits, exchange.controller);
+}
+
+/** A POST route's body, read within the request's deadline and checked against its signed digest. */
+async function bodyOf(decoder: DecoderContext, { req, url, controller }: Exchange, maxBytes: number, limits: SignedLimits): Promise<string> {
+  const deadline = withDeadline(controller.signal, deadlineOf(limits, decoder.requestTimeoutMs));
+  try {
+    return await signedBody(req, maxBytes, url.searchParams.get(BODY_DIGEST_PARAM), deadline.signal);
+  } finally {
+    deadline.done();
+  }
 }
 
 /**

@@ -96,7 +96,7 @@ function withQuery(path: string, req: AreaRequest): string {
 }
 
 /** `EPSG:{code}` in one spelling; anything else is refused here (whether the code is known, the decoder says). */
-function crsName(text: string, what: string): string {
+export function crsName(text: string, what: string): string {
   const match = /^epsg:(\d{1,6})$/i.exec(text);
   if (!match || Number(match[1]) === 0) throw badRequest(`${what} "${text.slice(0, 80)}" must be EPSG:{code}`);
   return `EPSG:${Number(match[1])}`;

@@ -93,6 +93,48 @@ export async function gdalPixelToLonLat(file: string, points: [number, number][]
   return (await call<{ points: [number, number][] }>({ op: "pixelToLonLat", file, points })).points;
 }
 
+/** rio-tiler's statistics of one band by NumPy, over a window GDAL reads (its mask, and a cutline mask of 1 inside). */
+export interface NumpyStatistics {
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  count: number;
+  sum: number;
+  std: number | null;
+  median: number | null;
+  majority: number | null;
+  minority: number | null;
+  unique: number;
+  histogram: [number[], number[]];
+  valid_percent: number;
+  masked_pixels: number;
+  valid_pixels: number;
+  percentiles: Record<string, number | null>;
+}
+
+export function numpyStatistics(request: {
+  file: string;
+  band: number;
+  level: number;
+  window: readonly number[];
+  /** gdalwarp arguments: the statistics of `file` warped so (into memory), not of the file itself. */
+  warp?: string[];
+  cutline?: Uint8Array;
+  percentiles?: number[];
+  bins?: number | number[];
+  range?: [number, number];
+  categorical?: boolean;
+}): Promise<NumpyStatistics> {
+  const { cutline, ...rest } = request;
+  return call({ op: "numpyStatistics", ...rest, ...(cutline && { cutline: Buffer.from(cutline).toString("base64") }) });
+}
+
+/** gdal_rasterize of a GeoJSON geometry (longitude, latitude) onto a grid: 1 inside (pixel centres), else 0. */
+export async function gdalRasterize(geometry: unknown, crs: string, geoTransform: readonly number[], width: number, height: number): Promise<Uint8Array> {
+  const out = await call<{ mask: string }>({ op: "rasterize", geometry, crs, geoTransform, width, height });
+  return new Uint8Array(Buffer.from(out.mask, "base64"));
+}
+
 /** One GDAL process, answering requests in the order they were sent. */
 class GdalWorker {
   private readonly child = spawn(GDAL_PYTHON, [WORKER], { stdio: ["pipe", "pipe", "inherit"] });

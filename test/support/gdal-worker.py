@@ -71,7 +71,65 @@ def read(request):
     return {"values": base64.b64encode(values).decode("ascii"), "masks": base64.b64encode(masks).decode("ascii")}
 
 
-OPERATIONS = {"read": read, "warp": warp, "suggestedWarpOutput": suggested_warp_output, "info": info, "transform": transform, "pixelToLonLat": pixel_to_lon_lat}
+def numpy_statistics(request):
+    """rio-tiler's band statistics by NumPy over a window of `file`'s `level` as GDAL reads it
+    (GDAL's mask, and `cutline`, base64 bytes of 1 inside, if given), or of `file` warped by
+    gdalwarp `warp` arguments: the statistics tests' reference. Percentiles and the median by numpy.percentile's inverted CDF."""
+    import numpy
+    ds = gdal.Warp("", request["file"], options=["-of", "MEM", *request["warp"]]) if request.get("warp") else gdal.Open(request["file"])
+    band = ds.GetRasterBand(request["band"])
+    if request["level"] > 0:
+        band = band.GetOverview(request["level"] - 1)
+    x0, y0, x1, y1 = request["window"]
+    data = band.ReadAsArray(x0, y0, x1 - x0, y1 - y0).astype(numpy.float64)
+    valid = band.GetMaskBand().ReadAsArray(x0, y0, x1 - x0, y1 - y0) > 0
+    if request.get("cutline"):
+        valid &= numpy.frombuffer(base64.b64decode(request["cutline"]), dtype=numpy.uint8).reshape(data.shape) > 0
+    valid &= numpy.isfinite(data)
+    values = data[valid]
+    keys, counts = numpy.unique(values, return_counts=True)
+    if request.get("categorical"):
+        histogram = [counts.tolist(), keys.tolist()]
+    else:
+        h, edges = numpy.histogram(values, bins=request.get("bins", 10), range=request.get("range"))
+        histogram = [h.tolist(), edges.tolist()]
+    n = values.size
+    q = lambda p: float(numpy.percentile(values, p, method="inverted_cdf")) if n else None
+    return {
+        "min": float(values.min()) if n else None,
+        "max": float(values.max()) if n else None,
+        "mean": float(values.mean()) if n else None,
+        "count": n,
+        "sum": float(values.sum()),
+        "std": float(values.std(ddof=0)) if n else None,
+        "median": q(50),
+        "majority": float(keys[numpy.argmax(counts)]) if n else None,
+        "minority": float(keys[numpy.argmin(counts)]) if n else None,
+        "unique": int(keys.size),
+        "histogram": histogram,
+        "valid_percent": round(n / data.size * 100, 2),
+        "masked_pixels": int(data.size - n),
+        "valid_pixels": n,
+        "percentiles": {str(p): q(p) for p in request.get("percentiles", [2, 98])},
+    }
+
+
+def rasterize(request):
+    """gdal_rasterize of a GeoJSON `geometry` (longitude, latitude) onto a grid of `crs`,
+    `geoTransform`, `width` × `height`: 1 inside by GDAL's default rule (pixel centres), else 0."""
+    vector = "/vsimem/feature.geojson"
+    gdal.FileFromMemBuffer(vector, json.dumps({"type": "Feature", "properties": {}, "geometry": request["geometry"]}))
+    dst = gdal.GetDriverByName("MEM").Create("", request["width"], request["height"], 1, gdal.GDT_Byte)
+    dst.SetGeoTransform(request["geoTransform"])
+    srs = osr.SpatialReference()
+    srs.SetFromUserInput(request["crs"])
+    dst.SetProjection(srs.ExportToWkt())
+    gdal.Rasterize(dst, vector, burnValues=[1])
+    gdal.Unlink(vector)
+    return {"mask": base64.b64encode(dst.ReadRaster()).decode("ascii")}
+
+
+OPERATIONS = {"read": read, "warp": warp, "suggestedWarpOutput": suggested_warp_output, "info": info, "transform": transform, "pixelToLonLat": pixel_to_lon_lat, "numpyStatistics": numpy_statistics, "rasterize": rasterize}
 
 for line in sys.stdin:
     request = json.loads(line)
