@@ -29,6 +29,9 @@ describe("areas decoded by a real decoder", () => {
       expect(await bytes(hit), spelling).toEqual(png);
     }
     expect(await metric("released_total")).toBe(admitted);
+    // The decoder counts them under a route label of their own.
+    const metrics = await (await fetch(`${env.TEST_WORKING_DECODER_URL}/metrics`)).text();
+    expect(metrics).toMatch(/^tessera_decoder_requests_total\{route="areas",status="200"\} [1-9]/m);
   });
 
   it("paint a box without a size at the source's resolution in its own CRS, and max_size shrinks it", async () => {
