@@ -78,6 +78,27 @@ export interface SourceInfo {
   access?: Restriction;
   /** What its publisher says of it for people (label, rights, metadata), from its catalog entry; absent: nothing. */
   description?: Description;
+  /**
+   * Its bands as the map /info route reports them (a COG's; absent for a mosaic, and in metadata
+   * cached by a decoder older than the field: /info then answers what the rest tells).
+   */
+  bands?: BandInfo[];
+  /** What marks a COG's pixels invalid, as rio-tiler names it; absent with `bands`. */
+  nodataType?: "None" | "Nodata" | "Alpha" | "Mask";
+}
+
+/** One band of a COG, as GDAL describes it: a few short fields, so a SourceInfo stays small. */
+export interface BandInfo {
+  /** NumPy's name of the sample type: uint8, int16, float32… */
+  dtype: string;
+  /** The file's nodata value (GDAL_NODATA), "nan" for NaN; absent: none. */
+  nodata?: number | "nan";
+  scale: number;
+  offset: number;
+  /** GDAL's colour interpretation in lower case (red, green, blue, alpha, gray, undefined). */
+  colorinterp: string;
+  /** The band's description (GDAL metadata DESCRIPTION), at most 200 characters; "" when none. */
+  description: string;
 }
 
 /**
@@ -106,8 +127,8 @@ export interface MosaicSummary {
 /** Every /file path starts so: transfers, not decodes, to the admission DO. */
 export const DECODER_FILE_PREFIX = "/v1/file/";
 
-/** Whether a decoder path decodes pixels (an image or a tile): what the admission DO coalesces. */
-export const isDecodePath = (path: string) => path.startsWith("/v1/image/") || path.startsWith("/v1/tiles/");
+/** Whether a decoder path decodes pixels (an image, a tile or a point's values): what the admission DO coalesces. */
+export const isDecodePath = (path: string) => path.startsWith("/v1/image/") || path.startsWith("/v1/tiles/") || path.startsWith("/v1/point/");
 
 /** Decoder routes. The image path carries the canonical IIIF 3.0 parts of a resolved request. */
 export const DECODER = {
@@ -120,6 +141,9 @@ export const DECODER = {
   /** A web-map tile; `canonical` is canonicalTile()'s `path` or `path?query`. */
   tile: (id: string, canonical: string, version: string) =>
     `/v1/tiles/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
+  /** The values at a point; `canonical` is canonicalPoint()'s `{x},{y}` or `{x},{y}?query`. */
+  point: (id: string, canonical: string, version: string) =>
+    `/v1/point/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
   /** A page of the catalog's image sources (SourceListing), after source `after` in the catalog's order. */
   sources: (after: string | undefined, limit: number) =>
     `/v1/sources?${after === undefined ? "" : `after=${encodeURIComponent(after)}&`}limit=${limit}`,

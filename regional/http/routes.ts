@@ -11,6 +11,7 @@ import { image } from "../handlers/image";
 import { info } from "../handlers/info";
 import { invalidate } from "../handlers/invalidate";
 import { metrics } from "../handlers/metrics";
+import { point } from "../handlers/point";
 import { sources } from "../handlers/sources";
 import { style } from "../handlers/style";
 import { tile } from "../handlers/tile";
@@ -26,6 +27,7 @@ export const ROUTES = [
   route("GET", "/v1/sources", sources, { limiter: "requests" }),
   route("GET", "/v1/image/:id/:region/:size/:rotation/:qualityFormat", image, { limiter: "requests" }),
   route("GET", "/v1/tiles/:id/:tileMatrixSet/:z/:x/:y", tile, { limiter: "requests" }),
+  route("GET", "/v1/point/:id/:coords", point, { limiter: "requests" }),
   // /file decodes nothing: a cap of its own, and its stream ends with its client, not its deadline.
   route("GET", "/v1/file/:id", file, { limiter: "transfers" }),
 ];

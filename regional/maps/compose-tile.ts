@@ -9,7 +9,7 @@ import type { Partition } from "../../shared/cost";
 import { badRequest } from "../../shared/errors";
 import { expressionEvaluation, expressionNodes, parseExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
 import { composeWork, TILE_WORK_HELP } from "../../shared/maps/tile-cost";
-import type { PixelSelection } from "../../shared/maps/style";
+import type { PixelSelection, StyleFields } from "../../shared/maps/style";
 import type { TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import { bandLayout } from "../cog/bands";
@@ -40,10 +40,14 @@ export interface TileAsset {
 /** Band names in band-number order: `b2` before `b10`, `B04` before `B08`, `visual_b1` before `visual_b2`. */
 export const byBandNumber = (a: string, b: string) => a.localeCompare(b, "en", { numeric: true });
 
-/** The bands of `cog` a request reads (its expression's, its bidx, or the COG's own colour bands), named b1…bN. */
-export function cogAsset(cog: Cog, req: TileRequest, label: string): TileAsset {
-  const { count, defaults } = bandLayout(cog.levels[0].image);
-  let numbers = req.bidx ?? defaults;
+/** What chooses a COG's bands: bidx or an expression; neither, its colour bands (a tile) or every band but alpha (`allBands`, a point). */
+export type BandChoice = Pick<StyleFields, "bidx" | "expression"> & { allBands?: boolean };
+
+/** The bands of `cog` a request reads (its expression's, its bidx, or by default as `allBands` says), named b1…bN. */
+export function cogAsset(cog: Cog, req: BandChoice, label: string): TileAsset {
+  const { count, defaults, alpha } = bandLayout(cog.levels[0].image);
+  const every = Array.from({ length: count }, (_, i) => i + 1).filter((band) => band - 1 !== alpha);
+  let numbers = req.bidx ?? (req.allBands ? every : defaults);
   if (req.expression) {
     const names = Array.from({ length: count }, (_, i) => `b${i + 1}`);
     numbers = parseExpressions(req.expression, names).bands.map((name) => Number(name.slice(1)));
@@ -187,10 +191,10 @@ async function warpAsset(reads: PlannedRead[], req: TileRequest, slices: Slices,
   return planes;
 }
 
-const tupleOf = (planes: BandPlane[]): AssetTuple => ({ bands: planes.map((p) => p.values), valid: planes.map((p) => p.valid) });
+export const tupleOf = (planes: BandPlane[]): AssetTuple => ({ bands: planes.map((p) => p.values), valid: planes.map((p) => p.valid) });
 
 /** An asset's output channels: its expression's results (a pass a node over the pixels), or its bands in the request's order. */
-async function channels(program: ExpressionProgram | undefined, asset: TileAsset, planes: Map<string, BandPlane>, pixels: number, slices: Slices): Promise<AssetTuple> {
+export async function channels(program: ExpressionProgram | undefined, asset: TileAsset, planes: Map<string, BandPlane>, pixels: number, slices: Slices): Promise<AssetTuple> {
   if (program) {
     const evaluation = expressionEvaluation(program, planes, pixels);
     await slices.each(pixels, expressionNodes(program), evaluation.evaluate);
@@ -204,7 +208,7 @@ async function channels(program: ExpressionProgram | undefined, asset: TileAsset
  * Before channels, the reduced tuple's components are the first asset's bands (less the last for
  * lastband*); the channels are computed from them once, after reduction.
  */
-async function afterReduction(program: ExpressionProgram | undefined, req: TileRequest, first: TileAsset, reduced: AssetTuple, pixels: number, slices: Slices): Promise<AssetTuple> {
+export async function afterReduction(program: ExpressionProgram | undefined, req: Pick<StyleFields, "pixelSelection">, first: TileAsset, reduced: AssetTuple, pixels: number, slices: Slices): Promise<AssetTuple> {
   if (req.pixelSelection === "count") return reduced;
   const planes = new Map<string, BandPlane>();
   reduced.bands.forEach((values, i) => planes.set(first.bands[i].name, { values, valid: reduced.valid[i] }));

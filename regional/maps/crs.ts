@@ -106,3 +106,8 @@ function usable(definition: string): boolean {
     return false;
   }
 }
+
+/** The CRS an EPSG code names (projected or geographic), from the bundled tables; undefined when they lack it. */
+export function crsOfEpsg(code: number): Crs | undefined {
+  return crsOfGeoKeys({ ProjectedCSTypeGeoKey: code }) ?? crsOfGeoKeys({ GeographicTypeGeoKey: code });
+}

@@ -39,6 +39,13 @@ export interface TilePlan extends Sampling {
 /** Within this, a position is on a pixel boundary and a scale is one. */
 const GRID_SLACK = 1e-6;
 
+/** 400 for a band past the ones `cog` has. */
+export function checkBands(cog: Cog, bands: readonly number[]): void {
+  const { count } = bandLayout(cog.levels[0].image);
+  const past = bands.find((b) => b > count);
+  if (past !== undefined) throw badRequest(`bidx ${past} is past the source's ${count} band${count === 1 ? "" : "s"}`);
+}
+
 /**
  * Plans `req` on `cog`: 404 when the source is not georeferenced, 400 for a band it lacks.
  * No I/O; its passes over the tile's pixels run in `slices` of the request's computation.
@@ -48,8 +55,7 @@ export async function planTile(cog: Cog, req: TileRequest, slices: Slices): Prom
   if (!geo) throw notFound("the source is not georeferenced", `${cog.source.label} is not georeferenced`);
   const layout = bandLayout(cog.levels[0].image);
   const bands = req.bidx ?? layout.defaults;
-  const past = bands.find((b) => b > layout.count);
-  if (past !== undefined) throw badRequest(`bidx ${past} is past the source's ${layout.count} band${layout.count === 1 ? "" : "s"}`);
+  checkBands(cog, bands);
   const side = tileSide(req);
   const tms = tileMatrixSet(req.tileMatrixSet);
   const tiling = geo.info.tiling[tms.id];
@@ -140,7 +146,7 @@ export function plannedCost(cog: Cog, plan: TilePlan): Cost {
  * What a planned read holds: its level's blocks (a chunky one decodes every sample it stores,
  * a planar one the planes read), the bands read with the mask or alpha, their sample size.
  */
-function plannedShape(cog: Cog, plan: TilePlan): TileCostShape {
+export function plannedShape(cog: Cog, plan: Pick<TilePlan, "read" | "bands">): TileCostShape {
   const level = cog.levels[plan.read?.level ?? 0];
   const { bits } = sampleType(level.image);
   const layout = bandLayout(level.image);

@@ -7,7 +7,7 @@ import { EMPTY_TILES } from "../../shared/maps/empty-tile";
 import { canonicalTile, type TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import type { CogCache } from "../cog/cog-cache";
-import { byBandNumber, cogAsset, composeTile, type TileAsset } from "../maps/compose-tile";
+import { byBandNumber, cogAsset, composeTile, type BandChoice, type TileAsset } from "../maps/compose-tile";
 import type { PreparedDecode } from "../render/prepared-decode";
 import { assetLabel } from "../source/assets";
 import type { AssetRef, Mosaic } from "./mosaic";
@@ -38,6 +38,22 @@ export async function withMosaicTile<R>(
   if (refs.length > options.maxAssets) {
     throw new HttpError("too_large", `tile ${canonicalTile(req)} of mosaic "${id}" paints ${refs.length} assets, more than the ${options.maxAssets} a tile may`);
   }
+  return withLeasedAssets(id, refs, req, options, signal, async (assets) => decode(await composeTile(assets, req, what, signal)));
+}
+
+/**
+ * Runs `use` on the assets `refs` name (bands chosen by `req`), each member leased from the
+ * members' cache until it settles, so a request's one reservation, permit and deadline cover
+ * every child read.
+ */
+export async function withLeasedAssets<R>(
+  id: string,
+  refs: AssetRef[],
+  req: BandChoice,
+  options: MosaicTileOptions,
+  signal: AbortSignal,
+  use: (assets: TileAsset[]) => Promise<R>,
+): Promise<R> {
   const leases = new Map<string, Awaited<ReturnType<CogCache<Cog>["lease"]>>>();
   try {
     const assets = [...new Set(refs.flatMap((r) => (r.kind === "cog" ? [r.asset] : r.bands.map((b) => b.asset))))];
@@ -55,13 +71,13 @@ export async function withMosaicTile<R>(
       if (!cog.geo) throw badGateway(`mosaic "${id}": an asset is not georeferenced`, `mosaic "${id}": asset ${assetLabel(asset)} is not georeferenced`);
       return cog;
     };
-    return await decode(await composeTile(refs.map((r) => tileAsset(r, req, cogOf)), req, what, signal));
+    return await use(refs.map((r) => tileAsset(r, req, cogOf)));
   } finally {
     for (const lease of leases.values()) lease.release();
   }
 }
 
-function tileAsset(ref: AssetRef, req: TileRequest, cogOf: (asset: string) => Cog): TileAsset {
+function tileAsset(ref: AssetRef, req: BandChoice, cogOf: (asset: string) => Cog): TileAsset {
   if (ref.kind === "cog") return cogAsset(cogOf(ref.asset), req, assetLabel(ref.asset));
   const bands = ref.bands.map((b) => ({ name: b.name, cog: cogOf(b.asset), band: b.band }));
   return { label: ref.label, bands: [...bands].sort((a, b) => byBandNumber(a.name, b.name)), channels: bands.map((b) => b.name) };

@@ -17,6 +17,9 @@ export type AssetRef =
   | { kind: "cog"; asset: string }
   | { kind: "item"; label: string; bands: { name: string; asset: string; band: number }[] };
 
+/** What chooses a mosaic's assets: a WebMercatorQuad tile, and the style's asset fields. */
+export type AssetQuery = Pick<TileRequest, "tileMatrixSet" | "z" | "x" | "y" | "assets" | "assetBidx" | "expression">;
+
 /** What a mosaic's document says, whatever its format. */
 export interface MosaicIndex {
   kind: MosaicSummary["kind"];
@@ -26,7 +29,7 @@ export interface MosaicIndex {
   maxzoom: number;
   summary: MosaicSummary;
   /** The assets tile `req` paints, in paint order. */
-  assetsFor(req: TileRequest): AssetRef[];
+  assetsFor(req: AssetQuery): AssetRef[];
 }
 
 export class Mosaic {
@@ -171,7 +174,7 @@ async function stacIndex(text: string, key: string, assets: MosaicAssets, signal
  * The asset keys a request reads of `item`: its `assets=`, else those its expression names (`B04`,
  * or `visual` for `visual_b1`), as titiler infers them; neither: undefined (400 from the lookup).
  */
-function stacKeys(item: StacItem, req: TileRequest): string[] | undefined {
+function stacKeys(item: StacItem, req: AssetQuery): string[] | undefined {
   if (req.assets) return req.assets;
   if (req.expression === undefined) return undefined;
   const names = parseExpressions(req.expression, "any").bands;
