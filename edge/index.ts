@@ -22,6 +22,8 @@ import { baseUriHandler, infoHandler } from "./handlers/info";
 import { georeferenceHandler } from "./handlers/georeference";
 import { manifestElsewhereHandler, manifestHandler } from "./handlers/manifest";
 import { misshapenTileHandler, tileHandler } from "./handlers/tile";
+import { pointHandler } from "./handlers/point";
+import { mapInfoHandler } from "./handlers/map-info";
 import { tileJsonHandler } from "./handlers/tilejson";
 import { wmtsHandler } from "./handlers/wmts";
 import { tileMatrixSetHandler, tileMatrixSetsHandler } from "./handlers/tile-matrix-sets";
@@ -63,6 +65,8 @@ router
   .get("/tiles/:id/:tileMatrixSetId/WMTSCapabilities.xml", withSource(wmtsHandler))
   .get("/tiles/:id/:tileMatrixSetId/:z/:x/:y", followVersion(tileHandler))
   .get("/tiles/:id/*", misshapenTileHandler)
+  .get("/point/:id/:coords", followVersion(pointHandler))
+  .get("/info/:id", mapInfoHandler)
   .get("/tileMatrixSets", tileMatrixSetsHandler)
   .get("/auth/active", activeAccessHandler)
   .get("/auth/active/return", loginReturnHandler)

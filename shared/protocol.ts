@@ -122,6 +122,8 @@ export interface MosaicSummary {
   maxAssetsPerKey: number;
   /** The zoom the index's quadkeys are at (STAC: 0, one key for the world). */
   quadkeyZoom: number;
+  /** How many quadkeys a MosaicJSON index lists (its /info's `quadkeys`); absent for STAC and in older cached metadata. */
+  quadkeys?: number;
 }
 
 /** Every /file path starts so: transfers, not decodes, to the admission DO. */

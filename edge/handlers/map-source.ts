@@ -34,13 +34,28 @@ export async function mapSource(
   config: EdgeConfig,
   ctx: ExecutionContext,
 ): Promise<MapSource> {
+  const map = await georeferencedSource(source, req, env, config, ctx);
+  const tiling = map.georeference.tiling[tileMatrixSetId];
+  if (!tiling) throw notFound(`source "${source.id}" does not lie within ${tileMatrixSetId}`);
+  return { ...map, tiling };
+}
+
+/**
+ * The source as a map, whatever the tile matrix set (a point, its info), once the request may see
+ * it: the same rules as its tiles (401, 404 when not georeferenced, 501 across the antimeridian).
+ */
+export async function georeferencedSource(
+  source: SourceRef,
+  req: IRequest,
+  env: Env,
+  config: EdgeConfig,
+  ctx: ExecutionContext,
+): Promise<Omit<MapSource, "tiling">> {
   const client = forClient(req);
   const info = await sourceInfo(source, env, config, ctx, client);
   const restriction = await assertMaySee(source, info, req, { env, config, ctx, client });
   const { georeference } = info;
   if (!georeference) throw notFound(`source "${source.id}" is not georeferenced: it is served as an image only`);
   if (georeference.crossesAntimeridian) throw acrossAntimeridian(source.id);
-  const tiling = georeference.tiling[tileMatrixSetId];
-  if (!tiling) throw notFound(`source "${source.id}" does not lie within ${tileMatrixSetId}`);
-  return { info, georeference, tiling, restriction };
+  return { info, georeference, restriction };
 }

@@ -117,7 +117,7 @@ function mosaicJsonIndex(doc: MosaicJson): MosaicIndex {
     bounds: doc.bounds,
     minzoom: doc.minzoom,
     maxzoom: doc.maxzoom,
-    summary: { kind: "mosaic", assets: distinct.size, maxAssetsPerKey, quadkeyZoom: doc.quadkeyZoom },
+    summary: { kind: "mosaic", assets: distinct.size, maxAssetsPerKey, quadkeyZoom: doc.quadkeyZoom, quadkeys: doc.assets.size },
     assetsFor: (req) => (req.tileMatrixSet === MOSAIC_TMS ? mosaicAssets(doc, req.z, req.x, req.y).map((asset) => ({ kind: "cog", asset })) : []),
   };
 }
