@@ -54,7 +54,8 @@ async function metadataItems(image: GeoTIFFImage): Promise<Map<string, string>> 
   const text = String((await dir.loadValue("GDAL_METADATA")) ?? "");
   if (text.length > MAX_METADATA_CHARS) return items;
   for (const m of text.matchAll(/<Item\s+name="([^"]{1,64})"\s+sample="(\d{1,5})"[^>]*>([^<]{0,1000})<\/Item>/g)) {
-    items.set(`${m[1]}/${Number(m[2])}`, unescapeXml(m[3]));
+    // GDAL escapes a value for XML before it writes the XML, so it reads one back unescaped twice.
+    items.set(`${m[1]}/${Number(m[2])}`, unescapeXml(unescapeXml(m[3])));
   }
   return items;
 }
