@@ -1,10 +1,12 @@
 // GET /point/{id}/{x},{y}: the values at a point, titiler's /point. Parse (400 before the source is
-// looked up) → the source as a map, under the same access rule as its tiles → the canonical
+// looked up) → the source as a map, under the same access rule as its tiles → a lon/lat point
+// outside its bounds 404 from the edge alone → the canonical
 // point through the cache, admission (costed as one block an asset, a tile's partition) and the
 // decoder, as a tile is.
 import type { IRequest } from "itty-router";
 import { ASSUMED_CHANNELS } from "../../shared/cost";
-import { canonicalPoint, parsePointRequest } from "../../shared/maps/point-request";
+import { notFound } from "../../shared/errors";
+import { canonicalPoint, DEFAULT_COORD_CRS, parsePointRequest } from "../../shared/maps/point-request";
 import { mosaicPointCost, pointCost } from "../../shared/maps/tile-cost";
 import { segment } from "../../shared/path-segment";
 import type { SourceInfo } from "../../shared/protocol";
@@ -20,7 +22,12 @@ import { pathId, publicBase, type SourceRef } from "./params";
 export const pointHandler: SourceHandler = async (source: SourceRef, req: IRequest, env: Env, ctx: ExecutionContext) => {
   const config = edgeConfig(env);
   const point = parsePointRequest(segment(req.params.coords, "point"), new URL(req.url).searchParams);
-  const { info, restriction } = await georeferencedSource(source, req, env, config, ctx);
+  const { info, georeference, restriction } = await georeferencedSource(source, req, env, config, ctx);
+  // A lon/lat point outside the bounds is outside the data: answered here, without admission.
+  const [west, south, east, north] = georeference.lonLatBounds;
+  if (point.coordCrs === DEFAULT_COORD_CRS && !(point.x >= west && point.x <= east && point.y >= south && point.y <= north)) {
+    throw notFound(`point (${point.x}, ${point.y}) is outside the data`);
+  }
   const canonical = canonicalPoint(point);
   return cachedDecode(
     {

@@ -54,10 +54,18 @@ describe("GET /point", () => {
     expect(await other.json()).toMatchObject({ values: [160], band_names: ["b2"] });
   });
 
-  it("answers 404 outside the data, from the decoder", async () => {
-    const res = await get("/point/utm-quadrants/10,47.75");
-    expect(res.status).toBe(404);
-    expect(await res.text()).toMatch(/outside/);
+  it("answers 404 outside the data: outside the bounds from the edge alone, inside them from the decoder", async () => {
+    await get("/point/utm-quadrants/15.1,47.75"); // its metadata cached
+    const admitted = await metric("released_total");
+    const far = await get("/point/utm-quadrants/10,47.75");
+    expect(far.status).toBe(404);
+    expect(await far.text()).toMatch(/outside the data/);
+    expect(await metric("released_total")).toBe(admitted);
+    // Inside the lon/lat bounds, north of the image's top edge (47.85302° there): the decoder's 404.
+    const corner = await get("/point/utm-quadrants/15.27,47.8533");
+    expect(corner.status).toBe(404);
+    expect(await corner.text()).toMatch(/outside the data/);
+    expect(await metric("released_total")).toBeGreaterThan(admitted);
   });
 
   it("of a restricted source is 401 without a grant, like its tiles, before any admission", async () => {
