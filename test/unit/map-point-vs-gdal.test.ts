@@ -13,7 +13,7 @@ import { ESTIMATE_HEADER } from "../../shared/cost";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { gdalPixelToLonLat } from "../support/gdal-reference";
 import { MAP_FIXTURES, mapFixture, mapFixtures, type MapFixture } from "../support/map-fixtures";
-import { MOSAIC_FIXTURES, mosaicFixtures } from "../support/mosaic-fixtures";
+import { MOSAIC_FIXTURES, mosaicFixtures, SCENE_FIXTURES } from "../support/mosaic-fixtures";
 import { signedGet, startDecoder, type Decoder } from "./regional-helpers";
 
 let maps: Decoder;
@@ -23,7 +23,7 @@ const versions: Record<string, string> = {};
 beforeAll(async () => {
   maps = await startDecoder(new LocalCatalog(mapFixtures()));
   mosaics = await startDecoder(new LocalCatalog(mosaicFixtures()));
-  for (const [d, id] of [...Object.values(MAP_FIXTURES).map((f) => [maps, f.id] as const), [mosaics, "mono-mosaic"] as const]) {
+  for (const [d, id] of [...Object.values(MAP_FIXTURES).map((f) => [maps, f.id] as const), ...["mono-mosaic", "scene", "scenes"].map((id) => [mosaics, id] as const)]) {
     versions[id] = ((await (await signedGet(d, DECODER.info(id))).json()) as SourceInfo).version;
   }
 }, 120_000);
@@ -211,5 +211,21 @@ describe("GET /v1/point on a mosaic", () => {
 
   it("answers 404 outside every asset", async () => {
     expect((await point(mosaics, "mono-mosaic", "0,0")).status).toBe(404);
+  });
+
+  it("reads a STAC item's assets, and where two items lie, each item's values and the highest", async () => {
+    const b04 = SCENE_FIXTURES.scene.B04;
+    // Inside both scenes: the second lies 5 120 m (512 px) east of the first.
+    const [[lon, lat]] = await gdalPixelToLonLat(file(b04), [[800.3, 400.6]]);
+    const gdal = (f: { key: string }) => gdalLocation(file(f), lon, lat, "-wgs84").values[0];
+    const [red, nir] = [gdal(SCENE_FIXTURES.scene.B04), gdal(SCENE_FIXTURES.scene.B08)];
+    const one = await point(mosaics, "scene", `${lon},${lat}`, `expression=${encodeURIComponent("(B08-B04)/(B08+B04)")}`);
+    expect(one.status, JSON.stringify(one.body)).toBe(200);
+    expect(one.body.band_names).toEqual(["(B08-B04)/(B08+B04)"]);
+    expect(one.body.values).toEqual([Math.fround((nir - red) / (nir + red))]);
+    const both = await point(mosaics, "scenes", `${lon},${lat}`, "assets=B02&pixel_selection=highest");
+    const blues = [gdal(SCENE_FIXTURES.scene.B02), gdal(SCENE_FIXTURES.scene2.B02)];
+    expect(both.body.assets!.map((a) => [a.name, a.values[0]])).toEqual([["scene", blues[0]], ["scene-2", blues[1]]]);
+    expect(both.body.values).toEqual([Math.max(...blues)]);
   });
 });
