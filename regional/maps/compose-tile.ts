@@ -56,6 +56,18 @@ export function cogAsset(cog: Cog, req: BandChoice, label: string): TileAsset {
   return { label, bands: sorted.map((band) => ({ name: `b${band}`, cog, band })), channels: numbers.map((band) => `b${band}`) };
 }
 
+/** 400 unless every asset brings as many bands as the first: their tuples are reduced component by component. */
+export function checkSameBands(assets: TileAsset[]): void {
+  const [first] = assets;
+  for (const asset of assets) {
+    if (asset.bands.length !== first.bands.length) {
+      // The assets by their labels (keys, URLs) for the log; the answer, cached for anyone, without.
+      const differ = (a: string, b: string) => `the assets differ: ${a} brings ${first.bands.length} bands and ${b} ${asset.bands.length}; choose the bands with bidx or an expression`;
+      throw badRequest(differ("one", "another"), differ(first.label, asset.label));
+    }
+  }
+}
+
 interface PlannedRead {
   cog: Cog;
   bands: AssetBand[];
@@ -78,13 +90,7 @@ export async function composeTile(assets: TileAsset[], req: TileRequest, what: s
     throw badRequest(`the expression reads ${decider}, which ${req.pixelSelection} decides on and drops before channels`);
   }
   const components = stage === "before_channels" ? first.bands.length : (program?.channels.length ?? first.channels.length);
-  for (const asset of assets) {
-    if (asset.bands.length !== first.bands.length) {
-      // The assets by their labels (keys, URLs) for the log; the answer, cached for anyone, without.
-      const differ = (a: string, b: string) => `the assets differ: ${a} brings ${first.bands.length} bands and ${b} ${asset.bands.length}; choose the bands with bidx or an expression`;
-      throw badRequest(differ("one", "another"), differ(first.label, asset.label));
-    }
-  }
+  checkSameBands(assets);
   const reads = await planAssets(assets, req, new Slices(signal));
   const side = reads[0][0].plan.side;
   const pixels = side * side;

@@ -12,7 +12,7 @@ import { readBands } from "../cog/bands";
 import type { PreparedDecode } from "../render/prepared-decode";
 import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
-import { afterReduction, channels, tupleOf, type AssetBand, type TileAsset } from "./compose-tile";
+import { afterReduction, channels, checkSameBands, tupleOf, type AssetBand, type TileAsset } from "./compose-tile";
 import { conversion, crsOfEpsg, LON_LAT } from "./crs";
 import { pixelSelection, type AssetTuple } from "./pixel-selection";
 import { applyAffine, invertAffine } from "./transformer";
@@ -65,6 +65,7 @@ export function preparePoint(assets: TileAsset[], req: PointRequest, what: strin
     return reads ? [{ asset, reads }] : [];
   });
   if (holding.length === 0) throw notFound(`point (${req.x}, ${req.y}) is outside the data`);
+  checkSameBands(holding.map(({ asset }) => asset));
   const shapes = holding.flatMap(({ reads }) => reads.map((r) => plannedShape(r.cog, { bands: r.bands.map((b) => b.band), read: { level: 0, window: window(r.pixel) } })));
   const program = req.expression ? parseExpressions(req.expression, holding[0].asset.bands.map((b) => b.name)) : undefined;
   const render = async (signal: AbortSignal, work: Reservation) => {
