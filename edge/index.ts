@@ -24,6 +24,8 @@ import { statisticsHandler, statisticsPostHandler } from "./handlers/statistics"
 import { georeferenceHandler } from "./handlers/georeference";
 import { manifestElsewhereHandler, manifestHandler } from "./handlers/manifest";
 import { misshapenTileHandler, tileHandler } from "./handlers/tile";
+import { pointHandler } from "./handlers/point";
+import { mapInfoHandler } from "./handlers/map-info";
 import { tileJsonHandler } from "./handlers/tilejson";
 import { wmtsHandler } from "./handlers/wmts";
 import { tileMatrixSetHandler, tileMatrixSetsHandler } from "./handlers/tile-matrix-sets";
@@ -73,6 +75,8 @@ router
   .get("/preview/:id/:file", sizedPreviewHandler)
   .get("/statistics/:id", statisticsHandler)
   .post("/statistics/:id", statisticsPostHandler)
+  .get("/point/:id/:coords", followVersion(pointHandler))
+  .get("/info/:id", mapInfoHandler)
   .get("/tileMatrixSets", tileMatrixSetsHandler)
   .get("/auth/active", activeAccessHandler)
   .get("/auth/active/return", loginReturnHandler)

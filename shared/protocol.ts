@@ -78,6 +78,27 @@ export interface SourceInfo {
   access?: Restriction;
   /** What its publisher says of it for people (label, rights, metadata), from its catalog entry; absent: nothing. */
   description?: Description;
+  /**
+   * Its bands as the map /info route reports them (a COG's; absent for a mosaic, and in metadata
+   * cached by a decoder older than the field: /info then answers what the rest tells).
+   */
+  bands?: BandInfo[];
+  /** What marks a COG's pixels invalid, as rio-tiler names it; absent with `bands`. */
+  nodataType?: "None" | "Nodata" | "Alpha" | "Mask";
+}
+
+/** One band of a COG, as GDAL describes it: a few short fields, so a SourceInfo stays small. */
+export interface BandInfo {
+  /** NumPy's name of the sample type: uint8, int16, float32… */
+  dtype: string;
+  /** The file's nodata value (GDAL_NODATA), "nan" for NaN; absent: none. */
+  nodata?: number | "nan";
+  scale: number;
+  offset: number;
+  /** GDAL's colour interpretation in lower case (red, green, blue, alpha, gray, undefined). */
+  colorinterp: string;
+  /** The band's description (GDAL metadata DESCRIPTION), at most 200 characters; "" when none. */
+  description: string;
 }
 
 /**
@@ -101,14 +122,16 @@ export interface MosaicSummary {
   maxAssetsPerKey: number;
   /** The zoom the index's quadkeys are at (STAC: 0, one key for the world). */
   quadkeyZoom: number;
+  /** How many quadkeys a MosaicJSON index lists (its /info's `quadkeys`); absent for STAC and in older cached metadata. */
+  quadkeys?: number;
 }
 
 /** Every /file path starts so: transfers, not decodes, to the admission DO. */
 export const DECODER_FILE_PREFIX = "/v1/file/";
 
-/** Whether a decoder path decodes pixels (an image, a tile, an area, statistics): what the admission DO coalesces. */
-export const isDecodePath = (path: string) =>
-  path.startsWith("/v1/image/") || path.startsWith("/v1/tiles/") || path.startsWith("/v1/areas/") || path.startsWith("/v1/statistics/");
+/** Whether a decoder path decodes pixels (an image, a tile, an area, statistics, a point's values): what the admission DO coalesces. */
+export const isDecodePath = (path: string) => DECODE_PREFIXES.some((prefix) => path.startsWith(prefix));
+const DECODE_PREFIXES = ["/v1/image/", "/v1/tiles/", "/v1/areas/", "/v1/statistics/", "/v1/point/"];
 
 /** The query parameter of a POST route's path that names its body: the SHA-256 (hex) of the canonical body. */
 export const BODY_DIGEST_PARAM = "feature";
@@ -133,6 +156,9 @@ export const DECODER = {
   /** A crop or preview of a map; `canonical` is canonicalArea()'s. */
   area: (id: string, canonical: string, version: string) =>
     `/v1/areas/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
+  /** The values at a point; `canonical` is canonicalPoint()'s `{x},{y}` or `{x},{y}?query`. */
+  point: (id: string, canonical: string, version: string) =>
+    `/v1/point/${encodeURIComponent(id)}/${canonical}${canonical.includes("?") ? "&" : "?"}version=${encodeURIComponent(version)}`,
   /** A page of the catalog's image sources (SourceListing), after source `after` in the catalog's order. */
   sources: (after: string | undefined, limit: number) =>
     `/v1/sources?${after === undefined ? "" : `after=${encodeURIComponent(after)}&`}limit=${limit}`,

@@ -17,7 +17,7 @@ import { errorCacheControl, imageCacheControl, isPermanentError, matchesIfNoneMa
 export const CACHE_STATUS_HEADER = "x-tessera-cache";
 
 /** The decoder's route for each kind of decoded answer. */
-const DECODER_ROUTE = { image: DECODER.image, tile: DECODER.tile, area: DECODER.area, statistics: DECODER.statistics };
+const DECODER_ROUTE = { image: DECODER.image, tile: DECODER.tile, point: DECODER.point, area: DECODER.area, statistics: DECODER.statistics };
 
 export interface DecodeRequest {
   route: keyof typeof DECODER_ROUTE;

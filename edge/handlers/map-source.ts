@@ -34,14 +34,23 @@ export async function mapSource(
   config: EdgeConfig,
   ctx: ExecutionContext,
 ): Promise<MapSource> {
-  const found = await georeferencedSource(source, req, env, config, ctx);
-  const tiling = found.georeference.tiling[tileMatrixSetId];
+  const map = await georeferencedSource(source, req, env, config, ctx);
+  const tiling = map.georeference.tiling[tileMatrixSetId];
   if (!tiling) throw notFound(`source "${source.id}" does not lie within ${tileMatrixSetId}`);
-  return { ...found, tiling };
+  return { ...map, tiling };
 }
 
-/** The source, once the request may see it; 404 when it is not georeferenced, 501 across the antimeridian. */
-export async function georeferencedSource(source: SourceRef, req: IRequest, env: Env, config: EdgeConfig, ctx: ExecutionContext): Promise<Omit<MapSource, "tiling">> {
+/**
+ * The source as a map, whatever the tile matrix set (a point, its info, an area), once the request may see
+ * it: the same rules as its tiles (401, 404 when not georeferenced, 501 across the antimeridian).
+ */
+export async function georeferencedSource(
+  source: SourceRef,
+  req: IRequest,
+  env: Env,
+  config: EdgeConfig,
+  ctx: ExecutionContext,
+): Promise<Omit<MapSource, "tiling">> {
   const client = forClient(req);
   const info = await sourceInfo(source, env, config, ctx, client);
   const restriction = await assertMaySee(source, info, req, { env, config, ctx, client });

@@ -15,6 +15,7 @@ import { WorkBudget, type Reservation } from "../runtime/work-budget";
 import { DecodedBlockCache, snapshotIdentity } from "./block-cache";
 import { BlockReader, checkStoredRange, type LevelLayout } from "./block-reader";
 import { readGeoreference, type SourceGeo } from "./georeference";
+import { describeBands, type BandsDescription } from "./band-info";
 import type { Log } from "../runtime/log";
 import { blockBytes, blockParameters, codecOf, COMPRESSION, registerCodecs, unknownCompression, type BlockParameters } from "./codecs";
 import type { Codec } from "../../shared/work";
@@ -79,6 +80,8 @@ export interface CogLevel extends LevelSize {
 
 export class Cog {
   private resolvedLimits: ImageLimits | undefined;
+  /** Its bands as /info reports them, read at open. */
+  private bandsDescription: BandsDescription | undefined;
 
   private constructor(
     readonly source: Source,
@@ -126,6 +129,11 @@ export class Cog {
       throw asHttpError(e, source);
     }
     const cog = new Cog(source, tiff, levels, options.budget ?? WorkBudget.global(), readGeoreference(full, levels, source.label, options.log));
+    try {
+      cog.bandsDescription = await describeBands(full, levels[0].mask !== undefined);
+    } catch (e) {
+      throw asHttpError(e, source);
+    }
     if ((options.prefetchRing ?? DEFAULT_PREFETCH_RING) > 0) cog.prefetchTables();
     return cog;
   }
@@ -193,6 +201,7 @@ export class Cog {
       channels: this.channels,
       codec: this.codec,
       georeference: this.geo?.info,
+      ...(this.bandsDescription && { bands: this.bandsDescription.bands, nodataType: this.bandsDescription.nodataType }),
       ...(this.source.access && { access: this.source.access }),
       ...(this.source.description && { description: this.source.description }),
     };

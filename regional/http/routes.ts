@@ -12,6 +12,7 @@ import { image } from "../handlers/image";
 import { info } from "../handlers/info";
 import { invalidate } from "../handlers/invalidate";
 import { metrics } from "../handlers/metrics";
+import { point } from "../handlers/point";
 import { sources } from "../handlers/sources";
 import { statistics } from "../handlers/statistics";
 import { style } from "../handlers/style";
@@ -35,6 +36,7 @@ export const ROUTES = [
   route("GET", "/v1/areas/:id/bbox/:box/:file", bbox, { limiter: "requests" }),
   route("GET", "/v1/areas/:id/:file", preview, { limiter: "requests" }),
   route("GET", "/v1/areas/:id/preview/:file", sizedPreview, { limiter: "requests" }),
+  route("GET", "/v1/point/:id/:coords", point, { limiter: "requests" }),
   // /file decodes nothing: a cap of its own, and its stream ends with its client, not its deadline.
   route("GET", "/v1/file/:id", file, { limiter: "transfers" }),
 ];

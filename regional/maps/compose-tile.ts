@@ -53,16 +53,32 @@ export type PaintRequest = TileRequest | AreaRequest;
 /** Band names in band-number order: `b2` before `b10`, `B04` before `B08`, `visual_b1` before `visual_b2`. */
 export const byBandNumber = (a: string, b: string) => a.localeCompare(b, "en", { numeric: true });
 
-/** The bands of `cog` a request reads (its expression's, its bidx, or the COG's own colour bands), named b1…bN. */
-export function cogAsset(cog: Cog, req: StyleFields, label: string): TileAsset {
-  const { count, defaults } = bandLayout(cog.levels[0].image);
-  let numbers = req.bidx ?? defaults;
+/** What chooses a COG's bands: bidx or an expression; neither, its colour bands (a tile) or every band but alpha (`allBands`, a point). */
+export type BandChoice = Pick<StyleFields, "bidx" | "expression"> & { allBands?: boolean };
+
+/** The bands of `cog` a request reads (its expression's, its bidx, or by default as `allBands` says), named b1…bN. */
+export function cogAsset(cog: Cog, req: BandChoice, label: string): TileAsset {
+  const { count, defaults, alpha } = bandLayout(cog.levels[0].image);
+  const every = Array.from({ length: count }, (_, i) => i + 1).filter((band) => band - 1 !== alpha);
+  let numbers = req.bidx ?? (req.allBands ? every : defaults);
   if (req.expression) {
     const names = Array.from({ length: count }, (_, i) => `b${i + 1}`);
     numbers = parseExpressions(req.expression, names).bands.map((name) => Number(name.slice(1)));
   }
   const sorted = [...new Set(numbers)].sort((a, b) => a - b);
   return { label, bands: sorted.map((band) => ({ name: `b${band}`, cog, band })), channels: numbers.map((band) => `b${band}`) };
+}
+
+/** 400 unless every asset brings as many bands as the first: their tuples are reduced component by component. */
+export function checkSameBands(assets: TileAsset[]): void {
+  const [first] = assets;
+  for (const asset of assets) {
+    if (asset.bands.length !== first.bands.length) {
+      // The assets by their labels (keys, URLs) for the log; the answer, cached for anyone, without.
+      const differ = (a: string, b: string) => `the assets differ: ${a} brings ${first.bands.length} bands and ${b} ${asset.bands.length}; choose the bands with bidx or an expression`;
+      throw badRequest(differ("one", "another"), differ(first.label, asset.label));
+    }
+  }
 }
 
 interface PlannedRead {
@@ -114,13 +130,7 @@ async function compose(assets: TileAsset[], req: PaintRequest, signal: AbortSign
     throw badRequest(`the expression reads ${decider}, which ${req.pixelSelection} decides on and drops before channels`);
   }
   const components = stage === "before_channels" ? first.bands.length : (program?.channels.length ?? first.channels.length);
-  for (const asset of assets) {
-    if (asset.bands.length !== first.bands.length) {
-      // The assets by their labels (keys, URLs) for the log; the answer, cached for anyone, without.
-      const differ = (a: string, b: string) => `the assets differ: ${a} brings ${first.bands.length} bands and ${b} ${asset.bands.length}; choose the bands with bidx or an expression`;
-      throw badRequest(differ("one", "another"), differ(first.label, asset.label));
-    }
-  }
+  checkSameBands(assets);
   const reads = await planAssets(assets, req, new Slices(signal));
   const size: OutputSize = { width: reads[0][0].plan.width, height: reads[0][0].plan.height };
   const pixels = size.width * size.height;
@@ -255,10 +265,10 @@ async function warpAsset(reads: PlannedRead[], req: PaintRequest, slices: Slices
   return planes;
 }
 
-const tupleOf = (planes: BandPlane[]): AssetTuple => ({ bands: planes.map((p) => p.values), valid: planes.map((p) => p.valid) });
+export const tupleOf = (planes: BandPlane[]): AssetTuple => ({ bands: planes.map((p) => p.values), valid: planes.map((p) => p.valid) });
 
 /** An asset's output channels: its expression's results (a pass a node over the pixels), or its bands in the request's order. */
-async function channels(program: ExpressionProgram | undefined, asset: TileAsset, planes: Map<string, BandPlane>, pixels: number, slices: Slices): Promise<AssetTuple> {
+export async function channels(program: ExpressionProgram | undefined, asset: TileAsset, planes: Map<string, BandPlane>, pixels: number, slices: Slices): Promise<AssetTuple> {
   if (program) {
     const evaluation = expressionEvaluation(program, planes, pixels);
     await slices.each(pixels, expressionNodes(program), evaluation.evaluate);
@@ -272,7 +282,7 @@ async function channels(program: ExpressionProgram | undefined, asset: TileAsset
  * Before channels, the reduced tuple's components are the first asset's bands (less the last for
  * lastband*); the channels are computed from them once, after reduction.
  */
-async function afterReduction(program: ExpressionProgram | undefined, req: PaintRequest, first: TileAsset, reduced: AssetTuple, pixels: number, slices: Slices): Promise<AssetTuple> {
+export async function afterReduction(program: ExpressionProgram | undefined, req: Pick<StyleFields, "pixelSelection">, first: TileAsset, reduced: AssetTuple, pixels: number, slices: Slices): Promise<AssetTuple> {
   if (req.pixelSelection === "count") return reduced;
   const planes = new Map<string, BandPlane>();
   reduced.bands.forEach((values, i) => planes.set(first.bands[i].name, { values, valid: reduced.valid[i] }));

@@ -57,6 +57,13 @@ export interface WarpPlan extends Sampling, OutputSize {
 /** Within this, a position is on a pixel boundary and a scale is one. */
 const GRID_SLACK = 1e-6;
 
+/** 400 for a band past the ones `cog` has. */
+export function checkBands(cog: Cog, bands: readonly number[]): void {
+  const { count } = bandLayout(cog.levels[0].image);
+  const past = bands.find((b) => b > count);
+  if (past !== undefined) throw badRequest(`bidx ${past} is past the source's ${count} band${count === 1 ? "" : "s"}`);
+}
+
 /**
  * Plans `req` on `cog`: 404 when the source is not georeferenced, 400 for a band it lacks.
  * No I/O; its passes over the tile's pixels run in `slices` of the request's computation.
@@ -139,10 +146,8 @@ function georeferenced(cog: Cog): SourceGeo {
 
 /** The bands rendered (bidx, else the colour bands); 400 for one past the source's count. */
 function bandsOf(cog: Cog, bidx: number[] | undefined): number[] {
-  const layout = bandLayout(cog.levels[0].image);
-  const bands = bidx ?? layout.defaults;
-  const past = bands.find((b) => b > layout.count);
-  if (past !== undefined) throw badRequest(`bidx ${past} is past the source's ${layout.count} band${layout.count === 1 ? "" : "s"}`);
+  const bands = bidx ?? bandLayout(cog.levels[0].image).defaults;
+  checkBands(cog, bands);
   return bands;
 }
 
@@ -202,7 +207,7 @@ export function plannedCost(cog: Cog, plan: WarpPlan): Cost {
  * What a planned read holds: its level's blocks (a chunky one decodes every sample it stores,
  * a planar one the planes read), the bands read with the mask or alpha, their sample size.
  */
-function plannedShape(cog: Cog, plan: WarpPlan): TileCostShape {
+export function plannedShape(cog: Cog, plan: Pick<WarpPlan, "read" | "bands">): TileCostShape {
   const level = cog.levels[plan.read?.level ?? 0];
   const { bits } = sampleType(level.image);
   const layout = bandLayout(level.image);

@@ -8,7 +8,7 @@ import type { StyleFields } from "../../shared/maps/style";
 import { canonicalTile, type TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import type { CogCache } from "../cog/cog-cache";
-import { byBandNumber, cogAsset, composeTile, type TileAsset } from "../maps/compose-tile";
+import { byBandNumber, cogAsset, composeTile, type BandChoice, type TileAsset } from "../maps/compose-tile";
 import type { PreparedDecode } from "../render/prepared-decode";
 import { assetLabel } from "../source/assets";
 import type { AssetRef, Mosaic } from "./mosaic";
@@ -55,6 +55,22 @@ export async function withMosaicAssets<R>(
   if (refs.length > options.maxAssets) {
     throw new HttpError("too_large", `${what} of mosaic "${id}" paints ${refs.length} assets, more than the ${options.maxAssets} a request may`);
   }
+  return withLeasedAssets(id, refs, style, options, signal, use);
+}
+
+/**
+ * Runs `use` on the assets `refs` name (bands chosen by `req`), each member leased from the
+ * members' cache until it settles, so a request's one reservation, permit and deadline cover
+ * every child read.
+ */
+export async function withLeasedAssets<R>(
+  id: string,
+  refs: AssetRef[],
+  req: BandChoice,
+  options: MosaicTileOptions,
+  signal: AbortSignal,
+  use: (assets: TileAsset[]) => Promise<R>,
+): Promise<R> {
   const leases = new Map<string, Awaited<ReturnType<CogCache<Cog>["lease"]>>>();
   try {
     const assets = [...new Set(refs.flatMap((r) => (r.kind === "cog" ? [r.asset] : r.bands.map((b) => b.asset))))];
@@ -72,13 +88,13 @@ export async function withMosaicAssets<R>(
       if (!cog.geo) throw badGateway(`mosaic "${id}": an asset is not georeferenced`, `mosaic "${id}": asset ${assetLabel(asset)} is not georeferenced`);
       return cog;
     };
-    return await use(refs.map((r) => tileAsset(r, style, cogOf)));
+    return await use(refs.map((r) => tileAsset(r, req, cogOf)));
   } finally {
     for (const lease of leases.values()) lease.release();
   }
 }
 
-function tileAsset(ref: AssetRef, req: StyleFields, cogOf: (asset: string) => Cog): TileAsset {
+function tileAsset(ref: AssetRef, req: BandChoice, cogOf: (asset: string) => Cog): TileAsset {
   if (ref.kind === "cog") return cogAsset(cogOf(ref.asset), req, assetLabel(ref.asset));
   const bands = ref.bands.map((b) => ({ name: b.name, cog: cogOf(b.asset), band: b.band }));
   return { label: ref.label, bands: [...bands].sort((a, b) => byBandNumber(a.name, b.name)), channels: bands.map((b) => b.name) };

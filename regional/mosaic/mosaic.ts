@@ -18,6 +18,12 @@ export type AssetRef =
   | { kind: "cog"; asset: string }
   | { kind: "item"; label: string; bands: { name: string; asset: string; band: number }[] };
 
+/** The style's fields that choose a STAC item's assets and bands. */
+export type AssetChoice = Pick<StyleFields, "assets" | "assetBidx" | "expression">;
+
+/** What chooses a mosaic's assets for a tile: a WebMercatorQuad tile, and the style's asset fields. */
+export type AssetQuery = Pick<TileRequest, "tileMatrixSet" | "z" | "x" | "y"> & AssetChoice;
+
 /** What a mosaic's document says, whatever its format. */
 export interface MosaicIndex {
   kind: MosaicSummary["kind"];
@@ -27,9 +33,9 @@ export interface MosaicIndex {
   maxzoom: number;
   summary: MosaicSummary;
   /** The assets tile `req` paints, in paint order. */
-  assetsFor(req: TileRequest): AssetRef[];
+  assetsFor(req: AssetQuery): AssetRef[];
   /** The assets an area meeting `bounds` (Web Mercator metres) paints with `style`, in paint order. */
-  assetsIn(bounds: [number, number, number, number], style: StyleFields): AssetRef[];
+  assetsIn(bounds: [number, number, number, number], style: AssetChoice): AssetRef[];
 }
 
 export class Mosaic {
@@ -117,7 +123,7 @@ function mosaicJsonIndex(doc: MosaicJson): MosaicIndex {
     bounds: doc.bounds,
     minzoom: doc.minzoom,
     maxzoom: doc.maxzoom,
-    summary: { kind: "mosaic", assets: distinct.size, maxAssetsPerKey, quadkeyZoom: doc.quadkeyZoom },
+    summary: { kind: "mosaic", assets: distinct.size, maxAssetsPerKey, quadkeyZoom: doc.quadkeyZoom, quadkeys: doc.assets.size },
     assetsFor: (req) => (req.tileMatrixSet === MOSAIC_TMS ? mosaicAssets(doc, req.z, req.x, req.y).map((asset) => ({ kind: "cog", asset })) : []),
     assetsIn: (bounds) => mosaicAssetsIn(doc, bounds).map((asset) => ({ kind: "cog", asset })),
   };
@@ -163,7 +169,7 @@ async function stacIndex(text: string, key: string, assets: MosaicAssets, signal
 }
 
 /** The items whose bbox meets `bounds` (Web Mercator metres), each with the bands `style` reads of it. */
-function itemsMeeting(items: StacItem[], bounds: [number, number, number, number], style: StyleFields): AssetRef[] {
+function itemsMeeting(items: StacItem[], bounds: [number, number, number, number], style: AssetChoice): AssetRef[] {
   const [w, s, e, n] = lonLatOfMercator(bounds);
   return items
     .filter((item) => item.bbox[0] < e && item.bbox[2] > w && item.bbox[1] < n && item.bbox[3] > s)
@@ -178,7 +184,7 @@ function itemsMeeting(items: StacItem[], bounds: [number, number, number, number
  * The asset keys a request reads of `item`: its `assets=`, else those its expression names (`B04`,
  * or `visual` for `visual_b1`), as titiler infers them; neither: undefined (400 from the lookup).
  */
-function stacKeys(item: StacItem, req: StyleFields): string[] | undefined {
+function stacKeys(item: StacItem, req: AssetChoice): string[] | undefined {
   if (req.assets) return req.assets;
   if (req.expression === undefined) return undefined;
   const names = parseExpressions(req.expression, "any").bands;

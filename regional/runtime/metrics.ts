@@ -72,5 +72,5 @@ poolCounter("tessera_decoder_render_pool_recycles_total", "Times the idle render
 /** The metric label for a request path: a fixed, small set. */
 export function routeOf(pathname: string): string {
   const first = pathname.split("/")[pathname.startsWith("/v1/") ? 2 : 1];
-  return ["info", "image", "tiles", "areas", "statistics", "health", "metrics"].includes(first) ? first : "other";
+  return ["info", "image", "tiles", "point", "areas", "statistics", "health", "metrics"].includes(first) ? first : "other";
 }

@@ -5,7 +5,7 @@
 // tile is, so every spelling of one area shares one cache entry and one decode.
 import { badRequest } from "../errors";
 import { checkStyleRules, DEFAULT_RESAMPLING, FIELD_NAMES, type Resampling, type StyleFields } from "./style";
-import { decimal, number, queryStyle, single, styleQuery } from "./tile-request";
+import { decimal, number, queryStyle, single, styleQueryParts } from "./tile-request";
 import type { OutputFormat } from "./tile-cost";
 
 /** The largest side an area may ask for: beyond it no render is affordable, whatever the source. */
@@ -91,7 +91,7 @@ function withQuery(path: string, req: AreaRequest): string {
   if (req.dstCrs !== undefined) parts.push(`dst_crs=${req.dstCrs}`);
   const defaultSize = req.kind === "preview" ? DEFAULT_PREVIEW_SIZE : undefined;
   if (req.width === undefined && req.maxSize !== defaultSize) parts.push(`max_size=${req.maxSize}`);
-  parts.push(...styleQuery(req));
+  parts.push(...styleQueryParts(req));
   return parts.length > 0 ? `${path}?${parts.join("&")}` : path;
 }
 

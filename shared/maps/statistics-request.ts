@@ -7,7 +7,7 @@ import { badRequest } from "../errors";
 import type { Cost } from "../cost";
 import { crsName, LON_LAT_NAME, type AreaRequest } from "./area-request";
 import { DEFAULT_RESAMPLING, MAX_BAND_INDEX, type StyleFields, type Resampling } from "./style";
-import { decimal, number, queryStyle, single, styleQuery } from "./tile-request";
+import { decimal, number, queryStyle, single, styleQueryParts } from "./tile-request";
 
 /** titiler's default size of GET's read. */
 export const DEFAULT_STATISTICS_SIZE = 1024;
@@ -87,7 +87,7 @@ export function parseStatisticsRequest(method: "GET" | "POST", query: URLSearchP
 
 /** `?{query}` or "" : the canonical form, defaults left out; a POST's adds `&feature={digest}` itself. */
 export function canonicalStatistics(req: StatisticsRequest): string {
-  const parts = styleQuery({ ...req, bidx: undefined });
+  const parts = styleQueryParts({ ...req, bidx: undefined });
   if (req.bidx) parts.push(`bidx=${req.bidx.join(",")}`);
   const defaultSize = req.method === "GET" ? DEFAULT_STATISTICS_SIZE : undefined;
   if (req.maxSize !== defaultSize) parts.push(`max_size=${req.maxSize}`);

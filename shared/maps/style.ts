@@ -198,6 +198,13 @@ export function checkField<K extends keyof StyleFields>(key: K, value: unknown):
   return result.output as NonNullable<StyleFields[K]>;
 }
 
+/** A list of band numbers with no rule on its length (a point answers any number of bands); 400 otherwise. */
+export function checkBandList(value: unknown): number[] {
+  const result = v.safeParse(bandList, value);
+  if (!result.success) throw refusal(FIELD_NAMES.bidx, result.issues[0]);
+  return result.output;
+}
+
 function refusal(subject: string, issue: v.BaseIssue<unknown>): Error {
   return badRequest(`${subject}${issuePath(issue)} ${issue.message}`);
 }
@@ -273,12 +280,7 @@ type RuleSubject = StyleFields & { format?: string };
 
 /** What the fields say together; 400 naming the fields that conflict. */
 export function checkStyleRules(req: RuleSubject): void {
-  if (req.expression !== undefined && req.bidx) throw badRequest("expression and bidx cannot be given together: an expression names its bands");
-  checkRankChannel(req.pixelSelection ?? DEFAULT_PIXEL_SELECTION, req.rankChannel);
-  if (req.assetBidx) {
-    const missing = req.assetBidx.find(([key]) => !req.assets?.includes(key));
-    if (missing) throw badRequest(`asset_bidx names asset "${missing[0]}", which is not in assets`);
-  }
+  checkSelectionRules(req);
   if (req.colormap && req.colormapName) throw badRequest("colormap and colormap_name cannot be given together");
   if (req.opacity !== undefined && req.format === "jpg") throw badRequest("opacity: jpg has no alpha; ask for png or webp");
   if (req.gamma !== undefined && req.colormap && !req.rescale) {
@@ -288,6 +290,16 @@ export function checkStyleRules(req: RuleSubject): void {
   if (channels !== undefined) checkChannelCount(channels, req);
   if (req.rescale && req.rescale.length !== 1 && req.rescale.length !== (channels ?? 3)) {
     throw badRequest(`rescale gives ${req.rescale.length} ranges; give one for every band, or one for all ${channels ?? 3}`);
+  }
+}
+
+/** The rules on what is read (bands, assets, pixel selection), which a point's values obey too. */
+export function checkSelectionRules(req: Pick<StyleFields, "expression" | "bidx" | "pixelSelection" | "rankChannel" | "assetBidx" | "assets">): void {
+  if (req.expression !== undefined && req.bidx) throw badRequest("expression and bidx cannot be given together: an expression names its bands");
+  checkRankChannel(req.pixelSelection ?? DEFAULT_PIXEL_SELECTION, req.rankChannel);
+  if (req.assetBidx) {
+    const missing = req.assetBidx.find(([key]) => !req.assets?.includes(key));
+    if (missing) throw badRequest(`asset_bidx names asset "${missing[0]}", which is not in assets`);
   }
 }
 

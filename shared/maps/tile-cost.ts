@@ -181,3 +181,22 @@ export function mosaicReadWork(mosaic: MosaicSummary, z: number, side: number, b
 export function memberRead(size: OutputSize, bands: number): { shape: TileCostShape; read: TileRead } {
   return { shape: { tileWidth: MEMBER_BLOCK, tileHeight: MEMBER_BLOCK, bands, bytesPerSample: 2 }, read: { level: 0, window: [0, 0, 2 * size.width, 2 * size.height] } };
 }
+
+/**
+ * A point reads, of every asset, the one full-level block holding its pixel (a 1 × 1 window):
+ * the block decoded and the pixel's planes, by the tile rule at a side of one pixel. The
+ * answer is a few hundred bytes of JSON; the request's own overhead is counted once.
+ */
+export function pointCost(assets: TileCostShape[]): { bytes: number; work: number } {
+  const read: TileRead = { level: 0, window: [0, 0, 1, 1] };
+  return {
+    bytes: assets.reduce((sum, shape) => sum + tileCost(shape, read, squareOf(1)), 0),
+    work: WORK_PER_REQUEST + assets.reduce((sum, shape) => sum + readWork(shape, read, squareOf(1), "nearest"), 0),
+  };
+}
+
+/** What the edge assumes of a mosaic's point: the most assets one quadkey lists, each a member block of unknown codec. */
+export function mosaicPointCost(mosaic: MosaicSummary, bands: number): { bytes: number; work: number } {
+  const shape = { tileWidth: MEMBER_BLOCK, tileHeight: MEMBER_BLOCK, bands, bytesPerSample: 2 };
+  return pointCost(Array.from({ length: Math.max(1, mosaic.maxAssetsPerKey) }, () => shape));
+}

@@ -67,10 +67,7 @@ export function parseTileRequest(path: TilePathParams, query: URLSearchParams): 
   const x = tileIndex(path.x, "column");
   const y = Number(last[1]);
   tileBounds(tms, z, x, y); // 400 outside the matrix
-  for (const key of new Set(query.keys())) {
-    if (key === "unscale") throw badRequest("unscale was removed; apply a source's scale and offset with an expression");
-    if (!QUERY_KEYS.includes(key)) throw badRequest(`unknown query parameter "${key}"; tiles take ${QUERY_KEYS.join(", ")}`);
-  }
+  checkQueryKeys(query, QUERY_KEYS, "tiles");
   const calibration = single(query, CALIBRATION_KEY);
   if (calibration !== undefined && calibration !== "none") throw badRequest(`calibration other than none is not supported, not "${calibration}"`);
   const styleName = single(query, STYLE_KEY);
@@ -82,6 +79,14 @@ export function parseTileRequest(path: TilePathParams, query: URLSearchParams): 
   if (styleName !== undefined) return { ...req, styleName, styleQuery: style }; // the rules apply to the merge
   checkStyleRules(req);
   return req;
+}
+
+/** 400 for a query key that is not one of `known`, which `what` (tiles, points) take. */
+export function checkQueryKeys(query: URLSearchParams, known: readonly string[], what: string): void {
+  for (const key of new Set(query.keys())) {
+    if (key === "unscale") throw badRequest("unscale was removed; apply a source's scale and offset with an expression");
+    if (!known.includes(key)) throw badRequest(`unknown query parameter "${key}"; ${what} take ${known.join(", ")}`);
+  }
 }
 
 /** The style fields the query gives, each converted from its text and checked by the field's schema. */
@@ -145,11 +150,14 @@ export function tilePath(req: TileRequest): string {
  */
 export function tileQuery(req: TileRequest): string {
   if (req.styleName !== undefined) throw new Error(`style "${req.styleName}" must be resolved (withStyleDocument) before the tile is canonical`);
-  return styleQuery(req).join("&");
+  return styleQueryParts(req).join("&");
 }
 
-/** The style fields' canonical query parameters, `key=value` each, in one order. */
-export function styleQuery(req: StyleFields & { resampling: Resampling }): string[] {
+/**
+ * The style fields as canonical query parts: only what differs from the defaults, in one order,
+ * numbers as JavaScript writes them (a tile's and a point's query alike).
+ */
+export function styleQueryParts(req: StyleFields): string[] {
   const parts: string[] = [];
   // Escaped for a query, but commas and bars kept: `bidx=1,2,3`, `asset_bidx=visual|1,2,3`.
   const put = (key: string, value: string) => parts.push(`${key}=${encodeURIComponent(value).replace(/%2C/g, ",").replace(/%7C/g, "|")}`);
@@ -165,7 +173,7 @@ export function styleQuery(req: StyleFields & { resampling: Resampling }): strin
   if (req.rankChannel !== undefined && req.rankChannel !== 1) put("rank_channel", String(req.rankChannel));
   if (req.rescale) for (const [min, max] of req.rescale) put("rescale", `${number(min)},${number(max)}`);
   if (req.nodata !== undefined) put("nodata", number(req.nodata));
-  if (req.resampling !== DEFAULT_RESAMPLING) put("resampling", req.resampling);
+  if (req.resampling !== undefined && req.resampling !== DEFAULT_RESAMPLING) put("resampling", req.resampling);
   if (req.gamma !== undefined && req.gamma !== 1) put("gamma", number(req.gamma));
   if (req.colormapName) put("colormap_name", req.colormapName);
   if (req.colormap) put("colormap", colormapText(req.colormap));
@@ -210,6 +218,6 @@ export function decimal(text: string): number | string {
 }
 
 /** A whole decimal number of at most 9 digits (no sign, point or exponent), else the text. */
-function wholeNumber(text: string): number | string {
+export function wholeNumber(text: string): number | string {
   return /^\d{1,9}$/.test(text) ? Number(text) : text;
 }

@@ -3,7 +3,7 @@
 // a white square) through its TileJSON and the edge's WebMercatorQuad tiles over the real stack.
 // It checks what a user would see: each quadrant's colour where GDAL puts that quadrant on the
 // Earth, the page's own background around the data (the edge's transparent out-of-bounds tiles),
-// and no error in the page; and the same tiles loading in plain <img> tags, as Leaflet loads them.
+// and no error in the page; the values under the cursor (from /point); and the same tiles loading in plain <img> tags, as Leaflet loads them.
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Rgb } from "../support/browser";
@@ -86,6 +86,24 @@ describe("the MapLibre page on the UTM sample", () => {
     const loaded = await loadImages(m.page, urls);
     expect(loaded).toEqual(urls.map((url) => ({ url, event: "load", width: url.includes("@2x") ? 512 : 256 })));
     expect(m.pageErrors).toEqual([]);
+  });
+
+  it("shows the values under the cursor from /point: the sample's bands at a quadrant, and outside the data", async () => {
+    const [inside, outside] = sampleLonLat([[256, 256], [-50, 512]]);
+    const hover = async (where: [number, number]) => {
+      const { x, y } = await m.page.evaluate((p) => window.map.project(p), where);
+      const box = (await m.page.locator("#view canvas").boundingBox())!;
+      await m.page.mouse.move(box.x + x, box.y + y);
+    };
+    await hover(inside);
+    // The north-west quadrant's pixel as gdallocationinfo reads it: 200, 30, 30.
+    await expect.poll(() => m.page.locator("#value").textContent(), { timeout: 10_000 }).toMatch(/: b1 200 · b2 30 · b3 30$/);
+    await hover(outside);
+    await expect.poll(() => m.page.locator("#value").textContent(), { timeout: 10_000 }).toMatch(/: outside the data$/);
+    // The page's fetch of the point outside is a 404, which Chromium logs: that one only.
+    const notFound = m.pageErrors.filter((e) => /404/.test(e));
+    expect(m.pageErrors.filter((e) => !notFound.includes(e))).toEqual([]);
+    expect(notFound.length).toBeLessThanOrEqual(1);
   });
 });
 
