@@ -19,7 +19,7 @@ import { collectionHandler } from "./handlers/collection";
 import { followVersion, withSource } from "./handlers/follow-version";
 import { imageHandler, misshapenImageHandler } from "./handlers/image";
 import { baseUriHandler, infoHandler } from "./handlers/info";
-import { bboxHandler, previewHandler, sizedPreviewHandler } from "./handlers/area";
+import { bboxHandler, featureHandler, previewHandler, sizedPreviewHandler } from "./handlers/area";
 import { statisticsHandler, statisticsPostHandler } from "./handlers/statistics";
 import { georeferenceHandler } from "./handlers/georeference";
 import { manifestElsewhereHandler, manifestHandler } from "./handlers/manifest";
@@ -71,6 +71,8 @@ router
   .get("/tiles/:id/*", misshapenTileHandler)
   .get("/bbox/:id/:box", bboxHandler)
   .get("/bbox/:id/:box/:file", bboxHandler)
+  .post("/feature/:file", featureHandler)
+  .post("/feature/:id/:file", featureHandler)
   .get("/preview/:file", previewHandler)
   .get("/preview/:id/:file", sizedPreviewHandler)
   .get("/statistics/:id", statisticsHandler)

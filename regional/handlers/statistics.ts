@@ -13,13 +13,12 @@ import type { AreaRequest } from "../../shared/maps/area-request";
 import { parseExpressions } from "../../shared/maps/expression";
 import { answerBody, boundsOf, featuresOf, type Feature } from "../../shared/maps/feature";
 import { canonicalStatistics, parseStatisticsRequest, STATISTICS_WORK_HELP, statisticsArea, statisticsCost, type StatisticsRequest } from "../../shared/maps/statistics-request";
-import { megasamples } from "../../shared/work";
 import type { Cog } from "../cog/cog";
 import type { DecoderContext } from "../decoder";
 import type { Handler } from "../http/router";
 import { areaGrid } from "../maps/areas";
 import { cogAsset, composeValues, type ComposedValues, type TileAsset } from "../maps/compose-tile";
-import { featureMask, maskCrossings, ringsInGrid, type PixelRings } from "../maps/feature-mask";
+import { featureMask, maskCost, ringsInGrid, type PixelRings } from "../maps/feature-mask";
 import { areaStatistics, type BandStatistics } from "../maps/statistics";
 import type { OutputGrid } from "../maps/warp";
 import { Mosaic } from "../mosaic/mosaic";
@@ -28,9 +27,6 @@ import type { PreparedDecode } from "../render/prepared-decode";
 import { Slices } from "../runtime/slices";
 import { runDecode } from "./decode";
 import { withSnapshot } from "./snapshot";
-
-/** Units per million edge–row crossings of a feature's mask, and per million pixels it fills. */
-const MASK_WORK = { crossing: 60, pixel: 2 };
 
 /** One area the statistics read: its values, costed, and a feature's polygons on its grid. */
 interface StatisticsArea {
@@ -119,8 +115,7 @@ function prepared(areas: StatisticsArea[], req: StatisticsRequest, features: { k
 function areaCost(area: StatisticsArea, req: StatisticsRequest): Cost {
   const pixels = area.grid.width * area.grid.height;
   const stats = statisticsCost(pixels, area.bands);
-  const crossings = area.polygons ? maskCrossings(area.polygons, area.grid.height) : 0;
-  const mask = area.polygons ? { bytes: pixels, work: megasamples(crossings, MASK_WORK.crossing) + megasamples(pixels, MASK_WORK.pixel) } : { bytes: 0, work: 0 };
+  const mask = area.polygons ? maskCost(area.polygons, area.grid.width, area.grid.height) : { bytes: 0, work: 0 };
   const bins = typeof req.bins === "number" ? req.bins : req.bins.length;
   const answer = area.bands * (2048 + 48 * (bins + (req.categories?.length ?? 0)));
   return add(add(area.values.cost, stats), add(mask, { bytes: answer, work: 0 }));

@@ -4,7 +4,7 @@
 // route with a limiter holds a permit of it until its answer's last byte is written, runs under
 // a deadline (the DO's, else the decoder's own), and the DO may cancel it by its id; the others
 // answer at once. While the decoder drains, only the routes marked so are answered.
-import { bbox, preview, sizedPreview } from "../handlers/area";
+import { bbox, feature, preview, sizedFeature, sizedPreview } from "../handlers/area";
 import { cancel } from "../handlers/cancel";
 import { file } from "../handlers/file";
 import { health } from "../handlers/health";
@@ -36,6 +36,8 @@ export const ROUTES = [
   route("GET", "/v1/areas/:id/bbox/:box/:file", bbox, { limiter: "requests" }),
   route("GET", "/v1/areas/:id/:file", preview, { limiter: "requests" }),
   route("GET", "/v1/areas/:id/preview/:file", sizedPreview, { limiter: "requests" }),
+  route("POST", "/v1/areas/:id/:file", feature, { limiter: "requests", bodyBytes: MAX_FEATURE_BODY_BYTES }),
+  route("POST", "/v1/areas/:id/feature/:file", sizedFeature, { limiter: "requests", bodyBytes: MAX_FEATURE_BODY_BYTES }),
   route("GET", "/v1/point/:id/:coords", point, { limiter: "requests" }),
   // /file decodes nothing: a cap of its own, and its stream ends with its client, not its deadline.
   route("GET", "/v1/file/:id", file, { limiter: "transfers" }),

@@ -1,6 +1,6 @@
 // The output grid of an area a client names, as rio-tiler lays it out: a preview is the whole
 // source on its own grid (its rotation kept), its longest side at most max_size, never enlarged;
-// a box is the box's envelope in the CRS painted in, at the exact size asked, else at the source's
+// a box (a feature's: its bounds) is the box's envelope in the CRS painted in, at the exact size asked, else at the source's
 // own resolution there (gdalwarp's suggested one), shrunk to max_size. The grid is then warped
 // like a tile (warp.ts), so a crop and a tile of the same ground read the same pixels.
 import { badRequest } from "../../shared/errors";

@@ -19,6 +19,7 @@ import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
 import { pixelSelection, type AssetTuple } from "./pixel-selection";
 import { areaTiff } from "./area-tiff";
+import { featureMask, maskCost, type PixelRings } from "./feature-mask";
 import { encodeTile, valueRanges, type RenderedTile } from "./render-tile";
 import { plannedCost, planGrid, planTile, warpPlanned, type OutputGrid, type WarpPlan } from "./warp";
 
@@ -45,6 +46,8 @@ export interface AreaRequest extends StyleFields {
   resampling: Resampling;
   /** Absent: the values are wanted, not an image (statistics). */
   format?: OutputFormat;
+  /** A feature's polygons in the grid's pixels: everything outside them is invalid (transparent, nodata). */
+  polygons?: PixelRings[];
 }
 
 /** What a composition paints. */
@@ -142,9 +145,10 @@ async function compose(assets: TileAsset[], req: PaintRequest, signal: AbortSign
   const mode = req.pixelSelection ?? "first";
   // A GeoTIFF holds its planes in the sample type, and the compressed file, beside the values.
   const tiff = req.format === "tif" ? pixels * components * 8 * 2 : 0;
+  const mask = "polygons" in req && req.polygons ? maskCost(req.polygons, size.width, size.height) : { bytes: 0, work: 0 };
   const cost = {
-    bytes: readCosts.reduce((sum, c) => sum + c.bytes, 0) + reducing + tiff,
-    work: readCosts.reduce((sum, c) => sum + c.work, 0) + composeWork({ assets: assets.length, size, components, nodes, pixelSelection: mode, format: req.format }),
+    bytes: readCosts.reduce((sum, c) => sum + c.bytes, 0) + reducing + tiff + mask.bytes,
+    work: readCosts.reduce((sum, c) => sum + c.work, 0) + mask.work + composeWork({ assets: assets.length, size, components, nodes, pixelSelection: mode, format: req.format }),
   };
   const channelCount = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? first.channels.length) - (lastband ? 1 : 0);
   // An image maps values to 0–255; a GeoTIFF or statistics keep them.
@@ -190,10 +194,16 @@ interface Composition {
   cost: Cost;
 }
 
-/** The composition's values, coloured and encoded. */
+/** The composition's values, masked outside a feature's polygons, coloured and encoded. */
 async function paint(tile: Composition, slices: Slices, work: Reservation): Promise<RenderedTile> {
   const out = await composeTuple(tile, slices, work);
   const { req, size } = tile;
+  if ("polygons" in req && req.polygons) {
+    const inside = await featureMask(req.polygons, size.width, size.height, slices);
+    await slices.each(inside.length, out.valid.length, (start, end) => {
+      for (const valid of out.valid) for (let i = start; i < end; i++) valid[i] &= inside[i];
+    });
+  }
   const { format } = req;
   if (format === "tif" && "grid" in req) {
     // Values no longer a band's own (an expression, a statistic over assets) are written as floats.

@@ -7,6 +7,8 @@
 // Vertices are projected (no densifying, as rio-tiler's transform_geom), then mapped to the
 // grid's pixels by the inverse of its affine transform.
 import { polygonsOf, ringsOf, type Geometry } from "../../shared/maps/feature";
+import type { Cost } from "../../shared/cost";
+import { megasamples } from "../../shared/work";
 import type { Slices } from "../runtime/slices";
 import { conversion, LON_LAT, type Crs } from "./crs";
 import { applyAffine, invertAffine, type Affine } from "./transformer";
@@ -72,6 +74,14 @@ function edgesOf(rings: PixelRings, height: number): Edge[] {
     }
   }
   return edges;
+}
+
+/** Units per million of the fill's edge–row crossings and of the mask's pixels. */
+const MASK_WORK = { crossing: 60, pixel: 2 };
+
+/** What masking `polygons` on a `width` × `height` grid costs: the mask's bytes, and the fill's work. */
+export function maskCost(polygons: PixelRings[], width: number, height: number): Cost {
+  return { bytes: width * height, work: megasamples(maskCrossings(polygons, height), MASK_WORK.crossing) + megasamples(width * height, MASK_WORK.pixel) };
 }
 
 /** Edge–row crossings the fill computes: its work, known before it runs (O(edges)). */

@@ -1,7 +1,8 @@
 // An area of a source as a picture or a GeoTIFF, titiler's crops: `/bbox/{id}/{minx},{miny},{maxx},
 // {maxy}[/{width}x{height}].{format}` (the box in `coord_crs`, painted in `dst_crs`, default the
-// source's own) and `/preview/{id}[/{width}x{height}].{format}` (the whole source, small), with
-// the tiles' style fields. Parsed once (400 with a message) and written back canonically, as a
+// source's own), `POST /feature/{id}[/{width}x{height}].{format}` (a GeoJSON body's polygons, in
+// longitude and latitude, masked outside them) and `/preview/{id}[/{width}x{height}].{format}`
+// (the whole source, small), with the tiles' style fields. Parsed once (400 with a message) and written back canonically, as a
 // tile is, so every spelling of one area shares one cache entry and one decode.
 import { badRequest } from "../errors";
 import { checkStyleRules, DEFAULT_RESAMPLING, FIELD_NAMES, type Resampling, type StyleFields } from "./style";
@@ -16,8 +17,8 @@ export const DEFAULT_PREVIEW_SIZE = 1024;
 export const LON_LAT_NAME = "EPSG:4326";
 
 export interface AreaRequest extends StyleFields {
-  kind: "bbox" | "preview";
-  /** minx, miny, maxx, maxy in `coordCrs` (bbox only). */
+  kind: "bbox" | "feature" | "preview";
+  /** minx, miny, maxx, maxy in `coordCrs`: a bbox's own, a feature's bounds (set from its body). */
   bbox?: [number, number, number, number];
   /** `EPSG:{code}`: the box's coordinates. */
   coordCrs: string;
@@ -50,8 +51,10 @@ export function parseAreaRequest(kind: AreaRequest["kind"], path: AreaPathParams
   if (!file) throw badRequest(`"${path.file.slice(0, 80)}" must be .{format} or {width}x{height}.{format}`);
   const format = Object.hasOwn(FORMATS, file[3]) ? FORMATS[file[3]] : undefined;
   if (!format) throw badRequest(`format "${file[3]}" is not one of png, jpg, webp, tif`);
+  // A feature's coordinates are GeoJSON's: longitude and latitude.
+  const keys = kind === "feature" ? QUERY_KEYS.filter((key) => key !== "coord_crs") : QUERY_KEYS;
   for (const key of new Set(query.keys())) {
-    if (!QUERY_KEYS.includes(key)) throw badRequest(`unknown query parameter "${key}"; ${kind} takes ${QUERY_KEYS.join(", ")}`);
+    if (!keys.includes(key)) throw badRequest(`unknown query parameter "${key}"; ${kind} takes ${keys.join(", ")}`);
   }
   const style = queryStyle(query);
   const coordCrs = crsName(single(query, "coord_crs") ?? LON_LAT_NAME, "coord_crs");
@@ -71,14 +74,17 @@ export function parseAreaRequest(kind: AreaRequest["kind"], path: AreaPathParams
   return req;
 }
 
-/** `bbox/{box}[/{w}x{h}].{format}` or `preview[/{w}x{h}].{format}`, and the canonical query: what names the area's pixels. */
+/**
+ * `bbox/{box}[/{w}x{h}].{format}`, `feature[/{w}x{h}].{format}` or `preview[/{w}x{h}].{format}`,
+ * and the canonical query: what names the area's pixels (a feature's with its body's digest).
+ */
 export function canonicalArea(req: AreaRequest): string {
-  return withQuery(req.kind === "bbox" ? `bbox/${boxText(req)}${sizeText(req)}` : `preview${sizeText(req)}`, req);
+  return withQuery(req.kind === "bbox" ? `bbox/${boxText(req)}${sizeText(req)}` : `${req.kind}${sizeText(req)}`, req);
 }
 
 /** The area's public path for source `pathId` (already URL-encoded), as canonical: `bbox/{id}/…` or `preview/{id}…`. */
 export function publicArea(pathId: string, req: AreaRequest): string {
-  return withQuery(req.kind === "bbox" ? `bbox/${pathId}/${boxText(req)}${sizeText(req)}` : `preview/${pathId}${sizeText(req)}`, req);
+  return withQuery(req.kind === "bbox" ? `bbox/${pathId}/${boxText(req)}${sizeText(req)}` : `${req.kind}/${pathId}${sizeText(req)}`, req);
 }
 
 const boxText = (req: AreaRequest) => req.bbox!.map(number).join(",");

@@ -160,6 +160,13 @@ export function boundsOf(g: Geometry): [number, number, number, number] {
   return [x0, y0, x1, y1];
 }
 
+/** The box around every geometry, at least 1e-9° wide and tall: a feature along a parallel or a meridian still has an area to read. */
+export function boundsOfAll(geometries: Geometry[]): [number, number, number, number] {
+  const all = geometries.map(boundsOf);
+  const [x0, y0] = [Math.min(...all.map((b) => b[0])), Math.min(...all.map((b) => b[1]))];
+  return [x0, y0, Math.max(x0 + 1e-9, ...all.map((b) => b[2])), Math.max(y0 + 1e-9, ...all.map((b) => b[3]))];
+}
+
 /** The body as one text: members in one order, objects' keys sorted, numbers as JavaScript writes them. */
 function canonicalText(kind: FeatureBody["kind"], features: Feature[]): string {
   if (kind === "Feature") return sortedJson(features[0]);

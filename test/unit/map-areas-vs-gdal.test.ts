@@ -15,7 +15,8 @@ import { planGrid, warpPlanned } from "../../regional/maps/warp";
 import { Slices } from "../../regional/runtime/slices";
 import { LocalCatalog } from "../../regional/source/local";
 import { parseAreaRequest, splitFormat, type AreaRequest } from "../../shared/maps/area-request";
-import { gdalInfo, gdalSuggestedWarpOutput, gdalWarp, gdalWindow, type TilePlanes } from "../support/gdal-reference";
+import { gdalInfo, gdalRasterize, gdalSuggestedWarpOutput, gdalWarp, gdalWindow, type TilePlanes } from "../support/gdal-reference";
+import { boundsOfAll, type Geometry } from "../../shared/maps/feature";
 import { MAP_FIXTURES, mapFixture, mapFixtures } from "../support/map-fixtures";
 import { exceeded, tileDifference, type Tolerance } from "../support/tile-difference";
 
@@ -125,11 +126,14 @@ describe("an area's size", () => {
 });
 
 describe("a GeoTIFF crop, read back by GDAL", () => {
-  /** The decoder's answer for the case, as the area route renders it, written to a file GDAL opens. */
-  async function tiff(c: Pick<Case, "fixture" | "path" | "query">): Promise<string> {
+  /** The decoder's answer for the case, as the area route renders it (a feature's masked by `geometries`), written to a file GDAL opens. */
+  async function tiff(c: Pick<Case, "fixture" | "path" | "query">, geometries?: Geometry[]): Promise<string> {
     const cog = cogs.get(c.fixture)!;
     const signal = new AbortController().signal;
-    const prepared = await prepareArea(cog, MAP_FIXTURES[c.fixture].id, request(c), signal);
+    // A feature's path here is always `feature/{w}x{h}.{ext}`.
+    const feature = () => ({ ...parseAreaRequest("feature", { file: c.path.slice("feature/".length) }, new URLSearchParams(c.query)), bbox: boundsOfAll(geometries!) });
+    const req = geometries ? feature() : request(c);
+    const prepared = await prepareArea(cog, MAP_FIXTURES[c.fixture].id, req, signal, geometries);
     const work = cog.budget.tryReserve(prepared.cost.bytes, "a crop", "tile");
     try {
       const out = await prepared.render(signal, work, "tile");
@@ -178,5 +182,36 @@ describe("a GeoTIFF crop, read back by GDAL", () => {
     const info = (await gdalInfo(file)) as { bands: { type: string; description?: string }[]; stac?: { "proj:epsg"?: number } };
     expect(info.bands.map((b) => [b.type, b.description])).toEqual([["Float32", "(b1-b2)/(b1+b2)"]]);
     expect(info.stac?.["proj:epsg"]).toBe(4326);
+  });
+
+  it("a feature of the DEM: its box, masked outside its polygons (a hole, and a bow-tie's two lobes) as gdal_rasterize masks them, GDAL's own pixels inside", async () => {
+    // In longitude and latitude, over the DEM's middle: a square with a square hole, and a bow-tie beside it.
+    const square: Geometry = {
+      type: "Polygon",
+      coordinates: [
+        [[16.33, 45.95], [16.43, 45.95], [16.43, 46.03], [16.33, 46.03], [16.33, 45.95]],
+        [[16.36, 45.98], [16.40, 45.98], [16.40, 46.0], [16.36, 46.0], [16.36, 45.98]],
+      ],
+    };
+    const bowTie: Geometry = { type: "Polygon", coordinates: [[[16.44, 45.95], [16.5, 46.03], [16.5, 45.95], [16.44, 46.03], [16.44, 45.95]]] };
+    const c = { fixture: "utmDem" as const, path: "feature/300x200.tif", query: "resampling=nearest" };
+    const file = await tiff(c, [square, bowTie]);
+    const info = (await gdalInfo(file)) as { geoTransform: number[]; size: number[] };
+    expect(info.size).toEqual([300, 200]);
+    const [read] = (await gdalWindow(file, 0, [0, 0, 300, 200], [1])).values;
+    const t = info.geoTransform;
+    const bounds = [t[0], t[3] + 200 * t[5], t[0] + 300 * t[1], t[3]];
+    const ref = await gdalWarp(mapFixture(MAP_FIXTURES.utmDem), { crs: "EPSG:32633", bounds, width: 300, height: 200, resampling: "nearest" });
+    const inside = await gdalRasterize({ type: "GeometryCollection", geometries: [square, bowTie] }, "EPSG:32633", t, 300, 200);
+    let masked = 0;
+    let differ = 0;
+    for (let i = 0; i < read.length; i++) {
+      const expected = inside[i] && ref.valid[0][i] ? ref.bands[0][i] : -9999;
+      if (!inside[i]) masked++;
+      if (Math.fround(read[i]) !== Math.fround(expected)) differ++;
+    }
+    // The hole and the space between the lobes are masked, as well as the box's corners.
+    expect(masked).toBeGreaterThan(0.3 * read.length);
+    expect(differ).toBe(0);
   });
 });

@@ -77,6 +77,44 @@ describe("areas decoded by a real decoder", () => {
   });
 });
 
+describe("a feature's area (POST /feature)", () => {
+  const ring = [[15.06, 47.71], [15.18, 47.71], [15.18, 47.79], [15.06, 47.79], [15.06, 47.71]];
+  const post = (path: string, body: unknown) => get(path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body), headers: { "content-type": "application/geo+json" } });
+
+  it("is the polygon's box, transparent outside it; the same feature spelt otherwise is a hit", async () => {
+    const feature = { type: "Feature", properties: { name: "a field" }, geometry: { type: "Polygon", coordinates: [ring] } };
+    const miss = await post("/feature/utm-quadrants/200x150.png", feature);
+    expect(miss.status, await miss.clone().text()).toBe(200);
+    expect(miss.headers.get("x-tessera-cache")).toBe("miss");
+    expect(miss.headers.get("link")).toBeNull(); // no URL names a POST's answer
+    expect(pngSize(await bytes(miss))).toEqual([200, 150]);
+    // The same feature, keys in another order and spaced: one canonical body, one entry.
+    const respelt = `{ "geometry": {"coordinates": [${JSON.stringify(ring)}], "type": "Polygon"}, "properties": {"name": "a field"}, "type": "Feature" }`;
+    const hit = await post("/feature/utm-quadrants/200x150.png", respelt);
+    expect(hit.headers.get("x-tessera-cache")).toBe("hit");
+    expect(hit.headers.get("etag")).toBe(miss.headers.get("etag"));
+    const tif = await post("/feature/utm-quadrants.tif", feature);
+    expect(tif.headers.get("content-type")).toBe("image/tiff; application=geotiff");
+  });
+
+  it.each([
+    ["invalid JSON", "{", 400],
+    ["a Point", { type: "Feature", properties: null, geometry: { type: "Point", coordinates: [15.1, 47.75] } }, 400],
+    ["an open ring", { type: "Feature", properties: null, geometry: { type: "Polygon", coordinates: [ring.slice(0, 4)] } }, 400],
+    ["NaN written out", `{"type":"Feature","properties":null,"geometry":{"type":"Polygon","coordinates":[[[NaN,47],[15,47],[15,48],[NaN,47]]]}}`, 400],
+    ["a body of 2 MiB", "x".repeat(2 * 1024 * 1024), 413],
+  ])("refuses %s", async (_, body, status) => {
+    const res = await post("/feature/utm-quadrants/64x64.png", body);
+    expect(res.status).toBe(status);
+  });
+
+  it("refuses coord_crs: a feature's coordinates are GeoJSON's longitude and latitude", async () => {
+    const res = await post("/feature/utm-quadrants.png?coord_crs=EPSG:32633", { type: "Feature", properties: null, geometry: { type: "Polygon", coordinates: [ring] } });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ message: expect.stringMatching(/unknown query parameter "coord_crs"/) });
+  });
+});
+
 describe("areas refused before any decode", () => {
   it.each([
     ["zero pixels", `/bbox/utm-quadrants/${BOX}/0x0.png`, 400, /from 1 to 8192/],
