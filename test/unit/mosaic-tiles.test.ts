@@ -34,7 +34,7 @@ import {
   RGB_MOSAIC_TILES,
   type MosaicFixture,
 } from "../support/mosaic-fixtures";
-import { RecordingCatalog, refusalLog, SAMPLES, signedGet, signedPost, startDecoder, type Decoder } from "./regional-helpers";
+import { RecordingCatalog, refusalLog, SAMPLES, signedGet, signedPost, signedPostBody, startDecoder, type Decoder } from "./regional-helpers";
 
 const Z = MOSAIC_Z;
 const [P, Q] = [2 * MOSAIC_PARENT.x, 2 * MOSAIC_PARENT.y];
@@ -402,6 +402,26 @@ describe("STAC: one COG a band", () => {
       const i = py * 256 + px;
       return bands.every((b) => b.valid[0][i]) ? bands.map((b) => clip((b.bands[0][i] * 255) / 2000)) : undefined;
     }, 1);
+  });
+
+  it("crops and sums an item's asset as the asset's own COG: a box, a preview, a feature's statistics", async () => {
+    // In the scene's own CRS (its COGs' UTM), so the item's box is laid out on the asset's grid.
+    const box = "16.36,48.17,16.46,48.24/120x90.png?dst_crs=EPSG:32633&rescale=0,2000";
+    const [fromItem, fromCog] = await Promise.all([signedGet(decoder, `/v1/areas/scene/bbox/${box}&assets=B04`), signedGet(decoder, `/v1/areas/scene-B04/bbox/${box}`)]);
+    expect(fromItem.status, await fromItem.clone().text()).toBe(200);
+    const [a, b] = await Promise.all([fromItem.arrayBuffer(), fromCog.arrayBuffer()]);
+    expect(Buffer.from(a).equals(Buffer.from(b))).toBe(true);
+    const preview = await signedGet(decoder, "/v1/areas/scene/preview.png?assets=B04,B03,B02&rescale=0,2000&max_size=64");
+    expect(preview.status, await preview.clone().text()).toBe(200);
+    const { width, height } = await sharp(Buffer.from(await preview.arrayBuffer())).metadata();
+    expect(Math.max(width!, height!)).toBe(64);
+    const field = JSON.stringify({ type: "Feature", properties: null, geometry: { type: "Polygon", coordinates: [[[16.37, 48.18], [16.45, 48.18], [16.45, 48.23], [16.37, 48.18]]] } });
+    const stats = async (path: string) => (await (await signedPostBody(decoder, path, field)).json()) as { properties: { statistics: Record<string, { min: number; max: number; count: number; mean: number }> } };
+    // At one max_size: a mosaic's own resolution is its maxzoom's, finer than the COG's here.
+    const [item, cog] = await Promise.all([stats("/v1/statistics/scene?assets=B04&dst_crs=EPSG:32633&max_size=200"), stats("/v1/statistics/scene-B04?dst_crs=EPSG:32633&max_size=200")]);
+    const [ofItem, ofCog] = [item.properties.statistics.B04, cog.properties.statistics.b1];
+    expect(ofItem.count).toBeGreaterThan(1000);
+    expect([ofItem.min, ofItem.max, ofItem.count, ofItem.mean]).toEqual([ofCog.min, ofCog.max, ofCog.count, ofCog.mean]);
   });
 
   it("paints an ItemCollection's items in order: highest takes the second scene where both lie", async () => {

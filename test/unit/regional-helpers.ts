@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
-import { limitsFrom, SIGNATURE_HEADER, signedHeaders } from "../../shared/protocol";
+import { parseFeatureBody } from "../../shared/maps/feature";
+import { BODY_DIGEST_PARAM, limitsFrom, SIGNATURE_HEADER, signedHeaders, type SignedLimits } from "../../shared/protocol";
 import type { DecoderOptions } from "../../regional/decoder";
 import { createDecoderServer } from "../../regional/http/server";
 import type { LogRecord } from "../../regional/runtime/log";
@@ -94,6 +95,16 @@ export async function signedGet(
 /** POST `path` signed as the edge signs. */
 export async function signedPost(d: Decoder, path: string): Promise<Response> {
   return fetch(d.url + path, { method: "POST", headers: await signedHeaders(d.secret, "POST", path) });
+}
+
+/**
+ * POST a GeoJSON body to `path` as the edge sends one: canonical, its digest named in the signed
+ * path (`digest` given: that digest, for a body that does not match it, sent as it is).
+ */
+export async function signedPostBody(d: Decoder, path: string, body: string, digest?: string, limits: SignedLimits = {}): Promise<Response> {
+  const sent = digest === undefined ? await parseFeatureBody(body) : { canonical: body, digest };
+  const named = `${path}${path.includes("?") ? "&" : "?"}${BODY_DIGEST_PARAM}=${sent.digest}`;
+  return fetch(d.url + named, { method: "POST", body: sent.canonical, headers: await signedHeaders(d.secret, "POST", named, limits) });
 }
 
 export interface Raster {

@@ -8,12 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Cog } from "../../regional/cog/cog";
 import { areaGrid } from "../../regional/maps/areas";
 import { LocalCatalog } from "../../regional/source/local";
-import { boundsOf, parseFeatureBody, type Geometry } from "../../shared/maps/feature";
+import { boundsOf, type Geometry } from "../../shared/maps/feature";
 import { parseStatisticsRequest, statisticsArea } from "../../shared/maps/statistics-request";
 import { BODY_DIGEST_PARAM, signedHeaders, type SignedLimits } from "../../shared/protocol";
 import { gdalRasterize, numpyStatistics, type NumpyStatistics } from "../support/gdal-reference";
 import { MAP_FIXTURES, mapFixture, mapFixtures } from "../support/map-fixtures";
-import { startDecoder, signedGet, type Decoder } from "./regional-helpers";
+import { startDecoder, signedGet, signedPostBody, type Decoder } from "./regional-helpers";
 
 const dem = MAP_FIXTURES.utmDem;
 const around = (dx: number, dy: number): [number, number] => [16.48 + dx, 45.91 + dy];
@@ -44,11 +44,7 @@ afterAll(async () => {
  * POST `body` to `path` as the DO sends it: the canonical text, its digest added to the path,
  * signed; with `digest`, `body` is sent as it is under that digest instead.
  */
-async function post(path: string, body: string, digest?: string, limits: SignedLimits = {}): Promise<Response> {
-  const sent = digest === undefined ? await parseFeatureBody(body) : { canonical: body, digest };
-  const named = `${path}${path.includes("?") ? "&" : "?"}${BODY_DIGEST_PARAM}=${sent.digest}`;
-  return fetch(decoder.url + named, { method: "POST", body: sent.canonical, headers: await signedHeaders(decoder.secret, "POST", named, limits) });
-}
+const post = (path: string, body: string, digest?: string, limits: SignedLimits = {}) => signedPostBody(decoder, path, body, digest, limits);
 
 function expectLike(ours: Record<string, unknown>, ref: NumpyStatistics): void {
   for (const key of ["min", "max", "count", "median", "majority", "minority", "unique", "valid_percent", "masked_pixels", "valid_pixels", "histogram"] as const) {
