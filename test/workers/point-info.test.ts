@@ -68,12 +68,18 @@ describe("GET /point", () => {
     expect(await metric("released_total")).toBeGreaterThan(admitted);
   });
 
-  it("of a restricted source is 401 without a grant, like its tiles, before any admission", async () => {
+  it("of a restricted source is 401 without a grant, like its tiles and areas and statistics, before any admission", async () => {
     await cacheSourceInfo({ ...georeferencedSource("locked"), access: { profile: "active" } });
     const admitted = await metric("released_total");
-    for (const path of ["/tiles/locked/WebMercatorQuad/4/8/5.png", "/point/locked/45,30", "/info/locked", "/info/locked.geojson"]) {
+    const paths = ["/tiles/locked/WebMercatorQuad/4/8/5.png", "/point/locked/45,30", "/info/locked", "/info/locked.geojson", "/bbox/locked/44,29,46,31/64x64.png", "/preview/locked.tif", "/statistics/locked"];
+    for (const path of paths) {
       const res = await getWith(path, ACCESS_VARS);
       expect([res.status, res.headers.get("cache-control")], path).toEqual([401, "no-store"]);
+    }
+    const field = JSON.stringify({ type: "Feature", properties: null, geometry: { type: "Polygon", coordinates: [[[44, 29], [46, 29], [46, 31], [44, 29]]] } });
+    for (const path of ["/feature/locked.png", "/statistics/locked"]) {
+      const res = await getWith(path, ACCESS_VARS, { method: "POST", body: field });
+      expect([res.status, res.headers.get("cache-control")], `POST ${path}`).toEqual([401, "no-store"]);
     }
     expect(await metric("released_total")).toBe(admitted);
   });
