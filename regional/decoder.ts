@@ -172,7 +172,11 @@ function mosaicMembers(options: DecoderOptions, opening: CogOptions) {
   };
   const mosaicAssets: MosaicAssets = {
     open: (asset, signal) => members.open(asset, undefined, signal),
-    georeference: (asset, signal) => mosaicTiles.members.use(asset, undefined, signal, async (cog) => cog.geo?.info),
+    describe: (asset, signal) =>
+      mosaicTiles.members.use(asset, undefined, signal, async (cog) => {
+        const { levels, bands, nodataType, georeference } = cog.info(asset);
+        return georeference && { levels, bands, nodataType, georeference: { crs: georeference.crs, bbox: georeference.bbox, tiling: georeference.tiling } };
+      }),
   };
   return { assets, mosaicTiles, mosaicAssets };
 }

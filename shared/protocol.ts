@@ -124,7 +124,12 @@ export interface MosaicSummary {
   quadkeyZoom: number;
   /** How many quadkeys a MosaicJSON index lists (its /info's `quadkeys`); absent for STAC and in older cached metadata. */
   quadkeys?: number;
+  /** A STAC source's first item's COG assets, by key, as its /info describes each (titiler's per-asset Info). */
+  stacAssets?: Record<string, AssetDescription>;
 }
+
+/** What /info says of one COG: its levels, where it lies, its bands. */
+export type AssetDescription = Pick<SourceInfo, "levels" | "bands" | "nodataType"> & { georeference: Pick<Georeference, "crs" | "bbox" | "tiling"> };
 
 /** Every /file path starts so: transfers, not decodes, to the admission DO. */
 export const DECODER_FILE_PREFIX = "/v1/file/";

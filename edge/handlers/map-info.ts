@@ -1,10 +1,12 @@
 // GET /info/{id} and /info/{id}.geojson: titiler's /info, from the metadata the edge has cached
 // (no decode, like info.json). A COG answers rio-tiler's Info (bounds in its own CRS, the CRS as
-// an OGC URI, its bands); a mosaic titiler-mosaicjson's (bounds, center, zooms, the quadkeys'
-// count). `.geojson` always asks for the Feature form: the bounds as a WGS 84 polygon, the info
-// as its properties (so a source whose id ends in `.geojson` has no plain /info).
+// an OGC URI, its bands); a MosaicJSON titiler-mosaicjson's (bounds, center, zooms, the quadkeys'
+// count); a STAC source titiler's STAC info: each COG asset of its first item by key, as a COG's
+// (older cached metadata without them: the mosaic's). `.geojson` always asks for the Feature
+// form: the bounds as a WGS 84 polygon, the info as its properties (so a source whose id ends in
+// `.geojson` has no plain /info).
 import type { IRequest } from "itty-router";
-import type { SourceInfo } from "../../shared/protocol";
+import type { AssetDescription, SourceInfo } from "../../shared/protocol";
 import { MOSAIC_TMS } from "../../shared/maps/mosaic-json";
 import { cacheControlFor } from "../access/gate";
 import { edgeConfig, type Env } from "../env";
@@ -22,7 +24,12 @@ export const mapInfoHandler = (req: IRequest, env: Env, ctx: ExecutionContext) =
   return withSource(async (source, req, env, ctx) => {
     const config = edgeConfig(env);
     const { info, georeference, restriction } = await georeferencedSource(source, req, env, config, ctx);
-    const body = info.mosaic ? mosaicInfo(source.id, info) : cogInfo(info);
+    const stac = info.mosaic?.stacAssets;
+    const body = stac
+      ? Object.fromEntries(Object.entries(stac).map(([key, asset]) => [key, cogInfo(asset)]))
+      : info.mosaic
+        ? mosaicInfo(source.id, info)
+        : cogInfo({ ...info, georeference });
     const [west, south, east, north] = georeference.lonLatBounds;
     const doc = feature
       ? {
@@ -50,7 +57,7 @@ export const crsUri = (crs: string) => {
  * rio-tiler's Info of a COG. Metadata cached by a decoder older than `bands` has no band
  * fields: they are left out (the rest is known), until INFO_MAX_AGE brings fresh metadata.
  */
-function cogInfo(info: SourceInfo) {
+function cogInfo(info: AssetDescription) {
   const geo = info.georeference!;
   const tiling = geo.tiling[MOSAIC_TMS];
   const full = info.levels[0];

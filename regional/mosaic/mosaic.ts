@@ -9,7 +9,7 @@ import { parseExpressions } from "../../shared/maps/expression";
 import { assetBandNames, loadStac, type StacItem } from "../../shared/maps/stac";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import type { TileRequest } from "../../shared/maps/tile-request";
-import type { Georeference, MosaicSummary, SourceInfo } from "../../shared/protocol";
+import type { AssetDescription, Georeference, MosaicSummary, SourceInfo } from "../../shared/protocol";
 import { conversion, LON_LAT, TMS_CRS } from "../maps/crs";
 import { sourceFault, type Source } from "../source/source";
 
@@ -98,8 +98,8 @@ const MAX_DOCUMENT_BYTES = 32 * 1024 * 1024;
 export interface MosaicAssets {
   /** The asset's bytes as a Source (the caller closes it). */
   open(asset: string, signal?: AbortSignal): Promise<Source>;
-  /** Where the COG at `asset` lies, once opened (its zooms stand for a STAC source's). */
-  georeference(asset: string, signal?: AbortSignal): Promise<Georeference | undefined>;
+  /** The COG at `asset` as /info describes it, once opened (its zooms stand for a STAC source's); undefined when it is not georeferenced. */
+  describe(asset: string, signal?: AbortSignal): Promise<AssetDescription | undefined>;
 }
 
 export async function readDocument(source: Source, signal?: AbortSignal): Promise<string> {
@@ -146,10 +146,12 @@ async function stacIndex(text: string, key: string, assets: MosaicAssets, signal
   };
   const items = await loadStac(text, key, load);
   if (items.length === 0) throw sourceFault(key, "the STAC document has no items");
-  const firstAsset = Object.values(items[0].assets)[0];
+  const [firstKey, firstAsset] = Object.entries(items[0].assets)[0] ?? [];
   if (!firstAsset) throw badGateway(`STAC item ${items[0].id} has no assets`);
-  const tiling = (await assets.georeference(firstAsset.href, signal))?.tiling[MOSAIC_TMS];
-  if (!tiling) throw badGateway(`STAC item ${items[0].id}: its asset is not a georeferenced COG on ${MOSAIC_TMS}`);
+  const first = await assets.describe(firstAsset.href, signal);
+  const tiling = first?.georeference.tiling[MOSAIC_TMS];
+  if (!first || !tiling) throw badGateway(`STAC item ${items[0].id}: its asset is not a georeferenced COG on ${MOSAIC_TMS}`);
+  const described = { [firstKey]: first, ...(await describeOthers(items[0], assets, signal)) };
   const bounds: [number, number, number, number] = [
     Math.min(...items.map((i) => i.bbox[0])),
     Math.min(...items.map((i) => i.bbox[1])),
@@ -162,10 +164,33 @@ async function stacIndex(text: string, key: string, assets: MosaicAssets, signal
     bounds,
     minzoom: tiling.minZoom,
     maxzoom: tiling.maxZoom,
-    summary: { kind: "stac", assets: items.length, maxAssetsPerKey: items.length, quadkeyZoom: 0 },
+    summary: { kind: "stac", assets: items.length, maxAssetsPerKey: items.length, quadkeyZoom: 0, stacAssets: described },
     assetsFor: (req) => (req.tileMatrixSet === MOSAIC_TMS ? itemsMeeting(items, tileBounds(tms, req.z, req.x, req.y), req) : []),
     assetsIn: (bounds, style) => itemsMeeting(items, bounds, style),
   };
+}
+
+/** The first item's assets /info describes at most: a header read each, when the source opens. */
+const DESCRIBED_ASSETS = 16;
+/** Assets opened at once. */
+const DESCRIBED_AT_ONCE = 4;
+
+/**
+ * The item's next assets up to DESCRIBED_ASSETS in all, as /info describes them: those that are
+ * georeferenced COGs, in the item's order. Any other (a thumbnail, metadata, one that cannot be
+ * read now) is left out: the first asset alone decides whether the source opens.
+ */
+async function describeOthers(item: StacItem, assets: MosaicAssets, signal?: AbortSignal): Promise<Record<string, AssetDescription>> {
+  const entries = Object.entries(item.assets).slice(1, DESCRIBED_ASSETS);
+  const described: Record<string, AssetDescription> = {};
+  for (let i = 0; i < entries.length; i += DESCRIBED_AT_ONCE) {
+    const batch = entries.slice(i, i + DESCRIBED_AT_ONCE);
+    const opened = await Promise.allSettled(batch.map(([, asset]) => assets.describe(asset.href, signal)));
+    opened.forEach((o, j) => {
+      if (o.status === "fulfilled" && o.value) described[batch[j][0]] = o.value;
+    });
+  }
+  return described;
 }
 
 /** The items whose bbox meets `bounds` (Web Mercator metres), each with the bands `style` reads of it. */

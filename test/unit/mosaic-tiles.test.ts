@@ -21,7 +21,7 @@ import { LocalCatalog } from "../../regional/source/local";
 import { tileToQuadkey } from "../../shared/maps/mosaic-json";
 import { tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { parseTileRequest } from "../../shared/maps/tile-request";
-import { DECODER } from "../../shared/protocol";
+import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { startAssetServer, type AssetServer } from "../support/asset-server";
 import { GDAL_PYTHON } from "../support/gdal-reference";
 import {
@@ -402,6 +402,15 @@ describe("STAC: one COG a band", () => {
       const i = py * 256 + px;
       return bands.every((b) => b.valid[0][i]) ? bands.map((b) => clip((b.bands[0][i] * 255) / 2000)) : undefined;
     }, 1);
+  });
+
+  it("describes its first item's COG assets by key, each as its own COG's metadata says, for /info", async () => {
+    const info = (await (await signedGet(decoder, DECODER.info("scene"))).json()) as SourceInfo;
+    const cog = (await (await signedGet(decoder, DECODER.info("scene-B08"))).json()) as SourceInfo;
+    const described = info.mosaic!.stacAssets!;
+    expect(Object.keys(described)).toEqual(["B02", "B03", "B04", "B08"]);
+    expect(described.B08).toEqual({ levels: cog.levels, bands: cog.bands, nodataType: cog.nodataType, georeference: { crs: "EPSG:32633", bbox: cog.georeference!.bbox, tiling: cog.georeference!.tiling } });
+    expect(described.B08.bands![0]).toMatchObject({ dtype: "uint16", nodata: 0 });
   });
 
   it("crops and sums an item's asset as the asset's own COG: a box, a preview, a feature's statistics", async () => {

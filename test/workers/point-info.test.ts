@@ -141,4 +141,17 @@ describe("GET /info", () => {
     expect((await get("/info/plain")).status).toBe(404);
     expect((await get("/info/plain.geojson")).status).toBe(404);
   });
+
+  it("answers a STAC source as titiler's STAC info: each COG asset of its first item by key, as a COG's Info", async () => {
+    const geo = georeferencedSource("stac-scene");
+    const band = { dtype: "uint16", nodata: 0, scale: 1, offset: 0, colorinterp: "gray", description: "" } as const;
+    const asset = { levels: geo.levels, bands: [band], nodataType: "Nodata" as const, georeference: { crs: "EPSG:3857", bbox: geo.georeference!.bbox, tiling: geo.georeference!.tiling } };
+    const mosaic = { kind: "stac" as const, assets: 1, maxAssetsPerKey: 1, quadkeyZoom: 0, stacAssets: { B04: asset, B08: asset } };
+    await cacheSourceInfo({ ...geo, mosaic });
+    const info = (await (await get("/info/stac-scene")).json()) as Record<string, Record<string, unknown>>;
+    expect(Object.keys(info)).toEqual(["B04", "B08"]);
+    expect(info.B08).toMatchObject({ dtype: "uint16", nodata_type: "Nodata", nodata_value: 0, count: 1, width: 1024, overviews: [2, 4], crs: "http://www.opengis.net/def/crs/EPSG/0/3857" });
+    const feature = (await (await get("/info/stac-scene.geojson")).json()) as { type: string; properties: Record<string, unknown> };
+    expect([feature.type, Object.keys(feature.properties)]).toEqual(["Feature", ["B04", "B08"]]);
+  });
 });
