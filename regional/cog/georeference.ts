@@ -153,14 +153,9 @@ function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, c
   const toSet = setConversion(crs, tms.id);
   const points = outline(levels[0], pixelToCrs, toSet);
   if (!points) return undefined;
-  const { lowerLeft, upperRight } = tms.boundingBox;
+  const [minX, minY, maxX, maxY] = tms.extent;
   const [x0, y0, x1, y1] = envelope(points);
-  const bounds: [number, number, number, number] = [
-    Math.max(x0, lowerLeft[0]),
-    Math.max(y0, lowerLeft[1]),
-    Math.min(x1, upperRight[0]),
-    Math.min(y1, upperRight[1]),
-  ];
+  const bounds: [number, number, number, number] = [Math.max(x0, minX), Math.max(y0, minY), Math.min(x1, maxX), Math.min(y1, maxY)];
   if (!(bounds[0] < bounds[2] && bounds[1] < bounds[3])) return undefined;
   const resolution = suggestedResolution(levels[0], pixelToCrs, toSet, [x0, y0, x1, y1]);
   const smallest = levels[levels.length - 1];
@@ -202,11 +197,12 @@ function suggestedResolution(full: LevelSize, pixelToCrs: Affine, toSet: (x: num
 /**
  * The zoom whose cell size is the first at or below `resolution` (within 1e-8, for float
  * rounding): tiles there show every source pixel, as rio-tiler and titiler choose maxzoom;
- * the set's last zoom when even it is coarser.
+ * the set's last zoom when even it is coarser. The matrices' cells shrink zoom by zoom, by
+ * halves or not (CanadianNAD83_LCC's follow map scales).
  */
 function zoomFor(tms: TileMatrixSet, resolution: number): number {
-  const zoom = tms.tileMatrices.findIndex((m) => m.cellSize <= resolution * (1 + 1e-8));
-  return zoom < 0 ? tms.tileMatrices.length - 1 : zoom;
+  const matrices = tms.tileMatrices;
+  return (matrices.find((m) => m.cellSize <= resolution * (1 + 1e-8)) ?? matrices[matrices.length - 1]).zoom;
 }
 
 /** The image's edges, densified, converted; the points that have coordinates there (none: undefined). */

@@ -7,10 +7,10 @@ import { MOSAIC_TMS, mosaicAssets, mosaicAssetsIn, parseMosaicJson, type MosaicJ
 import type { StyleFields } from "../../shared/maps/style";
 import { parseExpressions } from "../../shared/maps/expression";
 import { assetBandNames, loadStac, type StacItem } from "../../shared/maps/stac";
-import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { tileBounds, tileMatrix, tileMatrixSet, zoomRange } from "../../shared/maps/tile-matrix-sets";
 import type { TileRequest } from "../../shared/maps/tile-request";
 import type { AssetDescription, Georeference, MosaicSummary, SourceInfo } from "../../shared/protocol";
-import { conversion, LON_LAT, TMS_CRS } from "../maps/crs";
+import { conversion, LON_LAT, setCrs } from "../maps/crs";
 import { sourceFault, type Source } from "../source/source";
 
 /** One asset a tile paints: a COG whose bands the request chooses, or a STAC item's chosen bands. */
@@ -218,7 +218,7 @@ function stacKeys(item: StacItem, req: AssetChoice): string[] | undefined {
 
 /** Web Mercator bounds [minX, minY, maxX, maxY] as [west, south, east, north] degrees. */
 function lonLatOfMercator([x0, y0, x1, y1]: [number, number, number, number]): [number, number, number, number] {
-  const toLonLat = conversion(TMS_CRS[MOSAIC_TMS], LON_LAT);
+  const toLonLat = conversion(setCrs(MOSAIC_TMS).definition, LON_LAT);
   const [w, s] = toLonLat(x0, y0);
   const [e, n] = toLonLat(x1, y1);
   return [w, s, e, n];
@@ -226,18 +226,18 @@ function lonLatOfMercator([x0, y0, x1, y1]: [number, number, number, number]): [
 
 /** Where a mosaic lies: its lon/lat bounds, on WebMercatorQuad between its zooms. */
 function mosaicGeoreference(bounds: [number, number, number, number], minZoom: number, maxZoom: number): Georeference {
-  const toMercator = conversion(LON_LAT, TMS_CRS[MOSAIC_TMS]);
+  const toMercator = conversion(LON_LAT, setCrs(MOSAIC_TMS).definition);
   // Web Mercator ends at ±85.0511°: a mosaic's bounds past it are clamped to the square.
   const limit = 85.0511287798066;
   const clamp = (lat: number) => Math.max(-limit, Math.min(limit, lat));
   const [x0, y0] = toMercator(bounds[0], clamp(bounds[1]));
   const [x1, y1] = toMercator(bounds[2], clamp(bounds[3]));
   const tms = tileMatrixSet(MOSAIC_TMS);
-  const top = Math.min(maxZoom, tms.tileMatrices.length - 1);
+  const top = Math.min(maxZoom, zoomRange(tms)[1]);
   return {
     crs: "EPSG:4326",
     bbox: bounds,
     lonLatBounds: bounds,
-    tiling: { [MOSAIC_TMS]: { bounds: [x0, y0, x1, y1], minZoom: Math.min(minZoom, top), maxZoom: top, resolution: tms.tileMatrices[top].cellSize } },
+    tiling: { [MOSAIC_TMS]: { bounds: [x0, y0, x1, y1], minZoom: Math.min(minZoom, top), maxZoom: top, resolution: tileMatrix(tms, top)!.cellSize } },
   };
 }

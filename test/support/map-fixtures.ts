@@ -10,7 +10,7 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { tileAt, tileMatrix, type TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { gdalTransform } from "./gdal-reference";
 
 /** Where the fixtures live; a new version of the pixels or options gets a new folder. */
@@ -215,9 +215,9 @@ export async function tileHolding(fixture: MapFixture, place: string, tms: TileM
   const [col, row] = fixture.places[place];
   const [originX, pixelWidth, , originY, , pixelHeight] = fixture.geoTransform;
   const [[x, y]] = await gdalTransform([[originX + (col + 0.5) * pixelWidth, originY + (row + 0.5) * pixelHeight]], fixture.crs, tms.crs);
-  const matrix = tms.tileMatrices[z];
-  const span = matrix.cellSize * matrix.tileWidth;
-  return { x: Math.floor((x - matrix.pointOfOrigin[0]) / span), y: Math.floor((matrix.pointOfOrigin[1] - y) / span) };
+  const tile = tileAt(tileMatrix(tms, z)!, x, y);
+  if (!tile) throw new Error(`${fixture.id}'s ${place} is outside ${tms.id} at zoom ${z}`);
+  return tile;
 }
 
 /** Every fixture made; returns the folder a LocalCatalog serves them from. */

@@ -303,7 +303,7 @@ const WIDE = { z: Z - 8, x: P >> 8, y: Q >> 8 };
 function writeWideMember(folder: string, name: string): void {
   const grid = tileMatrixSet("WebMercatorQuad").tileMatrices[Z];
   const span = grid.cellSize * grid.tileWidth * 256;
-  const [x0, y0] = [grid.pointOfOrigin[0] + WIDE.x * span, grid.pointOfOrigin[1] - WIDE.y * span];
+  const [x0, y0] = [grid.origin[0] + WIDE.x * span, grid.origin[1] - WIDE.y * span];
   const script = `
 from osgeo import gdal, osr
 ds = gdal.GetDriverByName("GTiff").Create(${JSON.stringify(path.join(folder, name))}, 65536, 65536, 1, gdal.GDT_Byte, ["TILED=YES", "SPARSE_OK=TRUE", "COMPRESS=DEFLATE"])
