@@ -42,10 +42,21 @@ export function crsOfGeoKeys(keys: Record<string, unknown> | null | undefined): 
   if (FATAL.some((e) => errors[e] !== undefined)) return undefined;
   // Linear or angular positions only: EPSG also names speeds and scales as "units".
   if (!["metre", "degree"].includes(converted.coordinatesUnits)) return undefined;
-  const definition = converted.proj4.trim();
+  const definition = polarOrigin(converted.proj4.trim());
   if (!definition || !usable(definition)) return undefined;
   const { x, y } = converted.coordinatesConversionParameters;
   return { name: epsg === undefined ? definition : `EPSG:${epsg}`, definition, unitScale: [x, y] };
+}
+
+/**
+ * The tables write a polar stereographic of variant B (EPSG:3031, Antarctica's) with its standard
+ * parallel and no latitude of origin, which proj4 then takes as the equator; its origin is the
+ * pole on the parallel's side, as PROJ reads the same CRS.
+ */
+function polarOrigin(definition: string): string {
+  const parallel = /\+lat_ts=(-?[\d.]+)/.exec(definition)?.[1];
+  if (!/\+proj=stere\b/.test(definition) || /\+lat_0=/.test(definition) || parallel === undefined) return definition;
+  return definition.replace("+proj=stere", `+proj=stere +lat_0=${Number(parallel) < 0 ? -90 : 90}`);
 }
 
 /** Whether `crs` is tile matrix set `tmsId`'s own. */

@@ -87,3 +87,16 @@ export function tileAt(m: TileMatrix, x: number, y: number): { x: number; y: num
   const row = Math.floor((m.origin[1] - y) / height);
   return column >= 0 && row >= 0 && column < m.matrixWidth && row < m.matrixHeight ? { x: column, y: row } : undefined;
 }
+
+/** The sets every web map knows: a source's documents always link to its tiles on these. */
+const WEB_SETS = ["WebMercatorQuad", "WorldCRS84Quad"];
+
+/**
+ * The sets info.json and the manifest link a source's TileJSON on: of those it lies on, the web
+ * maps' two and those in its own CRS (a UTM 33N scan on UTM33WGS84Quad). It lies on many more
+ * (every UTM zone, say); /tileMatrixSets lists them, and their routes answer all the same.
+ */
+export function linkedSets(georeference: { crs: string; tiling: Record<string, unknown> } | undefined): string[] {
+  if (!georeference) return [];
+  return [...sets.values()].filter((s) => georeference.tiling[s.id] && (WEB_SETS.includes(s.id) || s.crsName === georeference.crs)).map((s) => s.id);
+}
