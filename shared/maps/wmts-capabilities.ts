@@ -2,7 +2,9 @@
 // RESTful only, so that QGIS, ArcGIS and GDAL can add the layer. The matrices run from the
 // source's minzoom to maxzoom, each with the rows and columns that hold its data. WMTS writes a
 // matrix's top-left corner in its CRS's axis order (northing first for EPSG:3035 and EPSG:2193),
-// so the set's x-first origin is turned back here. Pure text, from the source's metadata alone.
+// so the set's x-first origin is turned back here, unless the CRS is named `EPSG:{code}`
+// (titiler's use_epsg, for ArcMap), which clients read x first. Pure text, from the source's
+// metadata alone.
 import type { SourceTiling } from "../protocol";
 import { tilesCovering, type TileMatrix, type TileMatrixSet } from "./tile-matrix-sets";
 
@@ -67,7 +69,7 @@ ${matrices.map((m) => matrixLimits(m, tiling)).join("\n")}
     <TileMatrixSet>
       <ows:Identifier>${tms.id}</ows:Identifier>
       <ows:SupportedCRS>${supportedCrs(tms, layer.epsgNames)}</ows:SupportedCRS>
-${wellKnownScaleSet(tms, layer.scale)}${matrices.map((m) => tileMatrix(m, tms, layer.scale)).join("\n")}
+${wellKnownScaleSet(tms, layer.scale)}${matrices.map((m) => tileMatrix(m, tms.northingFirst && !layer.epsgNames, layer.scale)).join("\n")}
     </TileMatrixSet>
   </Contents>
   <ServiceMetadataURL xlink:href="${escape(layer.self)}"/>
@@ -75,13 +77,17 @@ ${wellKnownScaleSet(tms, layer.scale)}${matrices.map((m) => tileMatrix(m, tms, l
 `;
 }
 
-/** A 512 px (@2x) tile covers a 256 px tile's ground: twice the pixels at half the scale denominator. */
-function tileMatrix(m: TileMatrix, tms: TileMatrixSet, scale: 1 | 2): string {
+/**
+ * A 512 px (@2x) tile covers a 256 px tile's ground: twice the pixels at half the scale
+ * denominator. The corner is northing first where the CRS's URN says so; an `EPSG:{code}` name
+ * is read x first (GDAL, ArcMap), so it gets the corner x first.
+ */
+function tileMatrix(m: TileMatrix, northingFirst: boolean, scale: 1 | 2): string {
   const [x, y] = m.origin;
   return `      <TileMatrix>
         <ows:Identifier>${m.zoom}</ows:Identifier>
         <ScaleDenominator>${m.scaleDenominator / scale}</ScaleDenominator>
-        <TopLeftCorner>${tms.northingFirst ? `${y} ${x}` : `${x} ${y}`}</TopLeftCorner>
+        <TopLeftCorner>${northingFirst ? `${y} ${x}` : `${x} ${y}`}</TopLeftCorner>
         <TileWidth>${m.tileWidth * scale}</TileWidth>
         <TileHeight>${m.tileHeight * scale}</TileHeight>
         <MatrixWidth>${m.matrixWidth}</MatrixWidth>
