@@ -149,7 +149,7 @@ function geoTransform(image: GeoTIFFImage, pixelIsPoint: boolean): Affine | unde
  * in the set's CRS, and the zooms that resolution and the smallest level's call for. Undefined
  * when no part of the outline has coordinates in the set's CRS.
  */
-function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, crs: Crs): SourceTiling | undefined {
+export function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, crs: Crs): SourceTiling | undefined {
   const toSet = setConversion(crs, tms.id);
   const points = outline(levels[0], pixelToCrs, toSet);
   if (!points) return undefined;

@@ -73,12 +73,12 @@ describe("tiles decoded by a real decoder", () => {
 });
 
 describe("the UTM sample on the registry's other sets, through a real decoder", () => {
-  /** The first tile holding data at the finest matrix the capabilities list. */
-  async function firstTile(set: string): Promise<string> {
-    const xml = await (await get(`/tiles/utm-quadrants/${set}/WMTSCapabilities.xml`)).text();
+  /** The first tile of `id` holding data at the finest matrix the capabilities list. */
+  async function firstTile(set: string, id = "utm-quadrants"): Promise<string> {
+    const xml = await (await get(`/tiles/${id}/${set}/WMTSCapabilities.xml`)).text();
     const limits = [...xml.matchAll(/<TileMatrix>(\d+)<\/TileMatrix>\s*<MinTileRow>(\d+)<\/MinTileRow>\s*<MaxTileRow>\d+<\/MaxTileRow>\s*<MinTileCol>(\d+)<\/MinTileCol>/g)];
     const [, z, row, col] = limits[limits.length - 1];
-    return `/tiles/utm-quadrants/${set}/${z}/${col}/${row}.png`;
+    return `/tiles/${id}/${set}/${z}/${col}/${row}.png`;
   }
 
   it("answer TileJSON and decoded tiles on its own UTM zone, the European LAEA and the neighbouring zone; info.json links its own zone", async () => {
@@ -94,6 +94,16 @@ describe("the UTM sample on the registry's other sets, through a real decoder", 
     }
     const info = await (await get("/iiif/3/utm-quadrants/info.json")).json() as { seeAlso: { label: { en: string[] } }[] };
     expect(info.seeAlso.map((s) => s.label.en[0])).toEqual(["TileJSON 3.0.0, WebMercatorQuad", "TileJSON 3.0.0, WorldCRS84Quad", "TileJSON 3.0.0, UTM33WGS84Quad"]);
+  });
+
+  it("and as a mosaic of the sample: TileJSON and a decoded tile on its UTM zone and on LAEA", async () => {
+    for (const set of ["UTM33WGS84Quad", "EuropeanETRS89_LAEAQuad"]) {
+      const tileJson = await get(`/tiles/quadrants/${set}/tilejson.json`);
+      expect(tileJson.status, set).toBe(200);
+      const res = await get(await firstTile(set, "quadrants"));
+      expect(res.status, set).toBe(200);
+      expect(pngSize(await bytes(res)), set).toEqual([256, 256]);
+    }
   });
 
   it("answer 400 for a zoom the set does not have and 404 where the sample does not lie", async () => {
