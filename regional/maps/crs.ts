@@ -64,8 +64,8 @@ export const inSetCrs = (crs: Crs, tmsId: string) => tileMatrixSet(tmsId).crsNam
 
 /**
  * Tile matrix set `tmsId`'s CRS, from its document's (resolved by the bundled EPSG tables, as a
- * client's `EPSG:{code}`); an error naming the set when the tables do not hold it, which the
- * decoder's start checks for every set (setsWithoutCrs).
+ * client's `EPSG:{code}`); an error naming the set when the tables do not hold it (the
+ * decoder's start refuses an operator's set whose CRS they do not, operator-sets.ts).
  */
 export function setCrs(tmsId: string): Crs {
   let crs = knownSetCrs.get(tmsId);
@@ -79,11 +79,6 @@ export function setCrs(tmsId: string): Crs {
 }
 
 const knownSetCrs = new Map<string, Crs>();
-
-/** The sets whose CRS the bundled EPSG tables do not hold, each with the reason. */
-export function setsWithoutCrs(sets: Iterable<{ id: string; crsName: string }>): string[] {
-  return [...sets].filter((s) => !crsOfName(s.crsName)).map((s) => `tile matrix set ${s.id}: its CRS ${s.crsName} is not in the bundled EPSG tables`);
-}
 
 /** Whether two CRSs are one: coordinates in one are the other's, without conversion. */
 export const sameCrs = (a: Crs, b: Crs) => a.name === b.name;

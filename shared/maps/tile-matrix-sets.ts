@@ -14,27 +14,44 @@ const sets = new Map<string, TileMatrixSet>();
 /** Every set, the registry's first, in the order they were added. */
 export const TILE_MATRIX_SETS: ReadonlyMap<string, TileMatrixSet> = sets;
 
+/** A document and where it comes from (a file, an entry of one), as an error names it. */
+export interface PlacedDocument {
+  document: unknown;
+  where: string;
+}
+
 /**
- * Adds the sets `documents` define, each named by `where` (its file) in an error: a document that
- * is not a valid set, or whose id is already taken, throws TileMatrixSetError and adds none.
+ * The sets `documents` define, checked as the registry's are and against the sets there are:
+ * a document that is not a valid set, or whose id is already taken, throws TileMatrixSetError
+ * naming where it comes from.
  */
-export function addTileMatrixSets(documents: { document: unknown; where: string }[]): TileMatrixSet[] {
-  const added = documents.map(({ document, where }) => {
+export function checkTileMatrixSets(documents: PlacedDocument[]): TileMatrixSet[] {
+  const read = documents.map(({ document, where }) => {
     try {
       return readTileMatrixSet(document);
     } catch (e) {
       throw new TileMatrixSetError(`${where}: ${(e as Error).message}`);
     }
   });
-  const ids = added.map((s) => s.id);
-  added.forEach((s, i) => {
+  const ids = read.map((s) => s.id);
+  read.forEach((s, i) => {
     if (sets.has(s.id) || ids.indexOf(s.id) !== i) throw new TileMatrixSetError(`${documents[i].where}: id "${s.id}" is already a tile matrix set's`);
   });
+  return read;
+}
+
+/** Adds the sets `documents` define (checkTileMatrixSets), all or none. */
+export function addTileMatrixSets(documents: PlacedDocument[]): TileMatrixSet[] {
+  const added = checkTileMatrixSets(documents);
   for (const s of added) sets.set(s.id, s);
   return added;
 }
 
-addTileMatrixSets(REGISTRY_DOCUMENTS.map((document, i) => ({ document, where: `registry document ${i}` })));
+/** The documents a JSON file holds: one document, or an array of them (each named `{where}[i]`). */
+export const documentsIn = (json: unknown, where: string): PlacedDocument[] =>
+  Array.isArray(json) ? json.map((document, i) => ({ document, where: `${where}[${i}]` })) : [{ document: json, where }];
+
+addTileMatrixSets(documentsIn(REGISTRY_DOCUMENTS, "the registry"));
 
 export function tileMatrixSet(id: string): TileMatrixSet {
   const tms = sets.get(id);

@@ -1,7 +1,8 @@
 // GET /tileMatrixSets and /tileMatrixSets/{id} through the Worker: the OGC JSON web-map clients
-// and QGIS read, answered by the edge alone (no admission), for every set of the registry.
+// and QGIS read, answered by the edge alone (no admission), for every set of the registry and an
+// operator's own, bundled from the build's edge/tile-matrix-sets.json.
 import { describe, expect, it } from "vitest";
-import { BASE, get, metric } from "./helpers";
+import { BASE, cacheSourceInfo, georeferencedSource, get, metric } from "./helpers";
 
 interface Listed {
   id: string;
@@ -21,7 +22,9 @@ describe("tile matrix sets", () => {
     for (const id of ["UTM01WGS84Quad", "UTM60WGS84Quad", "UPSArcticWGS84Quad", "UPSAntarcticWGS84Quad", "EuropeanETRS89_LAEAQuad", "CanadianNAD83_LCC", "NZTM2000Quad"]) {
       expect(ids, id).toContain(id);
     }
-    expect(ids).toHaveLength(68);
+    // The registry's 68, then the operator's one (vitest.config.ts gives the build this project's file).
+    expect(ids).toHaveLength(69);
+    expect(ids[68]).toBe("OperatorLAEA");
     expect(tileMatrixSets[0].uri).toBe("http://www.opengis.net/def/tilematrixset/OGC/1.0/WebMercatorQuad");
     expect(tileMatrixSets[0].crs).toBe("http://www.opengis.net/def/crs/EPSG/0/3857");
     expect(tileMatrixSets[0].links).toEqual([{ rel: "self", type: "application/json", href: `${BASE}/tileMatrixSets/WebMercatorQuad` }]);
@@ -42,5 +45,19 @@ describe("tile matrix sets", () => {
     const unknown = await get("/tileMatrixSets/GoogleMapsCompatible");
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { message: string }).message).toContain('unknown tile matrix set "GoogleMapsCompatible"');
+  });
+
+  it("serves an operator's set from the build's file, and its maps: TileJSON and WMTS with the corner northing first", async () => {
+    const doc = (await (await get("/tileMatrixSets/OperatorLAEA")).json()) as { id: string; tileMatrices: unknown[] };
+    expect([doc.id, doc.tileMatrices.length]).toEqual(["OperatorLAEA", 2]);
+    const source = georeferencedSource("operator-map");
+    source.georeference!.tiling = { OperatorLAEA: { bounds: [4400000, 2800000, 4460000, 2860000], minZoom: 0, maxZoom: 1, resolution: 400 } };
+    await cacheSourceInfo(source);
+    const tileJson = (await (await get("/tiles/operator-map/OperatorLAEA/tilejson.json")).json()) as { tiles: string[]; maxzoom: number };
+    expect([tileJson.tiles[0], tileJson.maxzoom]).toEqual([`${BASE}/tiles/operator-map@v1/OperatorLAEA/{z}/{x}/{y}.png`, 1]);
+    const xml = await (await get("/tiles/operator-map/OperatorLAEA/WMTSCapabilities.xml")).text();
+    expect(xml).toContain("<ows:SupportedCRS>urn:ogc:def:crs:EPSG::3035</ows:SupportedCRS>");
+    expect(xml).toContain("<TopLeftCorner>5500000 2000000</TopLeftCorner>");
+    expect((await get("/tiles/operator-map/OperatorLAEA/2/0/0.png")).status).toBe(400); // past its last zoom
   });
 });
