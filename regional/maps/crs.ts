@@ -135,7 +135,8 @@ export function conversion(from: string, to: string): Conversion {
         }
       };
     }
-    if (conversions.size >= 256) conversions.clear(); // a few CRSs per catalog; never unbounded
+    // A few source CRSs per catalog, each to every tile matrix set's and back; never unbounded.
+    if (conversions.size >= 2048) conversions.clear();
     conversions.set(key, convert);
   }
   return convert;
