@@ -117,3 +117,15 @@ export function linkedSets(georeference: { crs: string; tiling: Record<string, u
   if (!georeference) return [];
   return [...sets.values()].filter((s) => georeference.tiling[s.id] && (WEB_SETS.includes(s.id) || s.crsName === georeference.crs)).map((s) => s.id);
 }
+
+/**
+ * The WebMercatorQuad zoom at or above matrix `z` of `tms` in scale (its scale denominator, which
+ * the standard ties to ground size whatever the CRS's units): how a tile of another set compares
+ * with a mosaic's quadkey zooms, written on WebMercatorQuad. Rounded down, so a mosaic tile's
+ * estimated asset count is never below the index's.
+ */
+export function webMercatorZoom(tms: TileMatrixSet, z: number): number {
+  if (tms.id === "WebMercatorQuad") return z;
+  const web = tileMatrixSet("WebMercatorQuad").tileMatrices[0].scaleDenominator;
+  return Math.max(0, Math.floor(Math.log2(web / tileMatrix(tms, z)!.scaleDenominator) + 1e-6));
+}
