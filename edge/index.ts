@@ -29,6 +29,7 @@ import { mapInfoHandler } from "./handlers/map-info";
 import { tileJsonHandler } from "./handlers/tilejson";
 import { wmtsHandler } from "./handlers/wmts";
 import { tileMatrixSetHandler, tileMatrixSetsHandler } from "./handlers/tile-matrix-sets";
+import { algorithmHandler, algorithmsHandler } from "./handlers/algorithms";
 import { errorCacheControl, isPermanentError } from "./http-cache";
 import { stampRequestId, withRequestId } from "./request-id";
 
@@ -80,6 +81,8 @@ router
   .get("/point/:id/:coords", followVersion(pointHandler))
   .get("/info/:id", mapInfoHandler)
   .get("/tileMatrixSets", tileMatrixSetsHandler)
+  .get("/algorithms", algorithmsHandler)
+  .get("/algorithms/:id", algorithmHandler)
   .get("/auth/active", activeAccessHandler)
   .get("/auth/active/return", loginReturnHandler)
   .post("/auth/active/return", loginReturnHandler)

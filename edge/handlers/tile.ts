@@ -5,6 +5,7 @@
 // cache, admission and the decoder, as an image is.
 import type { IRequest } from "itty-router";
 import { ASSUMED_CHANNELS, type Cost as Estimate } from "../../shared/cost";
+import { algorithmBuffer } from "../../shared/maps/algorithms";
 import { expressionNodes, parseExpressions } from "../../shared/maps/expression";
 import { badRequest } from "../../shared/errors";
 import { EMPTY_TILES } from "../../shared/maps/empty-tile";
@@ -61,7 +62,8 @@ export const tileHandler: SourceHandler = async (source: SourceRef, req: IReques
 function coarseTileCost(tile: TileRequest, info: SourceInfo, read: TileRead | undefined): Estimate {
   const program = tile.expression ? parseExpressions(tile.expression, "any") : undefined;
   const bands = program?.bands.length ?? tile.bidx?.length ?? info.channels ?? ASSUMED_CHANNELS;
-  const side = tileSide(tile);
+  // An algorithm's kernel reads beyond the tile's edges: the warps paint the grown square.
+  const side = tileSide(tile) + 2 * algorithmBuffer(tile.algorithm);
   const compose = (assets: number) =>
     composeWork({
       assets,
@@ -70,6 +72,7 @@ function coarseTileCost(tile: TileRequest, info: SourceInfo, read: TileRead | un
       nodes: program ? expressionNodes(program) : 0,
       pixelSelection: tile.pixelSelection ?? "first",
       format: tile.format,
+      algorithm: tile.algorithm,
     });
   if (info.mosaic) {
     const { mosaic } = info;

@@ -62,6 +62,9 @@ export const inSetCrs = (crs: Crs, tmsId: string) => TMS_EPSG[tmsId] === crs.nam
 /** Tile matrix set `tmsId`'s CRS. */
 export const setCrs = (tmsId: string): Crs => ({ name: TMS_EPSG[tmsId], definition: TMS_CRS[tmsId], unitScale: [1, 1] });
 
+/** Whether `crs` counts in degrees of longitude and latitude. */
+export const isGeographic = (crs: Crs) => /\+proj=longlat\b/.test(crs.definition);
+
 /** Whether two CRSs are one: coordinates in one are the other's, without conversion. */
 export const sameCrs = (a: Crs, b: Crs) => a.name === b.name;
 

@@ -65,13 +65,21 @@ export function checkBands(cog: Cog, bands: readonly number[]): void {
 }
 
 /**
- * Plans `req` on `cog`: 404 when the source is not georeferenced, 400 for a band it lacks.
+ * Plans `req` on `cog` (grown by `buffer` pixels on every side): 404 when the source is not
+ * georeferenced, 400 for a band it lacks.
  * No I/O; its passes over the tile's pixels run in `slices` of the request's computation.
  */
-export async function planTile(cog: Cog, req: TileRequest, slices: Slices): Promise<WarpPlan> {
+export async function planTile(cog: Cog, req: TileRequest, slices: Slices, buffer = 0): Promise<WarpPlan> {
   const geo = georeferenced(cog);
   const grid = tileGrid(req, geo, cog.levels[0]);
-  return grid ? planGrid(cog, grid, req.bidx, req.resampling, slices) : outside(squareOf(tileSide(req)), bandsOf(cog, req.bidx), req.resampling);
+  return grid ? planGrid(cog, bufferedGrid(grid, buffer), req.bidx, req.resampling, slices) : outside(squareOf(tileSide(req) + 2 * buffer), bandsOf(cog, req.bidx), req.resampling);
+}
+
+/** `grid` grown by `buffer` cells on every side (a kernel's neighbours beyond its edge), on the same cells. */
+export function bufferedGrid(grid: OutputGrid, buffer: number): OutputGrid {
+  if (buffer === 0) return grid;
+  const [x0, a, b, y0, c, d] = grid.affine;
+  return { ...grid, affine: [x0 - buffer * (a + b), a, b, y0 - buffer * (c + d), c, d], width: grid.width + 2 * buffer, height: grid.height + 2 * buffer };
 }
 
 /**

@@ -21,7 +21,7 @@ export function coarseAreaCost(info: SourceInfo, req: AreaRequest, bands: number
   const region = { x: covered[0] * full.width, y: covered[1] * full.height, w: (covered[2] - covered[0]) * full.width, h: (covered[3] - covered[1]) * full.height };
   const size: OutputSize =
     req.width !== undefined ? { width: req.width, height: req.height! } : fit(Math.max(1, Math.round(region.w)), Math.max(1, Math.round(region.h)), req.maxSize);
-  const compose = composeWork({ assets: 1, size, components: bands, nodes: 0, pixelSelection: "first", format: req.format });
+  const compose = composeWork({ assets: 1, size, components: bands, nodes: 0, pixelSelection: "first", format: req.format, algorithm: req.algorithm });
   // A mosaic's members' headers are unread here: one member's assumed read, a lower bound.
   const { shape, read } = info.mosaic ? memberRead(size, bands) : coarseRead(info, region, size, bands);
   return { bytes: tileCost(shape, read, size), work: readWork(shape, read, size, req.resampling) + compose };
