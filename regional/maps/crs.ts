@@ -41,7 +41,7 @@ export function crsOfGeoKeys(keys: Record<string, unknown> | null | undefined): 
   if (FATAL.some((e) => errors[e] !== undefined)) return undefined;
   // Linear or angular positions only: EPSG also names speeds and scales as "units".
   if (!["metre", "degree"].includes(converted.coordinatesUnits)) return undefined;
-  const definition = converted.proj4.trim();
+  const definition = polarOrigin(converted.proj4.trim());
   if (!definition || !usable(definition)) return undefined;
   const { x, y } = converted.coordinatesConversionParameters;
   return { name: epsg === undefined ? definition : `EPSG:${epsg}`, definition, unitScale: [x, y] };
@@ -124,6 +124,17 @@ export function conversion(from: string, to: string): Conversion {
     conversions.set(key, convert);
   }
   return convert;
+}
+
+/**
+ * The bundled tables spell some polar stereographic CRSs (variant B: EPSG:3031, 3976, 3995) with
+ * their standard parallel but no latitude of origin, which proj4 then takes as the equator: the
+ * origin is the pole on the standard parallel's side, as EPSG defines the method.
+ */
+function polarOrigin(definition: string): string {
+  const parallel = /\+lat_ts=(-?[\d.]+)/.exec(definition);
+  if (!/\+proj=stere\b/.test(definition) || /\+lat_0=/.test(definition) || !parallel) return definition;
+  return `${definition} +lat_0=${Number(parallel[1]) < 0 ? -90 : 90}`;
 }
 
 function usable(definition: string): boolean {
