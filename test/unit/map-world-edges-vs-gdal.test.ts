@@ -3,14 +3,20 @@
 // on both sides of 180° and at the poles against gdalwarp's of the same tile bounds, size and
 // resampling (the tolerance approach of map-tiles-vs-gdal). GDAL 3.6 warps a lon/lat source
 // whose longitudes run past 180° (170°…190°) to tiles at −180°…−170° itself, as the decoder does.
+// Then boxes on the far side of 180° and a polar preview against gdalwarp's, and points on both
+// sides against gdallocationinfo's pixel.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Cog } from "../../regional/cog/cog";
-import { planTile, warpTile } from "../../regional/maps/warp";
+import { execFileSync } from "node:child_process";
+import { areaGrid } from "../../regional/maps/areas";
+import { pixelOf } from "../../regional/maps/point";
+import { planGrid, planTile, warpPlanned, warpTile } from "../../regional/maps/warp";
 import { Slices } from "../../regional/runtime/slices";
 import { LocalCatalog } from "../../regional/source/local";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { parseTileRequest, type Resampling } from "../../shared/maps/tile-request";
-import { gdalTransform, gdalWarpTile, type TilePlanes } from "../support/gdal-reference";
+import { gdalTransform, gdalWarp, gdalWarpTile, type TilePlanes } from "../support/gdal-reference";
+import { parseAreaRequest } from "../../shared/maps/area-request";
 import { mapFixture } from "../support/map-fixtures";
 import { exceeded, tileDifference, type TileDifference, type Tolerance } from "../support/tile-difference";
 import { WORLD_EDGE_FIXTURES, worldEdgeFixtures } from "../support/world-edge-fixtures";
@@ -162,5 +168,53 @@ describe("a tile of a source at the world's edges that misses it", () => {
     const req = parseTileRequest({ tileMatrixSet: set, z: String(z), x: String(x), y: `${y}.png` }, new URLSearchParams());
     const plan = await planTile(cogs.get(name)!, req, new Slices(new AbortController().signal));
     expect(plan.read).toBeUndefined();
+  });
+});
+
+describe("areas across 180° and at a pole, against gdalwarp's", () => {
+  it.each([
+    ["lonLatAcross", "-178,-4,-172,4", "300x400", "", "a box east of 180°, in the source's own lon/lat"],
+    ["lonLatAcross", "172,-4,178,4", "300x400", "", "a box west of 180°"],
+    ["mercatorAcross", "-178.5,-20,-176,-15", "250x500", "", "a lon/lat box east of 180°, painted in the source's PDC Mercator"],
+    ["mercatorAcross", "-178.5,-20,-176,-15", "250x500", "&dst_crs=EPSG:3857", "the same box painted in Web Mercator"],
+    ["arctic", "-1000000,-1000000,1000000,1000000", "300x300", "&coord_crs=EPSG:3413", "a box round the pole"],
+  ] as const)("%s %s: %s", async (name, box, size, query, _what) => {
+    const req = parseAreaRequest("bbox", { bbox: box, file: `${size}.tif` }, new URLSearchParams(`resampling=bilinear${query}`));
+    const cog = cogs.get(name)!;
+    const grid = areaGrid(cog.levels[0], cog.geo!, req);
+    const slices = new Slices(new AbortController().signal);
+    const mine = await warpPlanned(cog, await planGrid(cog, grid, req.bidx, req.resampling, slices), req, slices);
+    const [x0, cell, , y1, , cellY] = grid.affine;
+    const bounds = [x0, y1 + grid.height * cellY, x0 + grid.width * cell, y1];
+    const gdal = await gdalWarp(mapFixture(WORLD_EDGE_FIXTURES[name]), { crs: grid.crs.name, bounds, width: grid.width, height: grid.height, resampling: "bilinear" });
+    const d = tileDifference(mine, gdal);
+    measured.push({ label: `${name} bbox ${box} ${size}${query}`, d });
+    expect(d.bothValid).toBeGreaterThan(0.5);
+    expect(exceeded(d, TOLERANCE)).toEqual([]);
+  });
+});
+
+describe("points across 180° and at a pole", () => {
+  /** gdallocationinfo's pixel for a lon/lat point. */
+  function gdalPixel(name: FixtureName, lon: number, lat: number): [number, number] {
+    const out = execFileSync("gdallocationinfo", ["-wgs84", mapFixture(WORLD_EDGE_FIXTURES[name]), String(lon), String(lat)], { encoding: "utf8" });
+    const at = /Location: \((\d+)P,(\d+)L\)/.exec(out)!;
+    return [Number(at[1]), Number(at[2])];
+  }
+
+  it.each([
+    ["mercatorAcross", 179.3, -17.2],
+    ["mercatorAcross", -179.3, -17.2],
+    ["arctic", 12.5, 89.3],
+    ["arctic", -170.2, 75.1],
+    ["antarctic", 100.1, -80.7],
+  ] as const)("%s (%f, %f) is gdallocationinfo's pixel", (name, lon, lat) => {
+    expect(pixelOf(cogs.get(name)!, { x: lon, y: lat, coordCrs: "EPSG:4326" })).toEqual(gdalPixel(name, lon, lat));
+  });
+
+  it("a lon/lat source's longitudes past 180° are reached from −180°…−170° (gdallocationinfo does not wrap: its pixel by hand)", () => {
+    // Pixel column c holds 170° + 0.02° × c: −175.01° is 184.99°, column 749; row 249 holds 0.01°N.
+    expect(pixelOf(cogs.get("lonLatAcross")!, { x: -175.01, y: 0.01, coordCrs: "EPSG:4326" })).toEqual([749, 249]);
+    expect(pixelOf(cogs.get("lonLatAcross")!, { x: 175.01, y: 0.01, coordCrs: "EPSG:4326" })).toEqual(gdalPixel("lonLatAcross", 175.01, 0.01));
   });
 });
