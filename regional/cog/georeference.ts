@@ -30,6 +30,8 @@ export interface SourceGeo {
    * A longitude converted to it is moved by 360° to within 180° of it, so −175° is read at 185°.
    */
   centreLongitude?: number;
+  /** The source straddles ±180° (and holds no pole): measured in a CRS that goes round the Earth, it is unwrapped. */
+  acrossAntimeridian?: true;
 }
 
 /** Where a source's outline lies (placeOnEarth). */
@@ -77,8 +79,9 @@ export function readGeoreference(image: GeoTIFFImage, levels: LevelSize[], label
   if (crossing) unusable(`no control points: it lies ${place}`);
   else if (!placed) unusable("no control points: a point of its grid or outline has no longitude and latitude");
   else Object.assign(info, placed);
-  const centre = place === "across the antimeridian" && GEOGRAPHIC.test(crs.definition) ? applyAffine(pixelToCrs, full.width / 2, full.height / 2)[0] : undefined;
-  return { crs, pixelToCrs, info, ...(centre !== undefined && { centreLongitude: centre }) };
+  if (place !== "across the antimeridian") return { crs, pixelToCrs, info };
+  const centre = GEOGRAPHIC.test(crs.definition) ? applyAffine(pixelToCrs, full.width / 2, full.height / 2)[0] : undefined;
+  return { crs, pixelToCrs, info, acrossAntimeridian: true, ...(centre !== undefined && { centreLongitude: centre }) };
 }
 
 /** A CRS of longitude and latitude, whose longitudes a source may carry past ±180°. */
@@ -219,13 +222,12 @@ function geoTransform(image: GeoTIFFImage, pixelIsPoint: boolean): Affine | unde
  */
 function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, crs: Crs, place: Place): SourceTiling | undefined {
   const toSet = setConversion(crs, tms.id);
-  const points = outline(levels[0], pixelToCrs, toSet);
-  if (!points) return undefined;
-  const period = place === "on the Earth" ? 0 : roundTheEarth(tms);
-  const extent = place === "across the antimeridian" && period ? envelope(unwrapped(points, period)) : envelope(points);
-  const bounds = boundsOn(tms, extent, place, period);
+  const period = periodOf(setCrs(tms.id));
+  const placed = placedBy(levels[0], pixelToCrs, toSet, place === "across the antimeridian" ? period : 0);
+  if (!placed) return undefined;
+  const bounds = boundsOn(tms, placed.extent, place, period);
   if (!(bounds[0] < bounds[2] && bounds[1] < bounds[3])) return undefined;
-  const resolution = suggestedResolution(levels[0], pixelToCrs, toSet, extent, place === "across the antimeridian" ? period : 0);
+  const { resolution } = placed;
   const smallest = levels[levels.length - 1];
   const shrink = Math.max(levels[0].width / smallest.width, levels[0].height / smallest.height);
   const maxZoom = zoomFor(tms, resolution);
@@ -250,19 +252,32 @@ function boundsOn(tms: TileMatrixSet, extent: [number, number, number, number], 
 const periods = new Map<string, number>();
 
 /**
- * The width of `tms` when its x goes once round the Earth, its west edge at 180°W and its east at
- * 180°E (WebMercatorQuad, WorldCRS84Quad); 0 for a set of one region (a UTM zone's, a pole's).
+ * How far x goes once round the Earth in `crs`, when its x runs from 180°W to 180°E (lon/lat,
+ * Web Mercator): what the outline of a source across ±180° is unwrapped by. 0 when it does not
+ * (a UTM zone, a polar projection, a Mercator centred elsewhere).
  */
-function roundTheEarth(tms: TileMatrixSet): number {
-  let period = periods.get(tms.id);
+function periodOf(crs: Crs): number {
+  let period = periods.get(crs.definition);
   if (period === undefined) {
-    const { lowerLeft: [left], upperRight: [right] } = tms.boundingBox;
-    const toSet = conversion(LON_LAT, setCrs(tms.id).definition);
-    const near = (lon: number, edge: number) => Math.abs(toSet(lon, 0)[0] - edge) <= (right - left) * 1e-5;
-    period = near(-179.999, left) && near(179.999, right) ? right - left : 0;
-    periods.set(tms.id, period);
+    const toCrs = conversion(LON_LAT, crs.definition);
+    const [west, middle, east] = [-179.999, 0, 179.999].map((lon) => toCrs(lon, 0)[0]);
+    const symmetric = Math.abs(east - middle - (middle - west)) <= (east - west) * 1e-6;
+    period = west < middle && middle < east && symmetric ? ((east - west) * 180) / 179.999 : 0;
+    periods.set(crs.definition, period);
   }
   return period;
+}
+
+/**
+ * The outline's extent through `convert` and the resolution gdalwarp would suggest there; with a
+ * `period`, the outline unwrapped and the corners' distance taken the short way round.
+ * Undefined when no part of it has coordinates there.
+ */
+function placedBy(full: LevelSize, pixelToCrs: Affine, convert: Conversion, period: number): { extent: [number, number, number, number]; resolution: number } | undefined {
+  const points = outline(full, pixelToCrs, convert);
+  if (!points) return undefined;
+  const extent = envelope(period ? unwrapped(points, period) : points);
+  return { extent, resolution: suggestedResolution(full, pixelToCrs, convert, extent, period) };
 }
 
 /**
@@ -271,18 +286,15 @@ function roundTheEarth(tms: TileMatrixSet): number {
  * coordinates in `crs`.
  */
 export function placementIn(geo: SourceGeo, full: LevelSize, crs: Crs): { bounds: number[]; resolution: number } | undefined {
-  const toGrid = crsConversion(geo.crs, crs);
-  const points = outline(full, geo.pixelToCrs, toGrid);
-  if (!points) return undefined;
-  const bounds = envelope(points);
-  return { bounds, resolution: suggestedResolution(full, geo.pixelToCrs, toGrid, bounds) };
+  const placed = placedBy(full, geo.pixelToCrs, crsConversion(geo.crs, crs), geo.acrossAntimeridian ? periodOf(crs) : 0);
+  return placed && { bounds: placed.extent, resolution: placed.resolution };
 }
 
 /**
  * gdalwarp's suggested output pixel size: the distance between the transformed top-left and
  * bottom-right corners over the image's diagonal in pixels (the envelope's diagonal when a
- * corner has no image in the target CRS); across the east edge of a set `period` wide, the
- * corners' distance the short way round.
+ * corner has no image in the target CRS); in a CRS `period` round the Earth, the corners'
+ * distance the short way round.
  */
 function suggestedResolution(full: LevelSize, pixelToCrs: Affine, toSet: Conversion, extent: number[], period = 0): number {
   const [ax, ay] = toSet(...applyAffine(pixelToCrs, 0, 0));

@@ -194,6 +194,18 @@ describe("areas across 180° and at a pole, against gdalwarp's", () => {
   });
 });
 
+describe("an area's size across 180°", () => {
+  it("a box without a size gets the source's resolution in the CRS painted in, measured the short way round", () => {
+    // gdalwarp 3.6 suggests a grid round the whole world for this source in Web Mercator (33.9 km
+    // pixels); the source's own 0.02° are 2226.9 m there, its resolution on WebMercatorQuad.
+    const cog = cogs.get("lonLatAcross")!;
+    const req = parseAreaRequest("bbox", { bbox: "-178,-4,-172,4", file: ".tif" }, new URLSearchParams("dst_crs=EPSG:3857"));
+    const grid = areaGrid(cog.levels[0], cog.geo!, req);
+    const { resolution } = cog.info("lonLatAcross").georeference!.tiling.WebMercatorQuad;
+    expect(grid.width).toBe(Math.round((6 * HALF_EARTH) / 180 / resolution));
+  });
+});
+
 describe("points across 180° and at a pole", () => {
   /** gdallocationinfo's pixel for a lon/lat point. */
   function gdalPixel(name: FixtureName, lon: number, lat: number): [number, number] {
