@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Cog } from "../../regional/cog/cog";
 import { execFileSync } from "node:child_process";
 import { areaGrid } from "../../regional/maps/areas";
+import { conversion, crsOfName, LON_LAT } from "../../regional/maps/crs";
 import { pixelOf } from "../../regional/maps/point";
 import { planGrid, planTile, warpPlanned, warpTile } from "../../regional/maps/warp";
 import { Slices } from "../../regional/runtime/slices";
@@ -156,6 +157,16 @@ describe("where a source at the world's edges lies", () => {
     expectNear(info.tiling.WorldCRS84Quad.bounds, lonLat, PLACE_TOLERANCE.degrees, "WorldCRS84Quad bounds");
     const mercator = side > 0 ? [-HALF_EARTH, edgeY, HALF_EARTH, HALF_EARTH] : [-HALF_EARTH, -HALF_EARTH, HALF_EARTH, edgeY];
     expectNear(info.tiling.WebMercatorQuad.bounds, mercator, PLACE_TOLERANCE.metres, "WebMercatorQuad bounds");
+  });
+});
+
+describe("polar stereographic CRSs", () => {
+  // The bundled EPSG tables leave some without their latitude of origin (proj4 then takes the equator).
+  it.each([3031, 3976, 3995, 3413])("EPSG:%i converts as GDAL does", async (code) => {
+    const crs = crsOfName(`EPSG:${code}`)!;
+    const points: [number, number][] = [[45, 75], [-120.5, 81], [170, 66.6]].map(([lon, lat]): [number, number] => [lon, code === 3031 || code === 3976 ? -lat : lat]);
+    const gdal = await gdalTransform(points, "EPSG:4326", `EPSG:${code}`);
+    points.forEach((p, i) => expectNear(conversion(LON_LAT, crs.definition)(...p), gdal[i], PLACE_TOLERANCE.metres, `EPSG:${code} (${p})`));
   });
 });
 
