@@ -34,6 +34,8 @@ export interface SourceGeo {
   acrossAntimeridian?: true;
 }
 
+type Box = [number, number, number, number];
+
 /** Where a source's outline lies (placeOnEarth). */
 type Place = "on the Earth" | "across the antimeridian" | "around the north pole" | "around the south pole" | "nowhere";
 
@@ -69,12 +71,13 @@ export function readGeoreference(image: GeoTIFFImage, levels: LevelSize[], label
     return undefined;
   }
   const tiling: Record<string, SourceTiling> = {};
+  const lonLatBounds = lonLatBoundsOf(lonLat, place);
   for (const tms of TILE_MATRIX_SETS.values()) {
-    const on = tilingOn(tms, levels, pixelToCrs, crs, place);
+    const on = tilingOn(tms, levels, pixelToCrs, crs, place, lonLatBounds);
     if (on) tiling[tms.id] = on;
   }
   const crossing = place !== "on the Earth";
-  const info: Georeference = { crs: crs.name, bbox, lonLatBounds: lonLatBoundsOf(lonLat, place), tiling, ...(crossing && { crossesAntimeridian: true }) };
+  const info: Georeference = { crs: crs.name, bbox, lonLatBounds, tiling, ...(crossing && { crossesAntimeridian: true }) };
   const placed = controlPoints(full, (c, r) => toLonLat(...applyAffine(pixelToCrs, c, r)));
   if (crossing) unusable(`no control points: it lies ${place}`);
   else if (!placed) unusable("no control points: a point of its grid or outline has no longitude and latitude");
@@ -163,7 +166,7 @@ function holdsPole(latitude: 90 | -90, crs: Crs, pixelToCrs: Affine, full: Level
  * The outline's bounds in longitude and latitude: across ±180°, unwrapped (west within
  * −180…180, east past 180); around a pole, every longitude up to the pole.
  */
-function lonLatBoundsOf(lonLat: [number, number][], place: Place): [number, number, number, number] {
+function lonLatBoundsOf(lonLat: [number, number][], place: Place): Box {
   if (place === "around the north pole") return [-180, Math.min(...lonLat.map((p) => p[1])), 180, 90];
   if (place === "around the south pole") return [-180, -90, 180, Math.max(...lonLat.map((p) => p[1]))];
   return place === "across the antimeridian" ? fromWest(envelope(unwrapped(lonLat, 360)), -180, 360) : envelope(lonLat);
@@ -179,8 +182,12 @@ function unwrapped(points: [number, number][], period: number): [number, number]
   return out;
 }
 
-/** `box` moved by whole `period`s so its west edge lies within [west, west + period). */
-function fromWest([x0, y0, x1, y1]: [number, number, number, number], west: number, period: number): [number, number, number, number] {
+/**
+ * `box` moved by whole `period`s so its west edge lies within [west, west + period); one a whole
+ * period wide (a 0–360° grid) is all of it, from `west`.
+ */
+function fromWest([x0, y0, x1, y1]: Box, west: number, period: number): Box {
+  if (x1 - x0 >= period * (1 - 1e-9)) return [west, y0, west + period, y1];
   const shift = period * Math.floor((x0 - west) / period);
   return [x0 - shift, y0, x1 - shift, y1];
 }
@@ -220,10 +227,10 @@ function geoTransform(image: GeoTIFFImage, pixelIsPoint: boolean): Affine | unde
  * in the set's CRS, and the zooms that resolution and the smallest level's call for. Undefined
  * when no part of the outline has coordinates in the set's CRS.
  */
-function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, crs: Crs, place: Place): SourceTiling | undefined {
+function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, crs: Crs, place: Place, lonLat: Box): SourceTiling | undefined {
   const toSet = setConversion(crs, tms.id);
   const period = periodOf(setCrs(tms.id));
-  const placed = placedBy(levels[0], pixelToCrs, toSet, place === "across the antimeridian" ? period : 0);
+  const placed = placedBy(levels[0], pixelToCrs, toSet, place === "across the antimeridian" && period ? { period, lonLat } : undefined);
   if (!placed) return undefined;
   const bounds = boundsOn(tms, placed.extent, place, period);
   if (!(bounds[0] < bounds[2] && bounds[1] < bounds[3])) return undefined;
@@ -237,47 +244,49 @@ function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, c
 /**
  * The source's bounds on `tms` from the `extent` of its outline there, within the set's bounding
  * box; on a set that goes round the Earth (`period`, its width), a source across ±180° keeps its
- * unwrapped extent, the west edge within the set (the east past it), and one around a pole
- * spans the set's width from its outline's far latitude to the set's edge nearest the pole.
+ * extent (from its longitudes: the west edge within the set, the east past it), and one around a
+ * pole spans the set's width from its outline's far latitude to the set's edge nearest the pole.
  */
-function boundsOn(tms: TileMatrixSet, extent: [number, number, number, number], place: Place, period: number): [number, number, number, number] {
+function boundsOn(tms: TileMatrixSet, [x0, y0, x1, y1]: Box, place: Place, period: number): Box {
   const { lowerLeft: [left, bottom], upperRight: [right, top] } = tms.boundingBox;
-  const [x0, y0, x1, y1] = place === "across the antimeridian" && period ? fromWest(extent, left, period) : extent;
   if (period && place === "around the north pole") return [left, Math.max(y0, bottom), right, top];
   if (period && place === "around the south pole") return [left, bottom, right, Math.min(y1, top)];
-  const unclipped = place === "across the antimeridian" && period > 0;
-  return [unclipped ? x0 : Math.max(x0, left), Math.max(y0, bottom), unclipped ? x1 : Math.min(x1, right), Math.min(y1, top)];
+  const across = place === "across the antimeridian" && period > 0;
+  return [across ? x0 : Math.max(x0, left), Math.max(y0, bottom), across ? x1 : Math.min(x1, right), Math.min(y1, top)];
 }
 
 const periods = new Map<string, number>();
 
 /**
- * How far x goes once round the Earth in `crs`, when its x runs from 180°W to 180°E (lon/lat,
- * Web Mercator): what the outline of a source across ±180° is unwrapped by. 0 when it does not
- * (a UTM zone, a polar projection, a Mercator centred elsewhere).
+ * How far x goes once round the Earth in `crs`, when its x runs from −period/2 at 180°W to
+ * period/2 at 180°E (lon/lat, Web Mercator); 0 when it does not (a UTM zone, a polar
+ * projection, a Mercator centred elsewhere).
  */
 function periodOf(crs: Crs): number {
   let period = periods.get(crs.definition);
   if (period === undefined) {
     const toCrs = conversion(LON_LAT, crs.definition);
     const [west, middle, east] = [-179.999, 0, 179.999].map((lon) => toCrs(lon, 0)[0]);
-    const symmetric = Math.abs(east - middle - (middle - west)) <= (east - west) * 1e-6;
-    period = west < middle && middle < east && symmetric ? ((east - west) * 180) / 179.999 : 0;
+    const centred = Math.abs(middle) <= (east - west) * 1e-9 && Math.abs(east + west) <= (east - west) * 1e-6;
+    period = west < middle && middle < east && centred ? ((east - west) * 180) / 179.999 : 0;
     periods.set(crs.definition, period);
   }
   return period;
 }
 
 /**
- * The outline's extent through `convert` and the resolution gdalwarp would suggest there; with a
- * `period`, the outline unwrapped and the corners' distance taken the short way round.
- * Undefined when no part of it has coordinates there.
+ * The outline's extent through `convert` and the resolution gdalwarp would suggest there.
+ * Undefined when no part of it has coordinates there. `wrap`: a source across ±180° in a CRS
+ * `period` round the Earth, where x follows longitude alone: its x spans its longitudes' share
+ * (the outline's own points there jump at 180°, and lose a side that runs along a pole), and the
+ * corners' distance is taken the short way round.
  */
-function placedBy(full: LevelSize, pixelToCrs: Affine, convert: Conversion, period: number): { extent: [number, number, number, number]; resolution: number } | undefined {
+function placedBy(full: LevelSize, pixelToCrs: Affine, convert: Conversion, wrap?: { period: number; lonLat: Box }): { extent: Box; resolution: number } | undefined {
   const points = outline(full, pixelToCrs, convert);
   if (!points) return undefined;
-  const extent = envelope(period ? unwrapped(points, period) : points);
-  return { extent, resolution: suggestedResolution(full, pixelToCrs, convert, extent, period) };
+  const [x0, y0, x1, y1] = envelope(points);
+  const extent: Box = wrap ? [(wrap.lonLat[0] * wrap.period) / 360, y0, (wrap.lonLat[2] * wrap.period) / 360, y1] : [x0, y0, x1, y1];
+  return { extent, resolution: suggestedResolution(full, pixelToCrs, convert, extent, wrap?.period ?? 0) };
 }
 
 /**
@@ -286,7 +295,8 @@ function placedBy(full: LevelSize, pixelToCrs: Affine, convert: Conversion, peri
  * coordinates in `crs`.
  */
 export function placementIn(geo: SourceGeo, full: LevelSize, crs: Crs): { bounds: number[]; resolution: number } | undefined {
-  const placed = placedBy(full, geo.pixelToCrs, crsConversion(geo.crs, crs), geo.acrossAntimeridian ? periodOf(crs) : 0);
+  const period = geo.acrossAntimeridian ? periodOf(crs) : 0;
+  const placed = placedBy(full, geo.pixelToCrs, crsConversion(geo.crs, crs), period ? { period, lonLat: geo.info.lonLatBounds } : undefined);
   return placed && { bounds: placed.extent, resolution: placed.resolution };
 }
 
@@ -344,7 +354,7 @@ const corners = ({ width, height }: LevelSize): [number, number][] => [
   [width, height],
 ];
 
-function envelope(points: [number, number][]): [number, number, number, number] {
+function envelope(points: [number, number][]): Box {
   const xs = points.map((p) => p[0]);
   const ys = points.map((p) => p[1]);
   return [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)];

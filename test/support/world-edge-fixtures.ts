@@ -3,7 +3,7 @@
 // 190°, and PDC Mercator straddling 180° near Fiji) and two around a pole (NSIDC's Arctic
 // and the Antarctic polar stereographic, each pole in the middle). One 8-bit band: a gradient
 // with hard-edged squares, so a shift, a mirror or a seam shows.
-import { MAP_FIXTURE_DIR, cogOptions, mapFixture, type MapFixture } from "./map-fixtures";
+import { MAP_FIXTURE_DIR, cogOptions, mapFixture, type MapFixture } from "./map-fixtures.ts";
 
 const SQUARE = 32;
 const pattern = (width: number, height: number) => (col: number, row: number) =>

@@ -455,6 +455,15 @@ describe("hostile georeferences on the map routes", () => {
     expect(await edgeColumns(answer.body!)).toEqual({ west: [100, 255], east: [200, 255] });
   });
 
+  it("a 0–360° global lon/lat raster: the whole world, its east half (180°–360°) shown west of 0°", async () => {
+    const global = [...geoKeys(GEOGRAPHIC), ...placed(0, 90, 22.5, 11.25)];
+    const answer = await mapAnswer("geo-global-360", global, "WebMercatorQuad/0/0/0.png");
+    expect(answer.status).toBe(200);
+    expect(answer.source.georeference?.lonLatBounds).toEqual([-180, -90, 180, 90]);
+    expect(answer.source.georeference?.tiling.WorldCRS84Quad.bounds).toEqual([-180, -90, 180, 90]);
+    expect(await edgeColumns(answer.body!)).toEqual({ west: [200, 255], east: [100, 255] });
+  });
+
   it("one-band requests that do not fit the band: 400 naming it; nodata=nan on integers: served", async () => {
     const tags = [...geoKeys(GEOGRAPHIC), ...placed(-180, 90, 22.5, 11.25)];
     for (const [query, message] of [
