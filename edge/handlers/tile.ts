@@ -37,7 +37,7 @@ export const tileHandler: SourceHandler = async (source: SourceRef, req: IReques
   const tile = await withStoredStyle(parsed, env, config, ctx, forClient(req));
   const { info, tiling, restriction } = await mapSource(source, tile.tileMatrixSet, req, env, config, ctx);
   const tms = tileMatrixSet(tile.tileMatrixSet);
-  // West of ±180°, a tile of a source across it meets the part past the set's east edge.
+  // On the set's far west (from 180°W), a tile of a source across ±180° meets its bounds past the east edge.
   const bounds = ontoBounds(tileBounds(tms, tile.z, tile.x, tile.y), tiling.bounds, setWidth(tms));
   const read = coarseTileRead(info, tiling, bounds, tms.tileMatrices[tile.z].cellSize / tile.scale);
   const canonical = canonicalTile(tile);

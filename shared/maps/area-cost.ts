@@ -55,7 +55,7 @@ function coveredFraction(info: SourceInfo, req: AreaRequest): [number, number, n
   const tiling: SourceTiling | undefined = setId ? info.georeference?.tiling[setId] : undefined;
   if (req.kind === "preview" || !req.bbox || !tiling) return [0, 0, 1, 1];
   const [sx0, sy0, sx1, sy1] = tiling.bounds;
-  // West of ±180°, a box over a source across it meets the part past the set's east edge.
+  // On the set's far west (from 180°W), a box over a source across ±180° meets its bounds past the east edge.
   const [bx0, by0, bx1, by1] = ontoBounds(req.bbox, tiling.bounds, setWidth(tileMatrixSet(setId!)));
   const x0 = Math.max(bx0, sx0);
   const x1 = Math.min(bx1, sx1);
