@@ -160,11 +160,19 @@ describe("where a source at the world's edges lies", () => {
   });
 });
 
-describe("polar stereographic CRSs", () => {
-  // The bundled EPSG tables leave some without their latitude of origin (proj4 then takes the equator).
-  it.each([3031, 3976, 3995, 3413])("EPSG:%i converts as GDAL does", async (code) => {
+describe("CRSs the bundled tables spell so that proj4 misreads them", () => {
+  // Polar stereographic ones without their latitude of origin (proj4 then takes the equator),
+  // Mercator (variant B) ones with their standard parallel as lat_1 (proj4's merc reads lat_ts).
+  it.each([
+    [3031, -1],
+    [3976, -1],
+    [3995, 1],
+    [3413, 1],
+    [3994, -1],
+    [5641, -1],
+  ])("EPSG:%i converts as GDAL does", async (code, side) => {
     const crs = crsOfName(`EPSG:${code}`)!;
-    const points: [number, number][] = [[45, 75], [-120.5, 81], [170, 66.6]].map(([lon, lat]): [number, number] => [lon, code === 3031 || code === 3976 ? -lat : lat]);
+    const points: [number, number][] = [[45, 75], [-120.5, 81], [170, 66.6], [100.5, 20]].map(([lon, lat]): [number, number] => [lon, side * lat]);
     const gdal = await gdalTransform(points, "EPSG:4326", `EPSG:${code}`);
     points.forEach((p, i) => expectNear(conversion(LON_LAT, crs.definition)(...p), gdal[i], PLACE_TOLERANCE.metres, `EPSG:${code} (${p})`));
   });
