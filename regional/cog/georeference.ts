@@ -269,6 +269,7 @@ function periodOf(crs: Crs): number {
     const [west, middle, east] = [-179.999, 0, 179.999].map((lon) => toCrs(lon, 0)[0]);
     const centred = Math.abs(middle) <= (east - west) * 1e-9 && Math.abs(east + west) <= (east - west) * 1e-6;
     period = west < middle && middle < east && centred ? ((east - west) * 180) / 179.999 : 0;
+    if (periods.size >= 256) periods.clear(); // the sets' CRSs and the few areas are painted in; never unbounded
     periods.set(crs.definition, period);
   }
   return period;
