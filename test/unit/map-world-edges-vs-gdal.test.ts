@@ -3,11 +3,11 @@
 // on both sides of 180° and at the poles against gdalwarp's of the same tile bounds, size and
 // resampling (the tolerance approach of map-tiles-vs-gdal). GDAL 3.6 warps a lon/lat source
 // whose longitudes run past 180° (170°…190°) to tiles at −180°…−170° itself, as the decoder does.
-// Then boxes on the far side of 180° and a polar preview against gdalwarp's, and points on both
-// sides against gdallocationinfo's pixel.
+// Then boxes on both sides of 180° and round a pole against gdalwarp's, points on both sides
+// against gdallocationinfo's pixel, and the CRSs such sources come in against GDAL's conversion.
+import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Cog } from "../../regional/cog/cog";
-import { execFileSync } from "node:child_process";
 import { areaGrid } from "../../regional/maps/areas";
 import { conversion, crsOfName, LON_LAT } from "../../regional/maps/crs";
 import { pixelOf } from "../../regional/maps/point";
