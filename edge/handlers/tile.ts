@@ -12,6 +12,7 @@ import { EMPTY_TILES } from "../../shared/maps/empty-tile";
 import { coarseTileRead, composeWork, mosaicAssetBound, mosaicReadWork, mosaicTileCost, readWork, squareOf, tileCost, type TileRead } from "../../shared/maps/tile-cost";
 import type { SourceInfo } from "../../shared/protocol";
 import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { ontoBounds, setWidth } from "../../shared/maps/antimeridian";
 import { canonicalTile, parseTileRequest, tileSide, type TileRequest } from "../../shared/maps/tile-request";
 import { segment } from "../../shared/path-segment";
 import { VERSION_HEADER } from "../../shared/protocol";
@@ -36,7 +37,9 @@ export const tileHandler: SourceHandler = async (source: SourceRef, req: IReques
   const tile = await withStoredStyle(parsed, env, config, ctx, forClient(req));
   const { info, tiling, restriction } = await mapSource(source, tile.tileMatrixSet, req, env, config, ctx);
   const tms = tileMatrixSet(tile.tileMatrixSet);
-  const read = coarseTileRead(info, tiling, tileBounds(tms, tile.z, tile.x, tile.y), tms.tileMatrices[tile.z].cellSize / tile.scale);
+  // On the set's far west (from 180°W), a tile of a source across ±180° meets its bounds past the east edge.
+  const bounds = ontoBounds(tileBounds(tms, tile.z, tile.x, tile.y), tiling.bounds, setWidth(tms));
+  const read = coarseTileRead(info, tiling, bounds, tms.tileMatrices[tile.z].cellSize / tile.scale);
   const canonical = canonicalTile(tile);
   const decode: DecodeRequest = {
     route: "tile",

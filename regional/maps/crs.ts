@@ -41,7 +41,7 @@ export function crsOfGeoKeys(keys: Record<string, unknown> | null | undefined): 
   if (FATAL.some((e) => errors[e] !== undefined)) return undefined;
   // Linear or angular positions only: EPSG also names speeds and scales as "units".
   if (!["metre", "degree"].includes(converted.coordinatesUnits)) return undefined;
-  const definition = converted.proj4.trim();
+  const definition = repaired(converted.proj4.trim());
   if (!definition || !usable(definition)) return undefined;
   const { x, y } = converted.coordinatesConversionParameters;
   return { name: epsg === undefined ? definition : `EPSG:${epsg}`, definition, unitScale: [x, y] };
@@ -124,6 +124,25 @@ export function conversion(from: string, to: string): Conversion {
     conversions.set(key, convert);
   }
   return convert;
+}
+
+/**
+ * Two methods the bundled tables spell so that proj4 misreads them, spelt as EPSG defines them:
+ * a polar stereographic CRS (variant B: EPSG:3031, 3976, 3995) without its latitude of origin,
+ * which proj4 then takes as the equator, gets the pole on its standard parallel's side; a
+ * Mercator (variant B: EPSG:3994, 3388, 5641) whose standard parallel is given as lat_1, which
+ * proj4's merc ignores, gets it as lat_ts.
+ */
+function repaired(definition: string): string {
+  const parallel = (key: string) => new RegExp(`\\+${key}=(-?[\\d.]+)`).exec(definition)?.[1];
+  if (/\+proj=stere\b/.test(definition) && !/\+lat_0=/.test(definition) && parallel("lat_ts") !== undefined) {
+    return `${definition} +lat_0=${Number(parallel("lat_ts")) < 0 ? -90 : 90}`;
+  }
+  const first = parallel("lat_1");
+  if (/\+proj=merc\b/.test(definition) && first !== undefined && parallel("lat_ts") === undefined) {
+    return definition.replace(/ \+lat_ts=\S*/, "").replace(/\+lat_1=\S+/, `+lat_ts=${first}`);
+  }
+  return definition;
 }
 
 function usable(definition: string): boolean {

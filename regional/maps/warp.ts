@@ -13,10 +13,10 @@ import type { LevelSize } from "../../shared/levels";
 import { readWork, squareOf, tileCost, type OutputSize, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
 import type { Cog, LevelWindow } from "../cog/cog";
 import { bandLayout, readBands, sampleType } from "../cog/bands";
-import { placementIn, type SourceGeo } from "../cog/georeference";
+import { placementIn, toSourceCrs, type SourceGeo } from "../cog/georeference";
 import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
-import { crsConversion, sameCrs, setCrs, type Crs } from "./crs";
+import { sameCrs, setCrs, type Crs } from "./crs";
 import { kernelReach, resample, type Sampling } from "./kernels";
 import { applyAffine, invertAffine, sourceCoordinates, type Affine } from "./transformer";
 
@@ -116,7 +116,7 @@ export async function planGrid(cog: Cog, grid: OutputGrid, bidx: number[] | unde
   const kx = level.width / full.width;
   const ky = level.height / full.height;
   const toLevel: Affine = [toPixel[0] * kx, toPixel[1] * kx, toPixel[2] * kx, toPixel[3] * ky, toPixel[4] * ky, toPixel[5] * ky];
-  const toSource = crsConversion(grid.crs, geo.crs);
+  const toSource = toSourceCrs(geo, grid.crs);
   const exact = (x: number, y: number): [number, number] => {
     const [sx, sy] = toSource(...applyAffine(affine, x, y));
     return [toLevel[0] + sx * toLevel[1] + sy * toLevel[2], toLevel[3] + sx * toLevel[4] + sy * toLevel[5]];

@@ -11,7 +11,7 @@ import { copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, rmSync, wri
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
-import { gdalTransform } from "./gdal-reference";
+import { gdalTransform } from "./gdal-reference.ts";
 
 /** Where the fixtures live; a new version of the pixels or options gets a new folder. */
 export const MAP_FIXTURE_DIR = fileURLToPath(new URL("../../.tmp/map-fixtures-v2/", import.meta.url));
