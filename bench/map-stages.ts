@@ -11,9 +11,12 @@
 //   plan             per asset: the approximate transformer and the footprint (UTM to Web Mercator)
 //   colour           per tile: rescale of 1 and 3 channels, gamma, a named ramp, an explicit map,
 //                    and interval maps of 8 and 256 intervals
+//   algorithm        per tile, each algorithm= over its buffered input
 import { expressionEvaluation, expressionNodes, parseExpressions, type BandPlane } from "../shared/maps/expression";
 import { parseTileRequest, type Resampling } from "../shared/maps/tile-request";
 import { PIXEL_SELECTIONS } from "../shared/maps/style";
+import { ALGORITHM_NAMES, ALGORITHMS } from "../shared/maps/algorithms";
+import { applyAlgorithm } from "../regional/maps/algorithms";
 import { colorize } from "../regional/maps/colorize";
 import { conversion, setCrs } from "../regional/maps/crs";
 import { resample } from "../regional/maps/kernels";
@@ -151,6 +154,18 @@ async function colourCost(): Promise<void> {
   }
 }
 
+async function algorithmCost(): Promise<void> {
+  for (const name of ALGORITHM_NAMES) {
+    const buffer = ALGORITHMS[name].buffer;
+    const grown = (SIDE + 2 * buffer) ** 2;
+    const planes = Array.from({ length: ALGORITHMS[name].inputs }, (_, c) => plane(70 + c, grown));
+    const input = { bands: planes.map((p) => p.values), valid: planes.map((p) => p.valid) };
+    const cells = { xSize: 10, ySize: -10, geographic: false };
+    const ms = await cpuMsOf(() => applyAlgorithm(name, undefined, input, { width: SIDE, height: SIDE }, cells, slices()));
+    row(`algorithm=${name}`, "ms / MP", perMp(ms), WORK_PER_MEGASAMPLE.algorithm[name]);
+  }
+}
+
 log(`map stages over ${SIDE}² pixels, median CPU time of ${ROUNDS} runs, Node ${process.version}`);
 log("| stage | unit | measured | code |");
 log("|---|---|---|---|");
@@ -159,3 +174,4 @@ await selectionCost();
 await warpCost();
 await planCost();
 await colourCost();
+await algorithmCost();

@@ -78,9 +78,8 @@ async function checkSource(file: string, source: Source): Promise<Report> {
     return { file, valid: false, problems: [{ ...problem, fix: `convert it from the original with GDAL: ${translateLine(file)}` }], serves: NOTHING, info: null };
   }
   const pyramid = pyramidProblems(parsed.levels);
-  // Map tiles serve a georeferenced file, unless it crosses the antimeridian (the map routes' 501).
-  const geo = readGeoreference(parsed.levels[0].image, parsed.levels);
-  const tiles = geo !== undefined && !geo.info.crossesAntimeridian;
+  // Map tiles serve a georeferenced file, across the antimeridian and around the poles too.
+  const tiles = readGeoreference(parsed.levels[0].image, parsed.levels) !== undefined;
   const images = parsed.levels.every((level) => unsupportedSamples(level.image).every((p) => !EIGHT_BIT.has(p.property)));
   const levelFound = (await Promise.all(parsed.levels.map(levelProblems))).flat();
   // Map tiles read any sample type: for a georeferenced file, IIIF's 8-bit limit is no problem.

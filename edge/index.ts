@@ -30,6 +30,7 @@ import { tileJsonHandler } from "./handlers/tilejson";
 import { wmtsHandler } from "./handlers/wmts";
 import { tileMatrixSetHandler, tileMatrixSetsHandler } from "./handlers/tile-matrix-sets";
 import "./operator-tile-matrix-sets";
+import { algorithmHandler, algorithmsHandler } from "./handlers/algorithms";
 import { errorCacheControl, isPermanentError } from "./http-cache";
 import { stampRequestId, withRequestId } from "./request-id";
 
@@ -81,6 +82,8 @@ router
   .get("/point/:id/:coords", followVersion(pointHandler))
   .get("/info/:id", mapInfoHandler)
   .get("/tileMatrixSets", tileMatrixSetsHandler)
+  .get("/algorithms", algorithmsHandler)
+  .get("/algorithms/:id", algorithmHandler)
   .get("/auth/active", activeAccessHandler)
   .get("/auth/active/return", loginReturnHandler)
   .post("/auth/active/return", loginReturnHandler)

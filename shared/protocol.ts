@@ -12,11 +12,15 @@ export interface Georeference {
   crs: string;
   /** [minX, minY, maxX, maxY] of the full image, in the CRS's units and axis order x, y. */
   bbox: [number, number, number, number];
-  /** The image's bounds in longitude and latitude (WGS 84): [west, south, east, north]. */
+  /**
+   * The image's bounds in longitude and latitude (WGS 84): [west, south, east, north]; across
+   * ±180°, unwrapped (west within −180…180, east past 180: documents give it west > east); around
+   * a pole, every longitude up to ±90°.
+   */
   lonLatBounds: [number, number, number, number];
   /** How the source lies on each tile matrix set it can be tiled in, by set id. */
   tiling: Record<string, SourceTiling>;
-  /** The source goes past longitude ±180°: no tiling, and its map routes answer 501 (mapUnsupported). */
+  /** The source goes past longitude ±180°, or round a pole: its bounds are unwrapped, and it has no control points. */
   crossesAntimeridian?: true;
   /**
    * A GRID_SIDE² grid of full-resolution pixel positions, corners and edges included, with their
@@ -41,7 +45,11 @@ export const FOOTPRINT_PER_SIDE = 8;
 
 /** A georeferenced source on one tile matrix set: what TileJSON, WMTS and cost estimates need. */
 export interface SourceTiling {
-  /** The image's bounds in the set's CRS, [minX, minY, maxX, maxY]. */
+  /**
+   * The image's bounds in the set's CRS, [minX, minY, maxX, maxY], within the set's; across ±180°
+   * on a set that goes round the Earth, maxX passes the set's east edge (the part past it is on
+   * the set's far west), and around a pole the bounds span the set's width.
+   */
   bounds: [number, number, number, number];
   /** Zoom at which the smallest stored level fills tiles at its own resolution (TileJSON minzoom). */
   minZoom: number;

@@ -11,6 +11,7 @@
 // canvas, and the encode of what is sent.
 
 import type { Format } from "./iiif/image-request";
+import type { AlgorithmName } from "./maps/algorithms";
 import type { PixelSelection, Resampling } from "./maps/style";
 import { rotatedCanvas } from "./iiif/resolve";
 import { chooseLevel, windowAtLevel } from "./levels";
@@ -45,6 +46,8 @@ export const WORK_PER_MEGASAMPLE = {
   pixelSelection: { first: 4.5, highest: 5, lowest: 5, mean: 6, median: 48, stdev: 23, count: 3.5, lastbandhigh: 5.5, lastbandlow: 6.5 } satisfies Record<PixelSelection, number>,
   /** Rescaling and colouring the reduced tile, per million pixels (three channels rescaled, or a colour map). */
   colorize: 25,
+  /** An algorithm over the tile, per million pixels of its output. */
+  algorithm: { hillshade: 35, slope: 65, terrarium: 15, terrainrgb: 15, normalizedIndex: 20 } satisfies Record<AlgorithmName, number>,
 };
 
 /** Work every decode takes whatever its size: the request's parse and signature, the cached snapshot, the answer. */

@@ -6,6 +6,7 @@
 // form: the bounds as a WGS 84 polygon, the info as its properties (so a source whose id ends in
 // `.geojson` has no plain /info).
 import type { IRequest } from "itty-router";
+import { documentBounds } from "../../shared/maps/antimeridian";
 import type { AssetDescription, SourceInfo } from "../../shared/protocol";
 import { MOSAIC_TMS } from "../../shared/maps/mosaic-json";
 import { cacheControlFor } from "../access/gate";
@@ -30,15 +31,7 @@ export const mapInfoHandler = (req: IRequest, env: Env, ctx: ExecutionContext) =
       : info.mosaic
         ? mosaicInfo(source.id, info)
         : cogInfo({ ...info, georeference });
-    const [west, south, east, north] = georeference.lonLatBounds;
-    const doc = feature
-      ? {
-          type: "Feature",
-          bbox: georeference.lonLatBounds,
-          geometry: { type: "Polygon", coordinates: [[[west, south], [east, south], [east, north], [west, north], [west, south]]] },
-          properties: body,
-        }
-      : body;
+    const doc = feature ? { type: "Feature", bbox: documentBounds(georeference.lonLatBounds), geometry: outline(georeference.lonLatBounds), properties: body } : body;
     return documentAnswer(req, JSON.stringify(doc), {
       "content-type": feature ? "application/geo+json" : "application/json",
       "cache-control": cacheControlFor(documentCacheControl(config, source), restriction),
@@ -46,6 +39,12 @@ export const mapInfoHandler = (req: IRequest, env: Env, ctx: ExecutionContext) =
     });
   })(req, env, ctx);
 };
+
+/** The bounds as a GeoJSON geometry: across 180°, its two parts (RFC 7946 cuts such a geometry there). */
+function outline([west, south, east, north]: [number, number, number, number]) {
+  const ring = (w: number, e: number) => [[[w, south], [e, south], [e, north], [w, north], [w, south]]];
+  return east > 180 ? { type: "MultiPolygon", coordinates: [ring(west, 180), ring(-180, east - 360)] } : { type: "Polygon", coordinates: ring(west, east) };
+}
 
 /** An EPSG code as its OGC URI (what rio-tiler writes); a user-defined CRS as its PROJ string. */
 export const crsUri = (crs: string) => {

@@ -1,10 +1,8 @@
 // What every route under /tiles/{id}/{tileMatrixSetId} needs first: the source's metadata, and
 // how it lies on that tile matrix set. A source that is not a map is a resource these routes do
-// not have (404), not a malformed request; one across the antimeridian is a map they cannot
-// serve yet (501).
+// not have (404), not a malformed request.
 import type { IRequest } from "itty-router";
 import { notFound } from "../../shared/errors";
-import { acrossAntimeridian } from "../../shared/maps/antimeridian";
 import type { Georeference, SourceInfo, SourceTiling } from "../../shared/protocol";
 import type { EdgeConfig, Env } from "../env";
 import { sourceInfo } from "../source-info";
@@ -23,8 +21,7 @@ export interface MapSource {
 
 /**
  * The source on the set `tileMatrixSetId` (a known one), once the request may see it (401 for a
- * restricted one without a grant); 404 when it is not georeferenced or not on that set, 501
- * across the antimeridian.
+ * restricted one without a grant); 404 when it is not georeferenced or not on that set.
  */
 export async function mapSource(
   source: SourceRef,
@@ -42,7 +39,7 @@ export async function mapSource(
 
 /**
  * The source as a map, whatever the tile matrix set (a point, its info, an area), once the request may see
- * it: the same rules as its tiles (401, 404 when not georeferenced, 501 across the antimeridian).
+ * it: the same rules as its tiles (401, 404 when not georeferenced).
  */
 export async function georeferencedSource(
   source: SourceRef,
@@ -56,6 +53,5 @@ export async function georeferencedSource(
   const restriction = await assertMaySee(source, info, req, { env, config, ctx, client });
   const { georeference } = info;
   if (!georeference) throw notFound(`source "${source.id}" is not georeferenced: it is served as an image only`);
-  if (georeference.crossesAntimeridian) throw acrossAntimeridian(source.id);
   return { info, georeference, restriction };
 }

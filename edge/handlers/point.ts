@@ -6,6 +6,7 @@
 import type { IRequest } from "itty-router";
 import { ASSUMED_CHANNELS } from "../../shared/cost";
 import { notFound } from "../../shared/errors";
+import { holdsPoint } from "../../shared/maps/antimeridian";
 import { canonicalPoint, DEFAULT_COORD_CRS, parsePointRequest } from "../../shared/maps/point-request";
 import { mosaicPointCost, pointCost } from "../../shared/maps/tile-cost";
 import { segment } from "../../shared/path-segment";
@@ -24,8 +25,7 @@ export const pointHandler: SourceHandler = async (source: SourceRef, req: IReque
   const point = parsePointRequest(segment(req.params.coords, "point"), new URL(req.url).searchParams);
   const { info, georeference, restriction } = await georeferencedSource(source, req, env, config, ctx);
   // A lon/lat point outside the bounds is outside the data: answered here, without admission.
-  const [west, south, east, north] = georeference.lonLatBounds;
-  if (point.coordCrs === DEFAULT_COORD_CRS && !(point.x >= west && point.x <= east && point.y >= south && point.y <= north)) {
+  if (point.coordCrs === DEFAULT_COORD_CRS && !holdsPoint(georeference.lonLatBounds, point.x, point.y)) {
     throw notFound(`point (${point.x}, ${point.y}) is outside the data`);
   }
   const canonical = canonicalPoint(point);

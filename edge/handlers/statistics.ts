@@ -8,6 +8,7 @@
 import type { IRequest } from "itty-router";
 import { ASSUMED_CHANNELS, type Cost } from "../../shared/cost";
 import { coarseAreaCost, fit } from "../../shared/maps/area-cost";
+import { ontoBounds } from "../../shared/maps/antimeridian";
 import { parseExpressions } from "../../shared/maps/expression";
 import { boundsOf, MAX_FEATURE_BODY_BYTES, parseFeatureBody, type FeatureBody } from "../../shared/maps/feature";
 import {
@@ -91,8 +92,10 @@ function coarseStatisticsCost(info: SourceInfo, stats: StatisticsRequest, body: 
 }
 
 /** The part of the source's width and height a lon/lat box covers (0 when it misses). */
-function lonLatShare(info: SourceInfo, [x0, y0, x1, y1]: [number, number, number, number]): [number, number] {
-  const [w, s, e, n] = info.georeference!.lonLatBounds;
+function lonLatShare(info: SourceInfo, box: [number, number, number, number]): [number, number] {
+  const { lonLatBounds } = info.georeference!;
+  const [w, s, e, n] = lonLatBounds;
+  const [x0, y0, x1, y1] = ontoBounds(box, lonLatBounds, 360);
   const width = Math.max(0, Math.min(x1, e) - Math.max(x0, w)) / (e - w);
   const height = Math.max(0, Math.min(y1, n) - Math.max(y0, s)) / (n - s);
   return [width, height];

@@ -5,12 +5,14 @@
 // cache, admission and the decoder, as an image is.
 import type { IRequest } from "itty-router";
 import { ASSUMED_CHANNELS, type Cost as Estimate } from "../../shared/cost";
+import { algorithmBuffer } from "../../shared/maps/algorithms";
 import { expressionNodes, parseExpressions } from "../../shared/maps/expression";
 import { badRequest } from "../../shared/errors";
 import { EMPTY_TILES } from "../../shared/maps/empty-tile";
 import { coarseTileRead, composeWork, mosaicAssetBound, mosaicReadWork, mosaicTileCost, readWork, squareOf, tileCost, type TileRead } from "../../shared/maps/tile-cost";
 import type { SourceInfo } from "../../shared/protocol";
 import { tileBounds, tileMatrix, tileMatrixSet, webMercatorZoom } from "../../shared/maps/tile-matrix-sets";
+import { ontoBounds, setWidth } from "../../shared/maps/antimeridian";
 import { canonicalTile, parseTileRequest, tileSide, type TileRequest } from "../../shared/maps/tile-request";
 import { segment } from "../../shared/path-segment";
 import { VERSION_HEADER } from "../../shared/protocol";
@@ -35,7 +37,9 @@ export const tileHandler: SourceHandler = async (source: SourceRef, req: IReques
   const tile = await withStoredStyle(parsed, env, config, ctx, forClient(req));
   const { info, tiling, restriction } = await mapSource(source, tile.tileMatrixSet, req, env, config, ctx);
   const tms = tileMatrixSet(tile.tileMatrixSet);
-  const read = coarseTileRead(info, tiling, tileBounds(tms, tile.z, tile.x, tile.y), tileMatrix(tms, tile.z)!.cellSize / tile.scale);
+  // On the set's far west (from 180°W), a tile of a source across ±180° meets its bounds past the east edge.
+  const bounds = ontoBounds(tileBounds(tms, tile.z, tile.x, tile.y), tiling.bounds, setWidth(tms));
+  const read = coarseTileRead(info, tiling, bounds, tileMatrix(tms, tile.z)!.cellSize / tile.scale);
   const canonical = canonicalTile(tile);
   const decode: DecodeRequest = {
     route: "tile",
@@ -61,7 +65,8 @@ export const tileHandler: SourceHandler = async (source: SourceRef, req: IReques
 function coarseTileCost(tile: TileRequest, info: SourceInfo, read: TileRead | undefined): Estimate {
   const program = tile.expression ? parseExpressions(tile.expression, "any") : undefined;
   const bands = program?.bands.length ?? tile.bidx?.length ?? info.channels ?? ASSUMED_CHANNELS;
-  const side = tileSide(tile);
+  // An algorithm's kernel reads beyond the tile's edges: the warps paint the grown square.
+  const side = tileSide(tile) + 2 * algorithmBuffer(tile.algorithm);
   const compose = (assets: number) =>
     composeWork({
       assets,
@@ -70,6 +75,7 @@ function coarseTileCost(tile: TileRequest, info: SourceInfo, read: TileRead | un
       nodes: program ? expressionNodes(program) : 0,
       pixelSelection: tile.pixelSelection ?? "first",
       format: tile.format,
+      algorithm: tile.algorithm,
     });
   if (info.mosaic) {
     const { mosaic } = info;

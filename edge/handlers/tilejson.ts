@@ -4,6 +4,7 @@
 import type { IRequest } from "itty-router";
 import { segment } from "../../shared/path-segment";
 import { VERSION_HEADER } from "../../shared/protocol";
+import { documentBounds, middleLongitude } from "../../shared/maps/antimeridian";
 import { edgeConfig, type Env } from "../env";
 import { withStoredStyle } from "../style-document";
 import { documentAnswer, documentCacheControl } from "../http-cache";
@@ -24,14 +25,15 @@ export const tileJsonHandler: SourceHandler = async (source: SourceRef, req: IRe
   const template = await withStoredStyle(parsed, env, config, ctx, forClient(req));
   const { info, georeference, tiling, restriction } = await mapSource(source, template.tileMatrixSet, req, env, config, ctx);
   const cited = citedSource(source, info, config);
-  const [west, south, east, north] = georeference.lonLatBounds;
+  const [, south, , north] = georeference.lonLatBounds;
   const doc = {
     tilejson: "3.0.0",
     name: source.id,
     tiles: [tileUrlTemplate(publicBase(req, config), cited, template, "{z}/{x}/{y}")],
     scheme: "xyz",
-    bounds: georeference.lonLatBounds,
-    center: [(west + east) / 2, (south + north) / 2, tiling.minZoom],
+    // Across ±180°, west > east, as the TileJSON specification has it.
+    bounds: documentBounds(georeference.lonLatBounds),
+    center: [middleLongitude(georeference.lonLatBounds), (south + north) / 2, tiling.minZoom],
     minzoom: tiling.minZoom,
     maxzoom: tiling.maxZoom,
     // A mosaic is a map only: it has no IIIF image to link to.

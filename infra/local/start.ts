@@ -49,6 +49,7 @@ async function main() {
 Tessera is running (${source} sources).
   Open the viewer: ${viewer.url}?id=test-pattern
   or the map:      ${viewer.url}map.html?id=utm-quadrants
+  terrain in 3D:   ${viewer.url}map.html?id=jacksboro-dem&terrain=1.5&rescale=230,1080&colormap_name=greys
   a whole image:   ${stack.url}/iiif/3/test-pattern/full/max/0/default.jpg
   info.json:       ${stack.url}/iiif/3/test-pattern/info.json
   TileJSON:        ${stack.url}/tiles/utm-quadrants/WebMercatorQuad/tilejson.json

@@ -5,16 +5,18 @@
 // bounds in longitude/latitude and in each tile matrix set's CRS, and the zooms to tile at. A
 // source without them (a scan, the IIIF test pattern), whose CRS cannot be resolved, or whose
 // outline has no place on the Earth (a point without longitude and latitude, or past a pole) is
-// an image only. A source across longitude ±180° is georeferenced but not tiled: the tile
-// matrix sets' bounds and the warp take longitudes within −180…180, so its tiles would be wrong.
+// an image only. A source across longitude ±180° has its bounds unwrapped, east past 180° (and
+// past the east edge of a set that goes round the Earth), so its two parts make one box; one
+// around a pole reaches the pole, as far as each set does (85.05° on WebMercatorQuad).
 // It also places a grid of control points and the outline in longitude and latitude, which the
-// edge (no proj4 there) builds the manifest's navPlace and georeference annotation from.
+// edge (no proj4 there) builds the manifest's navPlace and georeference annotation from; not for a
+// source across ±180° or around a pole, whose outline a fit in longitude would wrap the wrong way.
 import type { GeoTIFFImage } from "geotiff";
 import { FOOTPRINT_PER_SIDE, GRID_SIDE, type ControlPoint, type Georeference, type SourceTiling } from "../../shared/protocol";
 import type { LevelSize } from "../../shared/levels";
 import { TILE_MATRIX_SETS, type TileMatrixSet } from "../../shared/maps/tile-matrix-sets";
-import { conversion, crsConversion, crsOfGeoKeys, LON_LAT, setConversion, type Crs } from "../maps/crs";
-import { applyAffine, type Affine } from "../maps/transformer";
+import { conversion, crsConversion, crsOfGeoKeys, LON_LAT, setConversion, setCrs, type Conversion, type Crs } from "../maps/crs";
+import { applyAffine, invertAffine, type Affine } from "../maps/transformer";
 import type { Log } from "../runtime/log";
 
 /** A georeferenced source as the warp uses it, and as SourceInfo describes it. */
@@ -23,7 +25,19 @@ export interface SourceGeo {
   /** Full-resolution pixel (column, row) → the CRS's coordinates, in proj4's units. */
   pixelToCrs: Affine;
   info: Georeference;
+  /**
+   * A geographic source across ±180° (170°…190°, say): the longitude its range is centred on.
+   * A longitude converted to it is moved by 360° to within 180° of it, so −175° is read at 185°.
+   */
+  centreLongitude?: number;
+  /** The source straddles ±180° (and holds no pole): measured in a CRS that goes round the Earth, it is unwrapped. */
+  acrossAntimeridian?: true;
 }
+
+type Box = [number, number, number, number];
+
+/** Where a source's outline lies (placeOnEarth). */
+export type Place = "on the Earth" | "across the antimeridian" | "around the north pole" | "around the south pole" | "nowhere";
 
 /** GTRasterTypeGeoKey: each pixel's coordinates name its centre, not its corner. */
 const PIXEL_IS_POINT = 2;
@@ -51,24 +65,47 @@ export function readGeoreference(image: GeoTIFFImage, levels: LevelSize[], label
   const pixelToCrs: Affine = [native[0] * sx, native[1] * sx, native[2] * sx, native[3] * sy, native[4] * sy, native[5] * sy];
   const toLonLat = conversion(crs.definition, LON_LAT);
   const lonLat = perimeter(full).map(([c, r]) => toLonLat(...applyAffine(pixelToCrs, c, r)));
-  const place = placeOnEarth(lonLat, pixelDiagonal(pixelToCrs, toLonLat));
+  const place = placeOnEarth(lonLat, pixelDiagonal(pixelToCrs, toLonLat), (latitude) => holdsPole(latitude, crs, pixelToCrs, full));
   if (place === "nowhere") {
     unusable("its outline has no place on the Earth");
     return undefined;
   }
-  const crossing = place === "across the antimeridian";
   const tiling: Record<string, SourceTiling> = {};
-  for (const tms of crossing ? [] : TILE_MATRIX_SETS.values()) {
-    const on = tilingOn(tms, levels, pixelToCrs, crs);
+  const lonLatBounds = lonLatBoundsOf(lonLat, place);
+  for (const tms of TILE_MATRIX_SETS.values()) {
+    const on = tilingOn(tms, levels, pixelToCrs, crs, place, lonLatBounds);
     if (on) tiling[tms.id] = on;
   }
-  const info: Georeference = { crs: crs.name, bbox, lonLatBounds: envelope(lonLat), tiling, ...(crossing && { crossesAntimeridian: true }) };
+  const crossing = place !== "on the Earth";
+  const info: Georeference = { crs: crs.name, bbox, lonLatBounds, tiling, ...(crossing && { crossesAntimeridian: true }) };
   const placed = controlPoints(full, (c, r) => toLonLat(...applyAffine(pixelToCrs, c, r)));
-  // Across ±180° a GeoJSON outline and a fit in longitude would wrap the wrong way round the world.
-  if (crossing) unusable("no control points: it crosses the antimeridian");
+  if (crossing) unusable(`no control points: it lies ${place}`);
   else if (!placed) unusable("no control points: a point of its grid or outline has no longitude and latitude");
   else Object.assign(info, placed);
-  return { crs, pixelToCrs, info };
+  if (place !== "across the antimeridian") return { crs, pixelToCrs, info };
+  const centre = GEOGRAPHIC.test(crs.definition) ? applyAffine(pixelToCrs, full.width / 2, full.height / 2)[0] : undefined;
+  return { crs, pixelToCrs, info, acrossAntimeridian: true, ...(centre !== undefined && { centreLongitude: centre }) };
+}
+
+/** A CRS of longitude and latitude, whose longitudes a source may carry past ±180°. */
+const GEOGRAPHIC = /\+proj=longlat\b/;
+
+/**
+ * Conversion from `from` to the source's CRS; for a geographic source across ±180°, its
+ * longitudes moved by 360° into the source's own range (a tile at −175° reads 185°).
+ */
+export function toSourceCrs(geo: SourceGeo, from: Crs): Conversion {
+  return intoSourceRange(geo, crsConversion(from, geo.crs));
+}
+
+/** `convert` (into the source's CRS), its longitudes moved into a geographic source's own range. */
+export function intoSourceRange(geo: SourceGeo, convert: Conversion): Conversion {
+  const centre = geo.centreLongitude;
+  if (centre === undefined) return convert;
+  return (x, y) => {
+    const [lon, lat] = convert(x, y);
+    return [lon - 360 * Math.round((lon - centre) / 360), lat];
+  };
 }
 
 /** Degrees kept: 1e-8° is about a millimetre, far below any pixel a COG is likely to have. */
@@ -102,16 +139,57 @@ function controlPoints(full: LevelSize, toLonLat: (column: number, row: number) 
 
 /**
  * Where the image's outline (its perimeter in longitude and latitude, in order) lies:
- * "nowhere" when a point has no longitude and latitude or lies past a pole; "across the
- * antimeridian" when it goes past longitude ±180° or jumps half the world between neighbours
- * (a projected source that straddles ±180°, or one around a pole). `slack`, about a pixel,
- * lets a global raster's edge pixels reach a little past ±180° and ±90°.
+ * "nowhere" when a point has no longitude and latitude or lies past a pole; around a pole when
+ * the image holds it (`holds`); "across the antimeridian" when the outline goes past longitude
+ * ±180° or jumps half the world between neighbours (a projected source that straddles ±180°).
+ * `slack`, about a pixel, lets a global raster's edge pixels reach a little past ±180° and ±90°.
  */
-function placeOnEarth(lonLat: [number, number][], slack: number): "on the Earth" | "across the antimeridian" | "nowhere" {
+function placeOnEarth(lonLat: [number, number][], slack: number, holds: (latitude: 90 | -90) => boolean): Place {
   if (!lonLat.every(([lon, lat]) => Number.isFinite(lon) && Math.abs(lat) <= 90 + slack)) return "nowhere";
+  if (holds(90)) return "around the north pole";
+  if (holds(-90)) return "around the south pole";
   const past = lonLat.some(([lon]) => Math.abs(lon) > 180 + slack);
-  const jumps = lonLat.some(([lon], i) => Math.abs(lon - lonLat[(i + 1) % lonLat.length][0]) > 180);
-  return past || jumps ? "across the antimeridian" : "on the Earth";
+  return past || jumps(lonLat, 360) ? "across the antimeridian" : "on the Earth";
+}
+
+/** Whether the outline jumps more than half of `period` between neighbours: it wraps round. */
+const jumps = (points: [number, number][], period: number) => points.some(([x], i) => Math.abs(x - points[(i + 1) % points.length][0]) > period / 2);
+
+/** Whether the pole at `latitude` lies strictly inside the image (on its edge, a global raster's, it is no cap of its own). */
+function holdsPole(latitude: 90 | -90, crs: Crs, pixelToCrs: Affine, full: LevelSize): boolean {
+  const [column, row] = applyAffine(invertAffine(pixelToCrs), ...conversion(LON_LAT, crs.definition)(0, latitude));
+  const inside = (v: number, size: number) => v > 1e-6 && v < size - 1e-6;
+  return inside(column, full.width) && inside(row, full.height);
+}
+
+/**
+ * The outline's bounds in longitude and latitude: across ±180°, unwrapped (west within
+ * −180…180, east past 180); around a pole, every longitude up to the pole.
+ */
+function lonLatBoundsOf(lonLat: [number, number][], place: Place): Box {
+  if (place === "around the north pole") return [-180, Math.min(...lonLat.map((p) => p[1])), 180, 90];
+  if (place === "around the south pole") return [-180, -90, 180, Math.max(...lonLat.map((p) => p[1]))];
+  return place === "across the antimeridian" ? fromWest(envelope(unwrapped(lonLat, 360)), -180, 360) : envelope(lonLat);
+}
+
+/** The points with each x moved by whole `period`s to within half a period of the one before: one continuous outline. */
+function unwrapped(points: [number, number][], period: number): [number, number][] {
+  const out: [number, number][] = [];
+  for (const [x, y] of points) {
+    const before = out.length ? out[out.length - 1][0] : x;
+    out.push([x - period * Math.round((x - before) / period), y]);
+  }
+  return out;
+}
+
+/**
+ * `box` moved by whole `period`s so its west edge lies within [west, west + period); one a whole
+ * period wide (a 0–360° grid) is all of it, from `west`.
+ */
+function fromWest([x0, y0, x1, y1]: Box, west: number, period: number): Box {
+  if (x1 - x0 >= period * (1 - 1e-9)) return [west, y0, west + period, y1];
+  const shift = period * Math.floor((x0 - west) / period);
+  return [x0 - shift, y0, x1 - shift, y1];
 }
 
 /** The length in degrees of the first pixel's diagonal (0 when it has no place). */
@@ -149,19 +227,67 @@ function geoTransform(image: GeoTIFFImage, pixelIsPoint: boolean): Affine | unde
  * in the set's CRS, and the zooms that resolution and the smallest level's call for. Undefined
  * when no part of the outline has coordinates in the set's CRS.
  */
-export function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, crs: Crs): SourceTiling | undefined {
+export function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, crs: Crs, place: Place, lonLat: Box): SourceTiling | undefined {
   const toSet = setConversion(crs, tms.id);
-  const points = outline(levels[0], pixelToCrs, toSet);
-  if (!points) return undefined;
-  const [minX, minY, maxX, maxY] = tms.extent;
-  const [x0, y0, x1, y1] = envelope(points);
-  const bounds: [number, number, number, number] = [Math.max(x0, minX), Math.max(y0, minY), Math.min(x1, maxX), Math.min(y1, maxY)];
+  const period = periodOf(setCrs(tms.id));
+  const placed = placedBy(levels[0], pixelToCrs, toSet, place === "across the antimeridian" && period ? { period, lonLat } : undefined);
+  if (!placed) return undefined;
+  const bounds = boundsOn(tms, placed.extent, place, period);
   if (!(bounds[0] < bounds[2] && bounds[1] < bounds[3])) return undefined;
-  const resolution = suggestedResolution(levels[0], pixelToCrs, toSet, [x0, y0, x1, y1]);
+  const { resolution } = placed;
   const smallest = levels[levels.length - 1];
   const shrink = Math.max(levels[0].width / smallest.width, levels[0].height / smallest.height);
   const maxZoom = zoomFor(tms, resolution);
   return { bounds, minZoom: Math.min(zoomFor(tms, resolution * shrink), maxZoom), maxZoom, resolution };
+}
+
+/**
+ * The source's bounds on `tms` from the `extent` of its outline there, within the set's bounding
+ * box; on a set that goes round the Earth (`period`, its width), a source across ±180° keeps its
+ * extent (from its longitudes: the west edge within the set, the east past it), and one around a
+ * pole spans the set's width from its outline's far latitude to the set's edge nearest the pole.
+ */
+function boundsOn(tms: TileMatrixSet, [x0, y0, x1, y1]: Box, place: Place, period: number): Box {
+  const [left, bottom, right, top] = tms.extent;
+  if (period && place === "around the north pole") return [left, Math.max(y0, bottom), right, top];
+  if (period && place === "around the south pole") return [left, bottom, right, Math.min(y1, top)];
+  const across = place === "across the antimeridian" && period > 0;
+  return [across ? x0 : Math.max(x0, left), Math.max(y0, bottom), across ? x1 : Math.min(x1, right), Math.min(y1, top)];
+}
+
+const periods = new Map<string, number>();
+
+/**
+ * How far x goes once round the Earth in `crs`, when its x runs from −period/2 at 180°W to
+ * period/2 at 180°E (lon/lat, Web Mercator); 0 when it does not (a UTM zone, a polar
+ * projection, a Mercator centred elsewhere).
+ */
+function periodOf(crs: Crs): number {
+  let period = periods.get(crs.definition);
+  if (period === undefined) {
+    const toCrs = conversion(LON_LAT, crs.definition);
+    const [west, middle, east] = [-179.999, 0, 179.999].map((lon) => toCrs(lon, 0)[0]);
+    const centred = Math.abs(middle) <= (east - west) * 1e-9 && Math.abs(east + west) <= (east - west) * 1e-6;
+    period = west < middle && middle < east && centred ? ((east - west) * 180) / 179.999 : 0;
+    if (periods.size >= 256) periods.clear(); // the sets' CRSs and the few areas are painted in; never unbounded
+    periods.set(crs.definition, period);
+  }
+  return period;
+}
+
+/**
+ * The outline's extent through `convert` and the resolution gdalwarp would suggest there.
+ * Undefined when no part of it has coordinates there. `wrap`: a source across ±180° in a CRS
+ * `period` round the Earth, where x follows longitude alone: its x spans its longitudes' share
+ * (the outline's own points there jump at 180°, and lose a side that runs along a pole), and the
+ * corners' distance is taken the short way round.
+ */
+function placedBy(full: LevelSize, pixelToCrs: Affine, convert: Conversion, wrap?: { period: number; lonLat: Box }): { extent: Box; resolution: number } | undefined {
+  const points = outline(full, pixelToCrs, convert);
+  if (!points) return undefined;
+  const [x0, y0, x1, y1] = envelope(points);
+  const extent: Box = wrap ? [(wrap.lonLat[0] * wrap.period) / 360, y0, (wrap.lonLat[2] * wrap.period) / 360, y1] : [x0, y0, x1, y1];
+  return { extent, resolution: suggestedResolution(full, pixelToCrs, convert, extent, wrap?.period ?? 0) };
 }
 
 /**
@@ -170,22 +296,21 @@ export function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Af
  * coordinates in `crs`.
  */
 export function placementIn(geo: SourceGeo, full: LevelSize, crs: Crs): { bounds: number[]; resolution: number } | undefined {
-  const toGrid = crsConversion(geo.crs, crs);
-  const points = outline(full, geo.pixelToCrs, toGrid);
-  if (!points) return undefined;
-  const bounds = envelope(points);
-  return { bounds, resolution: suggestedResolution(full, geo.pixelToCrs, toGrid, bounds) };
+  const period = geo.acrossAntimeridian ? periodOf(crs) : 0;
+  const placed = placedBy(full, geo.pixelToCrs, crsConversion(geo.crs, crs), period ? { period, lonLat: geo.info.lonLatBounds } : undefined);
+  return placed && { bounds: placed.extent, resolution: placed.resolution };
 }
 
 /**
  * gdalwarp's suggested output pixel size: the distance between the transformed top-left and
  * bottom-right corners over the image's diagonal in pixels (the envelope's diagonal when a
- * corner has no image in the target CRS).
+ * corner has no image in the target CRS); in a CRS `period` round the Earth, the corners'
+ * distance the short way round.
  */
-function suggestedResolution(full: LevelSize, pixelToCrs: Affine, toSet: (x: number, y: number) => [number, number], extent: number[]): number {
+function suggestedResolution(full: LevelSize, pixelToCrs: Affine, toSet: Conversion, extent: number[], period = 0): number {
   const [ax, ay] = toSet(...applyAffine(pixelToCrs, 0, 0));
   const [bx, by] = toSet(...applyAffine(pixelToCrs, full.width, full.height));
-  let dx = bx - ax;
+  let dx = period ? bx - ax - period * Math.round((bx - ax) / period) : bx - ax;
   let dy = by - ay;
   if (!Number.isFinite(dx) || !Number.isFinite(dy) || dx === 0 || dy === 0) {
     dx = extent[2] - extent[0];
@@ -231,7 +356,7 @@ const corners = ({ width, height }: LevelSize): [number, number][] => [
   [width, height],
 ];
 
-function envelope(points: [number, number][]): [number, number, number, number] {
+function envelope(points: [number, number][]): Box {
   const xs = points.map((p) => p[0]);
   const ys = points.map((p) => p[1]);
   return [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)];

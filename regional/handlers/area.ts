@@ -6,7 +6,6 @@
 // with what helps when it is too large. A feature's area is its polygons' bounds, masked outside
 // them (GDAL's rasterization: pixel centres, even-odd).
 import { badRequest, notFound } from "../../shared/errors";
-import { acrossAntimeridian } from "../../shared/maps/antimeridian";
 import { canonicalArea, parseAreaRequest, splitFormat, type AreaRequest } from "../../shared/maps/area-request";
 import type { Cog } from "../cog/cog";
 import type { DecoderContext } from "../decoder";
@@ -73,7 +72,6 @@ function areaDecode(id: string, req: AreaRequest, { version, signal, grant }: Ro
 /** An area of a COG, costed and ready to run; a feature's `geometries` mask it. */
 export function prepareArea(cog: Cog, id: string, req: AreaRequest, signal: AbortSignal, geometries?: Geometry[]): Promise<PreparedDecode> {
   if (!cog.geo) throw notFound(`source "${id}" is not georeferenced: it is served as an IIIF image`);
-  if (cog.geo.info.crossesAntimeridian) throw acrossAntimeridian(id);
   const grid = areaGrid(cog.levels[0], cog.geo, req);
   return composeTile([cogAsset(cog, req, id)], painted(req, grid, geometries), `${id} ${canonicalArea(req)}`, signal);
 }

@@ -3,7 +3,6 @@
 // run as every decode runs (handlers/decode.ts). A mosaic's assets there are those its index lists
 // for the tile at its maxzoom holding the point.
 import { HttpError, notFound } from "../../shared/errors";
-import { acrossAntimeridian } from "../../shared/maps/antimeridian";
 import { MOSAIC_TMS } from "../../shared/maps/mosaic-json";
 import { canonicalPoint, parsePointRequest, type PointRequest } from "../../shared/maps/point-request";
 import { tileAt, tileMatrix, tileMatrixSet, zoomRange } from "../../shared/maps/tile-matrix-sets";
@@ -32,7 +31,6 @@ export const point: Handler<PointParams> = ({ params, query, version, signal, gr
 
 function checkMap(cog: Cog, id: string): void {
   if (!cog.geo) throw notFound(`source "${id}" is not georeferenced`);
-  if (cog.geo.info.crossesAntimeridian) throw acrossAntimeridian(id);
 }
 
 function mosaicPoint(decoder: DecoderContext, mosaic: Mosaic, id: string, req: PointRequest, what: string, signal: AbortSignal, grant: Parameters<typeof runDecode>[4]) {

@@ -7,7 +7,6 @@
 // is admitted as one decode: within the DO's grant and the work budget, else 413 telling the
 // client to use max_size. The numbers: maps/statistics.ts.
 import { notFound } from "../../shared/errors";
-import { acrossAntimeridian } from "../../shared/maps/antimeridian";
 import type { Cost } from "../../shared/cost";
 import type { AreaRequest } from "../../shared/maps/area-request";
 import { parseExpressions } from "../../shared/maps/expression";
@@ -81,7 +80,6 @@ function withAreaAssets<R>(
 ): Promise<R> {
   if (opened instanceof Mosaic) return withMosaicArea(opened, id, area, decoder.mosaicTiles, signal, use);
   if (!opened.geo) throw notFound(`source "${id}" is not georeferenced: it is served as an IIIF image`);
-  if (opened.geo.info.crossesAntimeridian) throw acrossAntimeridian(id);
   return use([cogAsset(opened, area, id)], areaGrid(opened.levels[0], opened.geo, area));
 }
 

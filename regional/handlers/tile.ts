@@ -1,12 +1,11 @@
 // GET /v1/tiles/{id}/{tileMatrixSet}/{z}/{x}/{y}[@2x].{ext}?{query}&version=V: a web-map tile of
 // a georeferenced source or a mosaic, parsed (400) before the source is opened. Everything else
 // that can be refused is refused before any pixel I/O: a source that is not georeferenced (404),
-// one across the antimeridian (501), a band past its count, float data without a rescale, or
-// rescale ranges that are not one per band (400). Its cost is the window the warp will really
+// a band past its count, float data without a rescale, or rescale ranges that are not one per
+// band (400). Its cost is the window the warp will really
 // read, so it is admitted like an image: within the DO's grant, the work budget, 413 or
 // GrantExceeded. A COG's tile is a mosaic of one asset (maps/compose-tile.ts).
 import { notFound } from "../../shared/errors";
-import { acrossAntimeridian } from "../../shared/maps/antimeridian";
 import { canonicalTile, parseTileRequest, type TileRequest } from "../../shared/maps/tile-request";
 import type { Cog } from "../cog/cog";
 import type { Handler } from "../http/router";
@@ -32,6 +31,5 @@ export const tile: Handler<TileParams> = ({ params, query, version, signal, gran
 /** A COG's tile decode, costed and ready to run on the opened source. */
 function prepareTile(cog: Cog, id: string, req: TileRequest, signal: AbortSignal): Promise<PreparedDecode> {
   if (!cog.geo) throw notFound(`source "${id}" is not georeferenced`);
-  if (cog.geo.info.crossesAntimeridian) throw acrossAntimeridian(id);
   return composeTile([cogAsset(cog, req, id)], req, `${id} ${canonicalTile(req)}`, signal);
 }

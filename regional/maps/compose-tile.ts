@@ -8,6 +8,7 @@
 import { isMainThread } from "node:worker_threads";
 import type { Cost, Partition } from "../../shared/cost";
 import { badRequest } from "../../shared/errors";
+import { ALGORITHMS, algorithmBuffer, parametersOf } from "../../shared/maps/algorithms";
 import { expressionEvaluation, expressionNodes, parseExpressions, type BandPlane, type ExpressionProgram } from "../../shared/maps/expression";
 import { AREA_WORK_HELP, composeWork, TILE_WORK_HELP, type OutputFormat, type OutputSize } from "../../shared/maps/tile-cost";
 import type { PixelSelection, StyleFields } from "../../shared/maps/style";
@@ -17,11 +18,14 @@ import { bandLayout } from "../cog/bands";
 import type { PreparedDecode } from "../render/prepared-decode";
 import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
+import { tileMatrix, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { applyAlgorithm, type GridCells } from "./algorithms";
+import { isGeographic, setCrs } from "./crs";
 import { pixelSelection, type AssetTuple } from "./pixel-selection";
 import { areaTiff } from "./area-tiff";
 import { featureMask, maskCost, type PixelRings } from "./feature-mask";
 import { encodeTile, valueRanges, type RenderedTile } from "./render-tile";
-import { plannedCost, planGrid, planTile, warpPlanned, type OutputGrid, type WarpPlan } from "./warp";
+import { bufferedGrid, plannedCost, planGrid, planTile, warpPlanned, type OutputGrid, type WarpPlan } from "./warp";
 
 /** One band an asset brings: its name in expressions, and where it is stored. */
 export interface AssetBand {
@@ -134,9 +138,17 @@ async function compose(assets: TileAsset[], req: PaintRequest, signal: AbortSign
   }
   const components = stage === "before_channels" ? first.bands.length : (program?.channels.length ?? first.channels.length);
   checkSameBands(assets);
-  const reads = await planAssets(assets, req, new Slices(signal));
-  const size: OutputSize = { width: reads[0][0].plan.width, height: reads[0][0].plan.height };
-  const pixels = size.width * size.height;
+  const made = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? first.channels.length) - (lastband ? 1 : 0);
+  const algorithm = req.algorithm ? ALGORITHMS[req.algorithm] : undefined;
+  if (algorithm && made !== algorithm.inputs) {
+    throw badRequest(`${req.algorithm} reads ${algorithm.inputs} channel${algorithm.inputs === 1 ? "" : "s"}, and the source gives ${made}; choose them with bidx or an expression`);
+  }
+  const buffer = algorithmBuffer(req.algorithm);
+  const reads = await planAssets(assets, req, buffer, new Slices(signal));
+  // The warps paint the output grown by the algorithm's buffer; the algorithm gives the output.
+  const readSize: OutputSize = { width: reads[0][0].plan.width, height: reads[0][0].plan.height };
+  const size: OutputSize = { width: readSize.width - 2 * buffer, height: readSize.height - 2 * buffer };
+  const pixels = readSize.width * readSize.height;
   // The reducer's planes: two a component (value, validity); the stack statistics keep every asset's.
   const stacked = req.pixelSelection === "median" || req.pixelSelection === "stdev" || req.pixelSelection === "mean";
   const reducing = pixels * components * 5 * (stacked ? assets.length + 1 : 2);
@@ -148,16 +160,39 @@ async function compose(assets: TileAsset[], req: PaintRequest, signal: AbortSign
   const mask = "polygons" in req && req.polygons ? maskCost(req.polygons, size.width, size.height) : { bytes: 0, work: 0 };
   const cost = {
     bytes: readCosts.reduce((sum, c) => sum + c.bytes, 0) + reducing + tiff + mask.bytes,
-    work: readCosts.reduce((sum, c) => sum + c.work, 0) + mask.work + composeWork({ assets: assets.length, size, components, nodes, pixelSelection: mode, format: req.format }),
+    work:
+      readCosts.reduce((sum, c) => sum + c.work, 0) +
+      mask.work +
+      composeWork({ assets: assets.length, size: readSize, components, nodes, pixelSelection: mode, format: req.format, algorithm: req.algorithm }),
   };
-  const channelCount = req.pixelSelection === "count" ? 1 : (program?.channels.length ?? first.channels.length) - (lastband ? 1 : 0);
   // An image maps values to 0–255; a GeoTIFF or statistics keep them.
-  const ranges = req.format === undefined || req.format === "tif" ? undefined : valueRanges(first.bands[0].cog, req, channelCount);
-  return { assets, reads, req, program, stage, mode, components, size, ranges, cost };
+  const image = req.format !== undefined && req.format !== "tif";
+  const ranges = !image ? undefined : algorithm ? algorithmRanges(req) : valueRanges(first.bands[0].cog, req, made);
+  return { assets, reads, req, program, stage, mode, components, readSize, size, ranges, cost };
+}
+
+/** What an algorithm's output channels span: the request's rescale, else the algorithm's own range (a colour map without rescale reads raw values). */
+function algorithmRanges(req: PaintRequest): [number, number][] | undefined {
+  const algorithm = ALGORITHMS[req.algorithm!];
+  if (req.rescale) return Array.from({ length: algorithm.outputs }, (_, i) => req.rescale![req.rescale!.length === 1 ? 0 : i]);
+  if (req.colormap) return undefined;
+  return Array.from({ length: algorithm.outputs }, () => algorithm.range(parametersOf(req.algorithm!, req.algorithmParams)));
+}
+
+/** The output grid's cells, which hillshade and slope measure their gradients on. */
+function gridCells(req: PaintRequest): GridCells {
+  if ("grid" in req) return { xSize: req.grid.affine[1], ySize: req.grid.affine[5], geographic: isGeographic(req.grid.crs) };
+  const tms = tileMatrixSet(req.tileMatrixSet);
+  const cell = tileMatrix(tms, req.z)!.cellSize / req.scale;
+  return { xSize: cell, ySize: -cell, geographic: isGeographic(setCrs(tms.id)) };
 }
 
 /** The names of a composition's output channels: `count`, the expression's channels, or its bands'. */
 function channelNames({ req, program, assets }: Composition): string[] {
+  if (req.algorithm) {
+    const outputs = ALGORITHMS[req.algorithm].outputs;
+    return outputs === 1 ? [req.algorithm] : Array.from({ length: outputs }, (_, i) => `${req.algorithm}_${i + 1}`);
+  }
   if (req.pixelSelection === "count") return ["count"];
   if (program && req.expression) return req.expression.split(";").map((text) => text.trim());
   const lastband = req.pixelSelection === "lastbandhigh" || req.pixelSelection === "lastbandlow";
@@ -189,6 +224,8 @@ interface Composition {
   mode: PixelSelection;
   /** Components of each asset's tuple. */
   components: number;
+  /** The output grown by the algorithm's buffer: what the warps paint. */
+  readSize: OutputSize;
   size: OutputSize;
   ranges: [number, number][] | undefined;
   cost: Cost;
@@ -207,17 +244,18 @@ async function paint(tile: Composition, slices: Slices, work: Reservation): Prom
   const { format } = req;
   if (format === "tif" && "grid" in req) {
     // Values no longer a band's own (an expression, a statistic over assets) are written as floats.
-    const float = tile.program !== undefined || ["mean", "stdev", "median"].includes(tile.mode);
+    const float = (req.algorithm ? ALGORITHMS[req.algorithm].outputType === "float32" : tile.program !== undefined) || ["mean", "stdev", "median"].includes(tile.mode);
     return areaTiff({ ...out, ...size, names: channelNames(tile) }, req.grid, tile.assets[0].bands[0].cog, float, req.nodata, slices);
   }
   if (format === undefined || format === "tif") throw new Error("a composition without an image format has values, not an image: composeValues");
-  return encodeTile({ ...size, bands: out.bands, valid: out.valid }, { ...req, format }, tile.ranges, slices);
+  const lossless = req.algorithm !== undefined && ALGORITHMS[req.algorithm].exact;
+  return encodeTile({ ...size, bands: out.bands, valid: out.valid }, { ...req, format }, tile.ranges, slices, lossless);
 }
 
-/** Each asset warped and made a tuple, in paint order; the tuples reduced; the channels computed. */
+/** Each asset warped and made a tuple, in paint order; the tuples reduced; the channels computed; the algorithm applied. */
 async function composeTuple(tile: Composition, slices: Slices, work: Reservation): Promise<AssetTuple> {
-  const { assets, req, program, stage, mode, size } = tile;
-  const pixels = size.width * size.height;
+  const { assets, req, program, stage, mode, readSize } = tile;
+  const pixels = readSize.width * readSize.height;
   const tupleAt = async (i: number) => {
     const planes = await warpAsset(tile.reads[i], req, slices, work);
     return stage === "before_channels" ? tupleOf(assets[i].bands.map((b) => planes.get(b.name)!)) : channels(program, assets[i], planes, pixels, slices);
@@ -231,7 +269,8 @@ async function composeTuple(tile: Composition, slices: Slices, work: Reservation
     for (let i = 0; i < assets.length && !reducer.done; i++) await reducer.add(await tupleAt(i));
     reduced = await reducer.result();
   }
-  return stage === "before_channels" ? await afterReduction(program, req, assets[0], reduced, pixels, slices) : reduced;
+  const made = stage === "before_channels" ? await afterReduction(program, req, assets[0], reduced, pixels, slices) : reduced;
+  return req.algorithm ? applyAlgorithm(req.algorithm, req.algorithmParams, made, tile.size, gridCells(req), slices) : made;
 }
 
 /** `req` on one COG, rendered outside a server: its work reserved from the COG's budget, fail-fast. */
@@ -246,20 +285,20 @@ export async function renderTile(cog: Cog, req: TileRequest, signal = new AbortC
 }
 
 /** Every asset's warp plans, in paint order. */
-async function planAssets(assets: TileAsset[], req: PaintRequest, slices: Slices): Promise<PlannedRead[][]> {
+async function planAssets(assets: TileAsset[], req: PaintRequest, buffer: number, slices: Slices): Promise<PlannedRead[][]> {
   const reads: PlannedRead[][] = [];
-  for (const asset of assets) reads.push(await planReads(asset, req, slices));
+  for (const asset of assets) reads.push(await planReads(asset, req, buffer, slices));
   return reads;
 }
 
-/** One warp plan a COG of the asset, reading all of that COG's bands the asset needs at once. */
-async function planReads(asset: TileAsset, req: PaintRequest, slices: Slices): Promise<PlannedRead[]> {
+/** One warp plan a COG of the asset (the output grown by `buffer`), reading all of that COG's bands the asset needs at once. */
+async function planReads(asset: TileAsset, req: PaintRequest, buffer: number, slices: Slices): Promise<PlannedRead[]> {
   const byCog = new Map<Cog, AssetBand[]>();
   for (const band of asset.bands) byCog.set(band.cog, [...(byCog.get(band.cog) ?? []), band]);
   const reads: PlannedRead[] = [];
   for (const [cog, bands] of byCog) {
     const bidx = bands.map((b) => b.band);
-    const plan = "grid" in req ? await planGrid(cog, req.grid, bidx, req.resampling, slices) : await planTile(cog, { ...req, bidx }, slices);
+    const plan = "grid" in req ? await planGrid(cog, bufferedGrid(req.grid, buffer), bidx, req.resampling, slices) : await planTile(cog, { ...req, bidx }, slices, buffer);
     reads.push({ cog, bands, plan });
   }
   return reads;

@@ -42,21 +42,10 @@ export function crsOfGeoKeys(keys: Record<string, unknown> | null | undefined): 
   if (FATAL.some((e) => errors[e] !== undefined)) return undefined;
   // Linear or angular positions only: EPSG also names speeds and scales as "units".
   if (!["metre", "degree"].includes(converted.coordinatesUnits)) return undefined;
-  const definition = polarOrigin(converted.proj4.trim());
+  const definition = repaired(converted.proj4.trim());
   if (!definition || !usable(definition)) return undefined;
   const { x, y } = converted.coordinatesConversionParameters;
   return { name: epsg === undefined ? definition : `EPSG:${epsg}`, definition, unitScale: [x, y] };
-}
-
-/**
- * The tables write a polar stereographic of variant B (EPSG:3031, Antarctica's) with its standard
- * parallel and no latitude of origin, which proj4 then takes as the equator; its origin is the
- * pole on the parallel's side, as PROJ reads the same CRS.
- */
-function polarOrigin(definition: string): string {
-  const parallel = /\+lat_ts=(-?[\d.]+)/.exec(definition)?.[1];
-  if (!/\+proj=stere\b/.test(definition) || /\+lat_0=/.test(definition) || parallel === undefined) return definition;
-  return definition.replace("+proj=stere", `+proj=stere +lat_0=${Number(parallel) < 0 ? -90 : 90}`);
 }
 
 /** Whether `crs` is tile matrix set `tmsId`'s own. */
@@ -79,6 +68,9 @@ export function setCrs(tmsId: string): Crs {
 }
 
 const knownSetCrs = new Map<string, Crs>();
+
+/** Whether `crs` counts in degrees of longitude and latitude. */
+export const isGeographic = (crs: Crs) => /\+proj=longlat\b/.test(crs.definition);
 
 /** Whether two CRSs are one: coordinates in one are the other's, without conversion. */
 export const sameCrs = (a: Crs, b: Crs) => a.name === b.name;
@@ -140,6 +132,25 @@ export function conversion(from: string, to: string): Conversion {
     conversions.set(key, convert);
   }
   return convert;
+}
+
+/**
+ * Two methods the bundled tables spell so that proj4 misreads them, spelt as EPSG defines them:
+ * a polar stereographic CRS (variant B: EPSG:3031, 3976, 3995) without its latitude of origin,
+ * which proj4 then takes as the equator, gets the pole on its standard parallel's side; a
+ * Mercator (variant B: EPSG:3994, 3388, 5641) whose standard parallel is given as lat_1, which
+ * proj4's merc ignores, gets it as lat_ts.
+ */
+function repaired(definition: string): string {
+  const parallel = (key: string) => new RegExp(`\\+${key}=(-?[\\d.]+)`).exec(definition)?.[1];
+  if (/\+proj=stere\b/.test(definition) && !/\+lat_0=/.test(definition) && parallel("lat_ts") !== undefined) {
+    return `${definition} +lat_0=${Number(parallel("lat_ts")) < 0 ? -90 : 90}`;
+  }
+  const first = parallel("lat_1");
+  if (/\+proj=merc\b/.test(definition) && first !== undefined && parallel("lat_ts") === undefined) {
+    return definition.replace(/ \+lat_ts=\S*/, "").replace(/\+lat_1=\S+/, `+lat_ts=${first}`);
+  }
+  return definition;
 }
 
 function usable(definition: string): boolean {

@@ -9,6 +9,7 @@ import { pointCost } from "../../shared/maps/tile-cost";
 import { DEFAULT_COORD_CRS, type PointRequest } from "../../shared/maps/point-request";
 import type { Cog, LevelWindow } from "../cog/cog";
 import { readBands } from "../cog/bands";
+import { intoSourceRange } from "../cog/georeference";
 import type { PreparedDecode } from "../render/prepared-decode";
 import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
@@ -33,7 +34,7 @@ export interface PointAnswer extends PointValues {
 /** The full-level pixel [column, row] of `cog` holding the point, or undefined outside it. */
 export function pixelOf(cog: Cog, req: Pick<PointRequest, "x" | "y" | "coordCrs">): [number, number] | undefined {
   const geo = cog.geo!;
-  const [x, y] = conversion(coordinateDefinition(req), geo.crs.definition)(req.x, req.y);
+  const [x, y] = intoSourceRange(geo, conversion(coordinateDefinition(req), geo.crs.definition))(req.x, req.y);
   const [column, row] = applyAffine(invertAffine(geo.pixelToCrs), x, y).map(Math.floor);
   const { width, height } = cog.levels[0];
   return column >= 0 && row >= 0 && column < width && row < height ? [column, row] : undefined;

@@ -55,14 +55,16 @@ function typeRange({ kind, bits }: SampleType): [number, number] {
 
 /**
  * The channels as 8-bit grey or RGB, with alpha where the format has it, encoded; run once, after
- * any reduction. The colouring runs in `slices`; the encoding on libuv's threads.
+ * any reduction. The colouring runs in `slices`; the encoding on libuv's threads. `lossless`: webp
+ * keeps every value (jpg is refused before for such a request).
  */
-export async function encodeTile(channels: TileChannels, req: StyleFields & { format: TileFormat }, ranges: [number, number][] | undefined, slices: Slices): Promise<RenderedTile> {
+export async function encodeTile(channels: TileChannels, req: StyleFields & { format: TileFormat }, ranges: [number, number][] | undefined, slices: Slices, lossless = false): Promise<RenderedTile> {
   const encoder = encoderFor(req.format);
   const { data, colours, alpha } = await colorize(channels, req, ranges, encoder.alpha, slices);
   const img = sharp(data, { raw: { width: channels.width, height: channels.height, channels: (colours + (alpha ? 1 : 0)) as 1 | 2 | 3 | 4 } });
   // One channel stays grey (with alpha) in the file, not expanded to RGB.
   const pixels = colours === 1 ? img.toColourspace("b-w") : img;
-  const body = req.format === "png" ? await pixels.png(TILE_PNG).toBuffer() : await encoder.encode(pixels);
+  // An exact encoding (heights as RGB) must come back bit for bit: webp without loss.
+  const body = req.format === "png" ? await pixels.png(TILE_PNG).toBuffer() : lossless && req.format === "webp" ? await pixels.webp({ lossless: true }).toBuffer() : await encoder.encode(pixels);
   return { body, contentType: CONTENT_TYPES[req.format] };
 }

@@ -13,10 +13,10 @@ import type { LevelSize } from "../../shared/levels";
 import { readWork, squareOf, tileCost, type OutputSize, type TileCostShape, type TileRead } from "../../shared/maps/tile-cost";
 import type { Cog, LevelWindow } from "../cog/cog";
 import { bandLayout, readBands, sampleType } from "../cog/bands";
-import { placementIn, type SourceGeo } from "../cog/georeference";
+import { placementIn, toSourceCrs, type SourceGeo } from "../cog/georeference";
 import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
-import { crsConversion, sameCrs, setCrs, type Crs } from "./crs";
+import { sameCrs, setCrs, type Crs } from "./crs";
 import { kernelReach, resample, type Sampling } from "./kernels";
 import { applyAffine, invertAffine, sourceCoordinates, type Affine } from "./transformer";
 
@@ -65,13 +65,21 @@ export function checkBands(cog: Cog, bands: readonly number[]): void {
 }
 
 /**
- * Plans `req` on `cog`: 404 when the source is not georeferenced, 400 for a band it lacks.
+ * Plans `req` on `cog` (grown by `buffer` pixels on every side): 404 when the source is not
+ * georeferenced, 400 for a band it lacks.
  * No I/O; its passes over the tile's pixels run in `slices` of the request's computation.
  */
-export async function planTile(cog: Cog, req: TileRequest, slices: Slices): Promise<WarpPlan> {
+export async function planTile(cog: Cog, req: TileRequest, slices: Slices, buffer = 0): Promise<WarpPlan> {
   const geo = georeferenced(cog);
   const grid = tileGrid(req, geo, cog.levels[0]);
-  return grid ? planGrid(cog, grid, req.bidx, req.resampling, slices) : outside(squareOf(tileSide(req)), bandsOf(cog, req.bidx), req.resampling);
+  return grid ? planGrid(cog, bufferedGrid(grid, buffer), req.bidx, req.resampling, slices) : outside(squareOf(tileSide(req) + 2 * buffer), bandsOf(cog, req.bidx), req.resampling);
+}
+
+/** `grid` grown by `buffer` cells on every side (a kernel's neighbours beyond its edge), on the same cells. */
+export function bufferedGrid(grid: OutputGrid, buffer: number): OutputGrid {
+  if (buffer === 0) return grid;
+  const [x0, a, b, y0, c, d] = grid.affine;
+  return { ...grid, affine: [x0 - buffer * (a + b), a, b, y0 - buffer * (c + d), c, d], width: grid.width + 2 * buffer, height: grid.height + 2 * buffer };
 }
 
 /**
@@ -108,7 +116,7 @@ export async function planGrid(cog: Cog, grid: OutputGrid, bidx: number[] | unde
   const kx = level.width / full.width;
   const ky = level.height / full.height;
   const toLevel: Affine = [toPixel[0] * kx, toPixel[1] * kx, toPixel[2] * kx, toPixel[3] * ky, toPixel[4] * ky, toPixel[5] * ky];
-  const toSource = crsConversion(grid.crs, geo.crs);
+  const toSource = toSourceCrs(geo, grid.crs);
   const exact = (x: number, y: number): [number, number] => {
     const [sx, sy] = toSource(...applyAffine(affine, x, y));
     return [toLevel[0] + sx * toLevel[1] + sy * toLevel[2], toLevel[3] + sx * toLevel[4] + sy * toLevel[5]];

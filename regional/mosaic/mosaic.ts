@@ -244,7 +244,7 @@ function mosaicGeoreference(bounds: [number, number, number, number], minZoom: n
   const tms = tileMatrixSet(MOSAIC_TMS);
   const top = Math.min(maxZoom, zoomRange(tms)[1]);
   const web: SourceTiling = { bounds: [x0, y0, x1, y1], minZoom: Math.min(minZoom, top), maxZoom: top, resolution: tileMatrix(tms, top)!.cellSize };
-  return { crs: "EPSG:4326", bbox: bounds, lonLatBounds: bounds, tiling: { ...otherSets(web), [MOSAIC_TMS]: web } };
+  return { crs: "EPSG:4326", bbox: bounds, lonLatBounds: bounds, tiling: { ...otherSets(web, bounds), [MOSAIC_TMS]: web } };
 }
 
 /**
@@ -252,7 +252,7 @@ function mosaicGeoreference(bounds: [number, number, number, number], minZoom: n
  * pixels with an overview at its minzoom's, tiled as a COG is (its outline there, the resolution
  * gdalwarp would choose, the zooms that give).
  */
-function otherSets(web: SourceTiling): Record<string, SourceTiling> {
+function otherSets(web: SourceTiling, lonLat: [number, number, number, number]): Record<string, SourceTiling> {
   const [x0, y0, x1, y1] = web.bounds;
   const cell = web.resolution;
   const full = { width: Math.max(1, Math.round((x1 - x0) / cell)), height: Math.max(1, Math.round((y1 - y0) / cell)) };
@@ -260,7 +260,7 @@ function otherSets(web: SourceTiling): Record<string, SourceTiling> {
   const smallest = { width: Math.max(1, Math.round(full.width / shrink)), height: Math.max(1, Math.round(full.height / shrink)) };
   const tiling: Record<string, SourceTiling> = {};
   for (const tms of TILE_MATRIX_SETS.values()) {
-    const on = tms.id === MOSAIC_TMS ? undefined : tilingOn(tms, [full, smallest], [x0, cell, 0, y1, 0, -cell], setCrs(MOSAIC_TMS));
+    const on = tms.id === MOSAIC_TMS ? undefined : tilingOn(tms, [full, smallest], [x0, cell, 0, y1, 0, -cell], setCrs(MOSAIC_TMS), "on the Earth", lonLat);
     if (on) tiling[tms.id] = on;
   }
   return tiling;

@@ -9,6 +9,8 @@ import type { Rect } from "../iiif/resolve";
 import { chooseLevel, windowAtLevel } from "../levels";
 import type { SourceInfo, SourceTiling } from "../protocol";
 import { LON_LAT_NAME, type AreaRequest } from "./area-request";
+import { ontoBounds, setWidth } from "./antimeridian";
+import { tileMatrixSet } from "./tile-matrix-sets";
 import { composeWork, memberRead, readWork, tileCost, type OutputSize, type TileCostShape, type TileRead } from "./tile-cost";
 
 /** The bounds the edge knows a box's CRS by: lon/lat, or Web Mercator's. */
@@ -21,7 +23,7 @@ export function coarseAreaCost(info: SourceInfo, req: AreaRequest, bands: number
   const region = { x: covered[0] * full.width, y: covered[1] * full.height, w: (covered[2] - covered[0]) * full.width, h: (covered[3] - covered[1]) * full.height };
   const size: OutputSize =
     req.width !== undefined ? { width: req.width, height: req.height! } : fit(Math.max(1, Math.round(region.w)), Math.max(1, Math.round(region.h)), req.maxSize);
-  const compose = composeWork({ assets: 1, size, components: bands, nodes: 0, pixelSelection: "first", format: req.format });
+  const compose = composeWork({ assets: 1, size, components: bands, nodes: 0, pixelSelection: "first", format: req.format, algorithm: req.algorithm });
   // A mosaic's members' headers are unread here: one member's assumed read, a lower bound.
   const { shape, read } = info.mosaic ? memberRead(size, bands) : coarseRead(info, region, size, bands);
   return { bytes: tileCost(shape, read, size), work: readWork(shape, read, size, req.resampling) + compose };
@@ -53,7 +55,8 @@ function coveredFraction(info: SourceInfo, req: AreaRequest): [number, number, n
   const tiling: SourceTiling | undefined = setId ? info.georeference?.tiling[setId] : undefined;
   if (req.kind === "preview" || !req.bbox || !tiling) return [0, 0, 1, 1];
   const [sx0, sy0, sx1, sy1] = tiling.bounds;
-  const [bx0, by0, bx1, by1] = req.bbox;
+  // On the set's far west (from 180°W), a box over a source across ±180° meets its bounds past the east edge.
+  const [bx0, by0, bx1, by1] = ontoBounds(req.bbox, tiling.bounds, setWidth(tileMatrixSet(setId!)));
   const x0 = Math.max(bx0, sx0);
   const x1 = Math.min(bx1, sx1);
   const y0 = Math.max(by0, sy0);

@@ -214,7 +214,7 @@ function parseBounds(bounds: unknown): [number, number, number, number] {
     }
   });
   const [west, south, east, north] = bounds as number[];
-  // Tessera serves nothing across the antimeridian, so west < east as well as south < north.
+  // A mosaic is not served across the antimeridian (a single COG is), so west < east as well as south < north.
   if (!(west < east && south < north)) throw badRequest("bounds must have west < east and south < north");
   return [west, south, east, north];
 }

@@ -178,8 +178,8 @@ function parseBbox(bbox: unknown, path: string, id: string, at: string): [number
   if (Math.abs(west) > 180 || Math.abs(east) > 180) throw badRequest(`${at}${path} longitudes must be within ±180`);
   if (Math.abs(south) > 90 || Math.abs(north) > 90) throw badRequest(`${at}${path} latitudes must be within ±90`);
   if (!(south < north)) throw badRequest(`${at}${path} must have south < north`);
-  // Single COGs across the antimeridian are not served either: the tiles' bounds and the warp
-  // take longitudes within −180…180.
+  // Not yet across the antimeridian (single COGs are): the index finds an item's tiles, and the
+  // mosaic its bounds, from one box within −180…180.
   // A linked document's location (a store key, a URL) is for the log: the 501 goes to clients.
   const crossing = `item ${quoted(id)} crosses the antimeridian (${path} has west > east)`;
   if (west > east) throw unsupported(crossing, at ? `${at}${crossing}` : undefined);

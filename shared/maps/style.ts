@@ -6,6 +6,7 @@
 // the field and its path.
 import * as v from "valibot";
 import { badRequest, HttpError } from "../errors";
+import { ALGORITHMS, ALGORITHM_NAMES, checkAlgorithmParams, type AlgorithmName, type AlgorithmParams } from "./algorithms";
 import { formatExpressions, parseExpressions } from "./expression";
 import type { TileRequest } from "./tile-request";
 
@@ -75,6 +76,10 @@ export interface StyleFields {
   gamma?: number;
   /** Multiplies every pixel's alpha (png and webp). */
   opacity?: number;
+  /** Applied to the channels before any colouring (algorithms.ts). */
+  algorithm?: AlgorithmName;
+  /** The algorithm's parameters, as given (checked against it by checkStyleRules). */
+  algorithmParams?: AlgorithmParams;
 }
 
 // ---- One schema per field: the query's values (converted from text) and a document's both pass through these.
@@ -124,10 +129,7 @@ const intervalColormap = v.pipe(
 );
 
 const FIELD_SCHEMAS = {
-  bidx: v.pipe(
-    bandList,
-    v.check((b) => b.length === 1 || b.length === 3, (issue) => `names ${(issue.input as unknown[]).length} bands; a tile has 1 (grey) or 3 (RGB)`),
-  ),
+  bidx: bandList,
   rescale: v.pipe(
     v.array(v.strictTuple([finiteNumber, finiteNumber], "must be min,max"), "must be a list of [min, max]"),
     v.nonEmpty("gives no range"),
@@ -171,6 +173,11 @@ const FIELD_SCHEMAS = {
   ),
   gamma: v.pipe(finiteNumber, v.gtValue(0, "must be greater than 0"), v.maxValue(MAX_GAMMA, `must be at most ${MAX_GAMMA}`)),
   opacity: v.pipe(finiteNumber, v.minValue(0, "must be 0–1"), v.maxValue(1, "must be 0–1")),
+  algorithm: v.picklist(ALGORITHM_NAMES, `must be one of ${ALGORITHM_NAMES.join(", ")}`),
+  algorithmParams: v.pipe(
+    objectWithKeys(/^[a-z_]{1,32}$/, "a parameter name", "must be a JSON object of parameters"),
+    v.record(v.string(), v.union([finiteNumber, v.pipe(v.string(), v.maxLength(32, "is too long"))], "must be a number or a word")),
+  ),
 } satisfies { [K in keyof StyleFields]-?: v.GenericSchema<unknown, StyleFields[K]> };
 
 /** How each field is named in a query and a document (titiler's names). */
@@ -189,6 +196,8 @@ export const FIELD_NAMES: Record<keyof StyleFields, string> = {
   colormap: "colormap",
   gamma: "gamma",
   opacity: "opacity",
+  algorithm: "algorithm",
+  algorithmParams: "algorithm_params",
 };
 
 /** Checks one field's value (a query's, converted from text), throwing 400 `{name}{path} {problem}`. */
@@ -281,16 +290,33 @@ type RuleSubject = StyleFields & { format?: string };
 /** What the fields say together; 400 naming the fields that conflict. */
 export function checkStyleRules(req: RuleSubject): void {
   checkSelectionRules(req);
+  if (req.algorithm) checkAlgorithmRules(req.algorithm, req);
+  else if (req.algorithmParams) throw badRequest("algorithm_params needs an algorithm");
+  // An algorithm reads its own number of bands (checked below); a picture takes grey or RGB.
+  if (req.bidx && !req.algorithm && req.bidx.length !== 1 && req.bidx.length !== 3) throw badRequest(`bidx names ${req.bidx.length} bands; a tile has 1 (grey) or 3 (RGB)`);
   if (req.colormap && req.colormapName) throw badRequest("colormap and colormap_name cannot be given together");
   if (req.opacity !== undefined && req.format === "jpg") throw badRequest("opacity: jpg has no alpha; ask for png or webp");
   if (req.gamma !== undefined && req.colormap && !req.rescale) {
     throw badRequest("gamma applies to rescaled values, and a colormap without rescale colours the raw values: give rescale");
   }
-  const channels = renderedChannels(req);
+  const made = renderedChannels(req);
+  if (made !== undefined && req.algorithm && made !== ALGORITHMS[req.algorithm].inputs) {
+    throw badRequest(`${req.algorithm} reads ${ALGORITHMS[req.algorithm].inputs} channel${ALGORITHMS[req.algorithm].inputs === 1 ? "" : "s"}, and the request makes ${made}; choose them with bidx or an expression`);
+  }
+  const channels = req.algorithm ? ALGORITHMS[req.algorithm].outputs : made;
   if (channels !== undefined) checkChannelCount(channels, req);
   if (req.rescale && req.rescale.length !== 1 && req.rescale.length !== (channels ?? 3)) {
     throw badRequest(`rescale gives ${req.rescale.length} ranges; give one for every band, or one for all ${channels ?? 3}`);
   }
+}
+
+/** An algorithm's parameters, and what an exact encoding refuses: a lossy format, or anything that changes its values. */
+function checkAlgorithmRules(name: AlgorithmName, req: RuleSubject): void {
+  checkAlgorithmParams(name, req.algorithmParams ?? {});
+  if (!ALGORITHMS[name].exact) return;
+  if (req.format === "jpg") throw badRequest(`${name} encodes heights exactly: jpg is lossy; ask for png or webp`);
+  const changing = (["rescale", "colormap", "colormapName", "gamma"] as const).find((key) => req[key] !== undefined);
+  if (changing) throw badRequest(`${name} encodes heights exactly: ${FIELD_NAMES[changing]} would change them`);
 }
 
 /** The rules on what is read (bands, assets, pixel selection), which a point's values obey too. */

@@ -7,6 +7,7 @@ import { decodedSide } from "../cost";
 import type { MosaicSummary, SourceInfo, SourceTiling } from "../protocol";
 import { chooseLevel, windowAtLevel } from "../levels";
 import { megasamples, WORK_PER_MEGASAMPLE, WORK_PER_REQUEST, type Codec } from "../work";
+import type { AlgorithmName } from "./algorithms";
 import type { PixelSelection, Resampling } from "./style";
 import type { TileFormat } from "./tile-request";
 
@@ -103,6 +104,8 @@ export interface ComposeShape {
   pixelSelection: PixelSelection;
   /** Absent: the values are answered without colouring or an image encode (statistics). */
   format?: OutputFormat;
+  /** Applied to the channels before colouring (hillshade, terrarium…). */
+  algorithm?: AlgorithmName;
 }
 
 /** The work of a tile after its warps: the expression over every asset, the reduction, the colouring and the encode. */
@@ -111,6 +114,7 @@ export function composeWork(c: ComposeShape): number {
   const reduces = c.assets > 1 || c.pixelSelection !== "first";
   return (
     WORK_PER_REQUEST +
+    (c.algorithm ? megasamples(pixels, WORK_PER_MEGASAMPLE.algorithm[c.algorithm]) : 0) +
     (c.nodes > 0 ? megasamples(pixels * c.assets, WORK_PER_MEGASAMPLE.expression.evaluation + c.nodes * WORK_PER_MEGASAMPLE.expression.node) : 0) +
     (reduces ? megasamples(pixels * c.components * c.assets, WORK_PER_MEGASAMPLE.pixelSelection[c.pixelSelection]) : 0) +
     (c.format === undefined ? 0 : megasamples(pixels, WORK_PER_MEGASAMPLE.colorize) + megasamples(pixels * 4, WORK_PER_MEGASAMPLE.encode[c.format]))

@@ -15,6 +15,7 @@ import {
   type Resampling,
   type StyleFields,
 } from "./style";
+import { algorithmParamsText, checkAlgorithmParams } from "./algorithms";
 import { tileBounds, tileMatrixSet } from "./tile-matrix-sets";
 
 export { DEFAULT_RESAMPLING, MAX_BAND_INDEX, RESAMPLINGS, type Resampling } from "./style";
@@ -113,6 +114,8 @@ export function queryStyle(query: URLSearchParams): StyleFields {
   set("colormap", mapText(single(query, "colormap"), colormapJson));
   set("gamma", mapText(single(query, "gamma"), decimal));
   set("opacity", mapText(single(query, "opacity"), decimal));
+  set("algorithm", single(query, "algorithm"));
+  set("algorithmParams", mapText(single(query, "algorithm_params"), (text) => jsonOf(text, "algorithm_params must be a JSON object: {\"azimuth\": 315}")));
   return fields;
 }
 
@@ -131,11 +134,14 @@ function assetBands(values: string[]): Record<string, unknown> {
   return Object.fromEntries(pairs);
 }
 
-function colormapJson(text: string): unknown {
+const colormapJson = (text: string) => jsonOf(text, "colormap must be JSON: {\"value\": [r, g, b, a], …} or [[[min, max], [r, g, b, a]], …]");
+
+/** A query value that is JSON, bounded by the URL's own length; 400 with `help` otherwise. */
+function jsonOf(text: string, help: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw badRequest("colormap must be JSON: {\"value\": [r, g, b, a], …} or [[[min, max], [r, g, b, a]], …]");
+    throw badRequest(help);
   }
 }
 
@@ -178,6 +184,11 @@ export function styleQueryParts(req: StyleFields): string[] {
   if (req.colormapName) put("colormap_name", req.colormapName);
   if (req.colormap) put("colormap", colormapText(req.colormap));
   if (req.opacity !== undefined && req.opacity !== 1) put("opacity", number(req.opacity));
+  if (req.algorithm) {
+    put("algorithm", req.algorithm);
+    const params = checkAlgorithmParams(req.algorithm, req.algorithmParams ?? {});
+    if (Object.keys(params).length > 0) put("algorithm_params", algorithmParamsText(params));
+  }
   return parts;
 }
 

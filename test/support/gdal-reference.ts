@@ -135,6 +135,18 @@ export async function gdalRasterize(geometry: unknown, crs: string, geoTransform
   return new Uint8Array(Buffer.from(out.mask, "base64"));
 }
 
+/**
+ * `gdaldem {processing}` (hillshade, slope) with its `options` on `plane` (NaN: no data) placed by
+ * `geoTransform` in `crs`: the output, NaN where gdaldem writes its nodata.
+ */
+export async function gdalDem(processing: "hillshade" | "slope", plane: Float32Array, grid: { width: number; height: number; geoTransform: readonly number[]; crs: string }, options: string[] = []): Promise<Float32Array> {
+  const NODATA = -9999;
+  const data = Float32Array.from(plane, (v) => (Number.isNaN(v) ? NODATA : v));
+  const out = await call<{ data: string }>({ op: "dem", processing, options, nodata: NODATA, ...grid, data: Buffer.from(data.buffer).toString("base64") });
+  const raw = Buffer.from(out.data, "base64");
+  return new Float32Array(Uint8Array.prototype.slice.call(raw).buffer);
+}
+
 /** One GDAL process, answering requests in the order they were sent. */
 class GdalWorker {
   private readonly child = spawn(GDAL_PYTHON, [WORKER], { stdio: ["pipe", "pipe", "inherit"] });

@@ -129,7 +129,29 @@ def rasterize(request):
     return {"mask": base64.b64encode(dst.ReadRaster()).decode("ascii")}
 
 
-OPERATIONS = {"read": read, "warp": warp, "suggestedWarpOutput": suggested_warp_output, "info": info, "transform": transform, "pixelToLonLat": pixel_to_lon_lat, "numpyStatistics": numpy_statistics, "rasterize": rasterize}
+def dem(request):
+    """gdaldem `processing` (hillshade, slope) with its `options` on a grid of float32 `data`
+    (base64, `width` × `height`, `nodata` where a value is missing) placed by `geoTransform` in
+    `crs`: the output as float32, NaN where gdaldem writes its nodata."""
+    import numpy
+    src = gdal.GetDriverByName("MEM").Create("", request["width"], request["height"], 1, gdal.GDT_Float32)
+    src.SetGeoTransform(request["geoTransform"])
+    srs = osr.SpatialReference()
+    srs.SetFromUserInput(request["crs"])
+    src.SetProjection(srs.ExportToWkt())
+    band = src.GetRasterBand(1)
+    band.SetNoDataValue(request["nodata"])
+    band.WriteRaster(0, 0, request["width"], request["height"], base64.b64decode(request["data"]))
+    out = gdal.DEMProcessing("", src, request["processing"], options=["-of", "MEM", *request["options"]])
+    result = out.GetRasterBand(1)
+    values = result.ReadAsArray().astype(numpy.float32)
+    nodata = result.GetNoDataValue()
+    if nodata is not None:
+        values[values == numpy.float32(nodata)] = numpy.nan
+    return {"data": base64.b64encode(values.tobytes()).decode("ascii")}
+
+
+OPERATIONS = {"dem": dem, "read": read, "warp": warp, "suggestedWarpOutput": suggested_warp_output, "info": info, "transform": transform, "pixelToLonLat": pixel_to_lon_lat, "numpyStatistics": numpy_statistics, "rasterize": rasterize}
 
 for line in sys.stdin:
     request = json.loads(line)

@@ -26,7 +26,9 @@ import { ROOT } from "../../infra/root.ts";
 import { killDecoder, startDecoder, stopDecoder, type DecoderProcess } from "../../infra/local/decoders.ts";
 import { startAssetServer, type AssetServer } from "./asset-server.ts";
 import { useDecoderBuild } from "./decoder-build.ts";
+import { mapFixture } from "./map-fixtures.ts";
 import { FIRST_PART_BYTES, streamedAnswer, STREAMED_BYTES } from "./streamed-answer.ts";
+import { WORLD_EDGE_FIXTURES } from "./world-edge-fixtures.ts";
 
 export const WORKERS_TEST_SECRET = "workers-test-secret";
 
@@ -120,7 +122,7 @@ export default async function setup(project: TestProject) {
   };
 }
 
-/** The working decoders' sources: a slow picture, a large file of noise, the map sample, a mosaic and two styles. */
+/** The working decoders' sources: a slow picture, a large file of noise, the map sample, sources at the world's edges, a mosaic and two styles. */
 async function writeSources(dir: string): Promise<void> {
   execFileSync("gdal_translate", [
     "-q", "-outsize", "1000", "1000", "-r", "bilinear", "-of", "COG", "-co", "COMPRESS=JPEG", "-co", "BLOCKSIZE=512",
@@ -133,6 +135,8 @@ async function writeSources(dir: string): Promise<void> {
   await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "published.tif"));
   await copyFile(path.join(ROOT, "samples/test-pattern.tif"), path.join(dir, "late.tif"));
   await copyFile(path.join(ROOT, "samples/utm-quadrants.tif"), path.join(dir, "utm-quadrants.tif"));
+  // A source across 180° and one around the north pole, as the map tests make them with GDAL.
+  for (const fixture of [WORLD_EDGE_FIXTURES.lonLatAcross, WORLD_EDGE_FIXTURES.arctic]) await copyFile(mapFixture(fixture), path.join(dir, `${fixture.id}.tif`));
   // A mosaic of the one sample, indexed at zoom 0 (its one quadkey "").
   const mosaic = { mosaicjson: "0.0.3", minzoom: 0, maxzoom: 16, quadkey_zoom: 0, bounds: [15, 47.66, 15.28, 47.86], tiles: { "": ["utm-quadrants.tif"] } };
   await writeFile(path.join(dir, "quadrants.mosaic.json"), JSON.stringify(mosaic));

@@ -409,8 +409,6 @@ describe("hostile georeferences on the map routes", () => {
     { name: "UTM pixels of 1e300 metres", tags: [...geoKeys({ 1024: 1, 1025: 1, 3072: 32633 }), ...placed(500000, 5000000, 1e300)], status: 404, message: /is not georeferenced/ },
     { name: "lon/lat pixels of 1e300 degrees", tags: [...geoKeys(GEOGRAPHIC), ...placed(10, 50, 1e300)], status: 404, message: /is not georeferenced/ },
     { name: "lon/lat past the poles", tags: [...geoKeys(GEOGRAPHIC), ...placed(10, 140, 1, 12.5)], status: 404, message: /is not georeferenced/ },
-    { name: "lon/lat from 172° to 188° east", tags: [...geoKeys(GEOGRAPHIC), ...placed(172, 8, 1)], status: 501, message: /crosses the antimeridian/ },
-    { name: "UTM zone 60 across 180°", tags: [...geoKeys({ 1024: 1, 1025: 1, 3072: 32660 }), ...placed(700000, 5000000, 10000)], status: 501, message: /crosses the antimeridian/ },
   ];
   for (const c of refused) {
     it(`${c.name}: ${c.status} on the tile route, the image still served`, async () => {
@@ -421,6 +419,23 @@ describe("hostile georeferences on the map routes", () => {
       expect((await firstFailure(id, "0,0,16,16/max/0/default.png")).status).toBe(200);
     });
   }
+
+  const across = [
+    { name: "lon/lat from 172° to 188° east", tags: [...geoKeys(GEOGRAPHIC), ...placed(172, 8, 1)] },
+    { name: "UTM zone 60 across 180°", tags: [...geoKeys({ 1024: 1, 1025: 1, 3072: 32660 }), ...placed(700000, 5000000, 10000)] },
+  ];
+  it.each(across)("$name: tiled on both sides of 180°, the image still served", async (c) => {
+    const id = `geo-${c.name.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}`;
+    // WorldCRS84Quad's two zoom-0 tiles: 180°W to 0°, then 0° to 180°E; each holds a part at its outer column.
+    for (const [tile, column] of [["WorldCRS84Quad/0/0/0.png", 0], ["WorldCRS84Quad/0/1/0.png", 255]] as const) {
+      const answer = await mapAnswer(id, c.tags, tile);
+      expect(answer.status, tile).toBe(200);
+      const { data, info } = await sharp(answer.body!).raw().toBuffer({ resolveWithObject: true });
+      const opaque = Array.from({ length: info.height }, (_, y) => data[(y * info.width + column) * info.channels + info.channels - 1]).filter((a) => a === 255);
+      expect(opaque.length, `${tile}: opaque pixels in column ${column}`).toBeGreaterThan(0);
+    }
+    expect((await firstFailure(id, "0,0,16,16/max/0/default.png")).status).toBe(200);
+  });
 
   /** [grey, alpha] of a PNG tile's first and last pixels on its middle row. */
   async function edgeColumns(png: Buffer) {
@@ -438,6 +453,15 @@ describe("hostile georeferences on the map routes", () => {
     expect(answer.status).toBe(200);
     expect(answer.source.georeference?.lonLatBounds).toEqual([-180, -90, 180, 90]);
     expect(await edgeColumns(answer.body!)).toEqual({ west: [100, 255], east: [200, 255] });
+  });
+
+  it("a 0–360° global lon/lat raster: the whole world, its east half (180°–360°) shown west of 0°", async () => {
+    const global = [...geoKeys(GEOGRAPHIC), ...placed(0, 90, 22.5, 11.25)];
+    const answer = await mapAnswer("geo-global-360", global, "WebMercatorQuad/0/0/0.png");
+    expect(answer.status).toBe(200);
+    expect(answer.source.georeference?.lonLatBounds).toEqual([-180, -90, 180, 90]);
+    expect(answer.source.georeference?.tiling.WorldCRS84Quad.bounds).toEqual([-180, -90, 180, 90]);
+    expect(await edgeColumns(answer.body!)).toEqual({ west: [200, 255], east: [100, 255] });
   });
 
   it("one-band requests that do not fit the band: 400 naming it; nodata=nan on integers: served", async () => {

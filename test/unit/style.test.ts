@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { rampTable } from "../../regional/maps/colorize";
 import { encodeTile } from "../../regional/maps/render-tile";
 import { Slices } from "../../regional/runtime/slices";
-import { HttpError } from "../../shared/errors";
+import { badRequestMessage } from "../support/bad-request";
 import { expressionNodes, formatExpressions, MAX_EXPRESSION_LENGTH, MAX_EXPRESSION_NODES, parseExpressions, type ExpressionNode } from "../../shared/maps/expression";
 import { COLORMAP_NAMES, MAX_STYLE_DOCUMENT_LENGTH, parseStyleDocument, withStyleDocument } from "../../shared/maps/style";
 import { canonicalTile, parseTileRequest, type TileRequest } from "../../shared/maps/tile-request";
@@ -18,16 +18,7 @@ import { canonicalTile, parseTileRequest, type TileRequest } from "../../shared/
 const parse = (query: string, y = "0.png") => parseTileRequest({ tileMatrixSet: "WebMercatorQuad", z: "1", x: "0", y }, new URLSearchParams(query));
 const canonical = (query: string, y?: string) => canonicalTile(parse(query, y));
 
-function refusal(run: () => unknown): string {
-  try {
-    run();
-  } catch (e) {
-    expect(e).toBeInstanceOf(HttpError);
-    expect((e as HttpError).status).toBe(400);
-    return (e as HttpError).message;
-  }
-  throw new Error("accepted");
-}
+const refusal = badRequestMessage;
 
 describe("style query parameters: canonical form", () => {
   it("writes every style field once, in one order, defaults left out", () => {

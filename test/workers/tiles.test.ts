@@ -121,26 +121,6 @@ describe("a source that is not georeferenced", () => {
   });
 });
 
-describe("a source across the antimeridian", () => {
-  it("answers every map route 501 saying so, and its info.json links no TileJSON", async () => {
-    // As the decoder describes one (172°E to 172°W): georeferenced, on no tile matrix set.
-    const geo = georeferencedSource("across");
-    await cacheSourceInfo({ ...geo, georeference: { ...geo.georeference!, lonLatBounds: [-180, -8, 180, 8], tiling: {}, crossesAntimeridian: true } });
-    for (const path of mapRoutes("across")) {
-      const res = await get(path);
-      expect(res.status, path).toBe(501);
-      expect(await res.json(), path).toEqual({
-        error: "unsupported",
-        message: 'source "across" crosses the antimeridian (longitude ±180°): map tiles cannot serve it yet; its IIIF image routes do',
-        requestId: expect.any(String),
-      });
-    }
-    const info = await get("/iiif/3/across/info.json");
-    expect(info.status).toBe(200);
-    expect(await info.json()).not.toHaveProperty("seeAlso");
-  });
-});
-
 describe("admission of a tile", () => {
   it("refuses with 413, before any decoder work, a zoom-2 tile over a 20000² source without overviews: the edge's coarse cost is the whole image", async () => {
     const { georeference } = georeferencedSource("huge");
