@@ -2,19 +2,24 @@
 // when it starts: a bad one (missing, not JSON, not a valid set, an id taken, a CRS the bundled
 // EPSG tables lack) stops the start naming the file and the reason, in readConfig and in the real
 // decoder process; a good one is tiled like the registry's. The edge's build file is read by the
-// same rules (its entries named in the error).
+// same rules (its entries named in the error); the render pool's threads add the sets too.
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { Cog } from "../../regional/cog/cog";
 import { readConfig } from "../../regional/config";
+import { conversion, crsOfName, setCrs } from "../../regional/maps/crs";
+import { WorkBudget } from "../../regional/runtime/work-budget";
+import { DECODER, GRANT_HEADER, GRANT_WORK_HEADER, GRANTED_PARTITION_HEADER, type SourceInfo } from "../../shared/protocol";
+import { expressionBomb } from "../support/expression-bomb";
+import { metricValue, SAMPLES, signedGet, startDecoder, type Decoder } from "./regional-helpers";
 import { warpTile } from "../../regional/maps/warp";
 import { LocalCatalog } from "../../regional/source/local";
 import { ConfigError } from "../../shared/config";
-import { addTileMatrixSets, documentsIn, TILE_MATRIX_SETS, tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { addTileMatrixSets, documentsIn, TILE_MATRIX_SETS, tileAt, tileBounds, tileMatrix, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { parseTileRequest } from "../../shared/maps/tile-request";
 import { gdalWarpTile } from "../support/gdal-reference";
 import { MAP_FIXTURE_DIR, mapFixture, SET_FIXTURES, tileHolding } from "../support/map-fixtures";
@@ -129,4 +134,39 @@ describe("an operator's set, once added", () => {
     );
     expect(TILE_MATRIX_SETS.has("EdgeA")).toBe(false);
   });
+});
+
+describe("an operator's set on the render pool's threads", () => {
+  let decoder: Decoder;
+  let dir: string;
+  afterAll(async () => {
+    await decoder?.close();
+    delete process.env.TESSERA_TILE_MATRIX_SETS;
+  });
+
+  it("paints a tile of the full partition there as on the event loop: the threads add the operator's sets too", async () => {
+    // As main.ts starts: the variable names the file, the main thread adds its sets, the pool's threads theirs.
+    const laea = { ...(structuredClone(tileMatrixSet("EuropeanETRS89_LAEAQuad").document) as object), id: "PoolLAEA" };
+    process.env.TESSERA_TILE_MATRIX_SETS = file("pool.json", laea);
+    const [tms] = addTileMatrixSets(readConfig({ ...LOCAL, TESSERA_TILE_MATRIX_SETS: process.env.TESSERA_TILE_MATRIX_SETS }).tileMatrixSets);
+    dir = mkdtempSync(path.join(tmpdir(), "operator-pool-"));
+    copyFileSync(path.join(SAMPLES, "utm-quadrants.tif"), path.join(dir, "utm-quadrants.tif"));
+    decoder = await startDecoder(new LocalCatalog(dir), 3, { budget: new WorkBudget() });
+    const info = (await (await signedGet(decoder, DECODER.info("utm-quadrants"))).json()) as SourceInfo;
+    const z = info.georeference!.tiling.PoolLAEA.maxZoom;
+    // The sample's middle: 1024 px of 20 m from (500000, 5300000) in UTM 33N.
+    const at = tileAt(tileMatrix(tms, z)!, ...conversion(crsOfName("EPSG:32633")!.definition, setCrs(tms.id).definition)(510240, 5289760))!;
+    // An expression at the node cap on a @2x tile: a full (render-pool.test.ts's), so it runs on a pool thread.
+    const bomb = `utm-quadrants/PoolLAEA/${z}/${at.x}/${at.y}@2x.png?expression=${encodeURIComponent(expressionBomb())}&rescale=-4,4&version=${encodeURIComponent(info.version)}`;
+    const paint = async (grant: Record<string, string> = {}) => {
+      const res = await signedGet(decoder, `/v1/tiles/${bomb}`, undefined, grant);
+      expect(res.status, await res.clone().text()).toBe(200);
+      return Buffer.from(await res.arrayBuffer());
+    };
+    const renders = await metricValue(decoder, "tessera_decoder_render_pool_renders_total");
+    const pooled = await paint();
+    expect(await metricValue(decoder, "tessera_decoder_render_pool_renders_total")).toBe(renders + 1);
+    const here = await paint({ [GRANT_HEADER]: String(2 ** 30), [GRANT_WORK_HEADER]: "100000", [GRANTED_PARTITION_HEADER]: "tile" });
+    expect(pooled.equals(here)).toBe(true);
+  }, 60_000);
 });
