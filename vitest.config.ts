@@ -7,6 +7,7 @@
 // their own, each file stops what it started, and the modules they load in the test process
 // (Miniflare, the AWS SDK, Chromium's driver) are loaded once for all of them, not once a file.
 // `npm test` runs the projects as two streams at once (test/run.ts).
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { LATE_MS, WORKERS_TEST_SECRET } from "./test/support/workers-global-setup.ts";
@@ -64,6 +65,9 @@ export default defineConfig({
             },
           })),
         ],
+        // The operator's tile matrix sets the edge's build bundles: these tests' one, in place of
+        // the empty edge/tile-matrix-sets.json that ships.
+        resolve: { alias: [{ find: /^\.\/tile-matrix-sets\.json$/, replacement: fileURLToPath(new URL("./test/workers/operator-tile-matrix-sets.json", import.meta.url)) }] },
         test: {
           name: "workers",
           isolate: true,

@@ -18,7 +18,7 @@ import { PIXEL_SELECTIONS } from "../shared/maps/style";
 import { ALGORITHM_NAMES, ALGORITHMS } from "../shared/maps/algorithms";
 import { applyAlgorithm } from "../regional/maps/algorithms";
 import { colorize } from "../regional/maps/colorize";
-import { conversion, TMS_CRS } from "../regional/maps/crs";
+import { conversion, setCrs } from "../regional/maps/crs";
 import { resample } from "../regional/maps/kernels";
 import { pixelSelection, type AssetTuple } from "../regional/maps/pixel-selection";
 import { sourceCoordinates } from "../regional/maps/transformer";
@@ -120,7 +120,7 @@ async function warpCost(): Promise<void> {
 
 async function planCost(): Promise<void> {
   // A z12 tile of the UTM sample's neighbourhood: the projection the map tests warp most.
-  const toUtm = conversion(TMS_CRS.WebMercatorQuad, "+proj=utm +zone=33 +datum=WGS84 +units=m +no_defs");
+  const toUtm = conversion(setCrs("WebMercatorQuad").definition, "+proj=utm +zone=33 +datum=WGS84 +units=m +no_defs");
   const [left, top, cell] = [1_685_000, 6_070_000, 9.55 / 2];
   const exact = (x: number, y: number): [number, number] => {
     const [e, n] = toUtm(left + x * cell, top - y * cell);

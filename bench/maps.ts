@@ -27,7 +27,7 @@ import { Cog } from "../regional/cog/cog";
 import { renderTile } from "../regional/maps/compose-tile";
 import { warpTile } from "../regional/maps/warp";
 import { LocalCatalog } from "../regional/source/local";
-import { tileBounds, tileMatrixSet } from "../shared/maps/tile-matrix-sets";
+import { tileBounds, tileMatrix, tileMatrixSet } from "../shared/maps/tile-matrix-sets";
 import { parseTileRequest, RESAMPLINGS, tileSide, type TileRequest } from "../shared/maps/tile-request";
 import { GDAL_PYTHON, GDAL_RESAMPLING } from "../test/support/gdal-reference";
 import { MAP_FIXTURE_DIR, MAP_FIXTURES, mapFixture } from "../test/support/map-fixtures";
@@ -56,9 +56,9 @@ function tileList(bounds: [number, number, number, number], query: Record<string
   const tms = tileMatrixSet(SET);
   const tiles: TileRequest[] = [];
   for (const z of ZOOMS) {
-    const matrix = tms.tileMatrices[z];
+    const matrix = tileMatrix(tms, z)!;
     const span = matrix.cellSize * matrix.tileWidth;
-    const [left, top] = matrix.pointOfOrigin;
+    const [left, top] = matrix.origin;
     const [x0, x1] = [Math.floor((bounds[0] - left) / span), Math.floor((bounds[2] - left) / span)];
     const [y0, y1] = [Math.floor((top - bounds[3]) / span), Math.floor((top - bounds[1]) / span)];
     for (let y = y0; y <= y1; y++) {

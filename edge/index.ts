@@ -29,6 +29,7 @@ import { mapInfoHandler } from "./handlers/map-info";
 import { tileJsonHandler } from "./handlers/tilejson";
 import { wmtsHandler } from "./handlers/wmts";
 import { tileMatrixSetHandler, tileMatrixSetsHandler } from "./handlers/tile-matrix-sets";
+import "./operator-tile-matrix-sets";
 import { algorithmHandler, algorithmsHandler } from "./handlers/algorithms";
 import { errorCacheControl, isPermanentError } from "./http-cache";
 import { stampRequestId, withRequestId } from "./request-id";

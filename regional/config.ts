@@ -19,6 +19,8 @@ import { DEFAULT_WORK_BUDGET_BYTES } from "./runtime/work-budget";
 import { DEFAULT_FIRST_READ_BYTES, S3SourceCatalog } from "./source/s3";
 import { readS3Location, s3ClientFor } from "./source/s3-location";
 import type { SourceCatalog } from "./source/source";
+import type { PlacedDocument } from "../shared/maps/tile-matrix-sets";
+import { readOperatorSets } from "./maps/operator-sets";
 
 export interface DecoderConfig {
   host: string;
@@ -42,6 +44,8 @@ export interface DecoderConfig {
   drainTimeoutMs: number;
   /** The bearer token GET /metrics requires; undefined: /metrics is open. */
   metricsToken: string | undefined;
+  /** The operator's tile matrix set documents (maps/operator-sets.ts), checked; main.ts adds them. */
+  tileMatrixSets: PlacedDocument[];
 }
 
 const KIB = 1024;
@@ -75,6 +79,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): DecoderConfig 
     // No request outlives the longest deadline, so neither need a drain.
     drainTimeoutMs: intVar(env, "TESSERA_DRAIN_TIMEOUT_MS", { fallback: DEFAULT_DRAIN_TIMEOUT_MS, min: 0, max: MAX_DEADLINE_MS }),
     metricsToken: metricsToken(env),
+    tileMatrixSets: readOperatorSets(env),
   };
 }
 

@@ -25,6 +25,7 @@
 //   TESSERA_RENDER_THREADS          large renders at once, on worker threads off the event loop (capacity)
 //   TESSERA_DRAIN_TIMEOUT_MS        on SIGTERM, how long held requests may finish before cancelled (30000)
 //   TESSERA_METRICS_TOKEN           GET /metrics answers only `Authorization: Bearer <it>`; unset: open to anyone
+//   TESSERA_TILE_MATRIX_SETS        the operator's own OGC TMS 2.0 JSON files, comma-separated (none; maps/operator-sets.ts)
 //   UV_THREADPOOL_SIZE              libuv pool: decodes/encodes at once; = the decoder's cores
 //   TESSERA_ASSET_PREFIXES          mosaics: store key prefixes assets may name, each ending "/"
 //                                   (s3: TESSERA_S3_PREFIX; local: the whole data directory)
@@ -40,6 +41,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ConfigError } from "../shared/config";
+import { addTileMatrixSets } from "../shared/maps/tile-matrix-sets";
 import { metricsOpenToOthers, readConfig, type DecoderConfig } from "./config";
 import { DecodedBlockCache } from "./cog/block-cache";
 import { Drain, LINGER_MS } from "./runtime/drain";
@@ -78,6 +80,7 @@ const FORCED_EXIT_GRACE_MS = 5000;
 
 async function main(): Promise<void> {
   const { config, heartbeat } = configOrExit();
+  addTileMatrixSets(config.tileMatrixSets);
   warnOfAllocator();
   warnOfOpenMetrics(config);
   configureRenderPool(config.renderThreads);

@@ -2,7 +2,7 @@
 import type { IRequest } from "itty-router";
 import type { ApiVersion } from "../../shared/iiif/image-request";
 import { CONTEXT, infoJson, PROFILE_URI, servedLimits } from "../../shared/iiif/info";
-import { TILE_MATRIX_SETS } from "../../shared/maps/tile-matrix-sets";
+import { linkedSets } from "../../shared/maps/tile-matrix-sets";
 import { VERSION_HEADER } from "../../shared/protocol";
 import { edgeConfig, type Env } from "../env";
 import { documentCacheControl, jsonLdHeaders, matchesIfNoneMatch, notModified, strongEtag } from "../http-cache";
@@ -40,8 +40,8 @@ export const infoHandler =
     const probe = restriction && !source.degraded ? probeService(base, publicBase(req, config), restriction, config.access!) : undefined;
     const etag = await strongEtag(base, info.version, JSON.stringify(limits), headers["content-type"], JSON.stringify(probe ?? null));
     if (matchesIfNoneMatch(req, etag)) return notModified(etag, headers);
-    // A map too: its TileJSON on every set it lies on, for the same version (the degraded image is not one).
-    const tiled = [...TILE_MATRIX_SETS.keys()].filter((tms) => !source.degraded && info.georeference?.tiling[tms]);
+    // A map too: its TileJSON on the sets it is linked on, for the same version (the degraded image is not one).
+    const tiled = source.degraded ? [] : linkedSets(info.georeference);
     const tileJsons = tiled.map((tms) => ({ tileMatrixSet: tms, url: tileJsonUrl(publicBase(req, config), cited, tms) }));
     const doc = infoJson(version, info, base, limits, tileJsons);
     const declared = probe ? declaringProbe(doc, version, probe) : doc;

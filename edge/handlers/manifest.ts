@@ -5,7 +5,7 @@ import type { IRequest } from "itty-router";
 import { notFound } from "../../shared/errors";
 import { servedLimits } from "../../shared/iiif/info";
 import { manifest, PRESENTATION_CONTEXT } from "../../shared/iiif/manifest";
-import { TILE_MATRIX_SETS } from "../../shared/maps/tile-matrix-sets";
+import { linkedSets } from "../../shared/maps/tile-matrix-sets";
 import { VERSION_HEADER } from "../../shared/protocol";
 import { degradedInfo } from "../access/degraded";
 import { restrictionOf } from "../access/gate";
@@ -37,9 +37,7 @@ export const manifestHandler: SourceHandler = async (source: SourceRef, req: IRe
       ? undefined
       : { id: serviceId(req, config, 3, { ...cited, degraded: true }), info: degradedInfo(whole, degradedWidth) };
   const auth = restriction && { context: AUTH_CONTEXT, services: [probeService(image.id, base, restriction, config.access!)] };
-  const tileJsons = [...TILE_MATRIX_SETS.keys()]
-    .filter((tms) => whole.georeference?.tiling[tms])
-    .map((tms) => ({ tileMatrixSet: tms, url: tileJsonUrl(base, cited, tms) }));
+  const tileJsons = linkedSets(whole.georeference).map((tms) => ({ tileMatrixSet: tms, url: tileJsonUrl(base, cited, tms) }));
   const doc = manifest({ id: `${image.id}/manifest.json`, image, limits, thumbnailOf, auth, tileJsons });
   // Its ETag is the body's digest: it covers the description, the limits and the services it names.
   return documentAnswer(req, JSON.stringify(doc), {

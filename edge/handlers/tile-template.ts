@@ -3,6 +3,7 @@
 // titiler names them, the tiles' format (tile_format, default png) and scale (tile_scale, 1 or 2):
 // validated exactly as a tile's, and written into the template canonically.
 import { badRequest } from "../../shared/errors";
+import { tileMatrixSet, zoomRange } from "../../shared/maps/tile-matrix-sets";
 import { parseTileRequest, tileQuery, type TileRequest } from "../../shared/maps/tile-request";
 import { pathId, type SourceRef } from "./params";
 
@@ -16,9 +17,10 @@ export function parseTileTemplate(tileMatrixSetId: string, query: URLSearchParam
   const scale = single(query, SCALE_KEY) ?? "1";
   if (scale !== "1" && scale !== "2") throw badRequest(`${SCALE_KEY} "${scale}" must be 1 (256 px tiles) or 2 (512 px)`);
   const options = new URLSearchParams([...query].filter(([key]) => key !== FORMAT_KEY && key !== SCALE_KEY));
-  // Tile 0/0/0 stands for every tile: parsing it validates the options as each tile's will be.
+  // The set's first tile stands for every tile: parsing it validates the options as each tile's will be.
+  const [first] = zoomRange(tileMatrixSet(tileMatrixSetId));
   const y = `0${scale === "2" ? "@2x" : ""}.${format}`;
-  return parseTileRequest({ tileMatrixSet: tileMatrixSetId, z: "0", x: "0", y }, options);
+  return parseTileRequest({ tileMatrixSet: tileMatrixSetId, z: String(first), x: "0", y }, options);
 }
 
 /** The template's URL, `position` standing for z/x/y in the client's placeholders. */

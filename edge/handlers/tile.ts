@@ -11,7 +11,7 @@ import { badRequest } from "../../shared/errors";
 import { EMPTY_TILES } from "../../shared/maps/empty-tile";
 import { coarseTileRead, composeWork, mosaicAssetBound, mosaicReadWork, mosaicTileCost, readWork, squareOf, tileCost, type TileRead } from "../../shared/maps/tile-cost";
 import type { SourceInfo } from "../../shared/protocol";
-import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { tileBounds, tileMatrix, tileMatrixSet, webMercatorZoom } from "../../shared/maps/tile-matrix-sets";
 import { ontoBounds, setWidth } from "../../shared/maps/antimeridian";
 import { canonicalTile, parseTileRequest, tileSide, type TileRequest } from "../../shared/maps/tile-request";
 import { segment } from "../../shared/path-segment";
@@ -39,7 +39,7 @@ export const tileHandler: SourceHandler = async (source: SourceRef, req: IReques
   const tms = tileMatrixSet(tile.tileMatrixSet);
   // On the set's far west (from 180°W), a tile of a source across ±180° meets its bounds past the east edge.
   const bounds = ontoBounds(tileBounds(tms, tile.z, tile.x, tile.y), tiling.bounds, setWidth(tms));
-  const read = coarseTileRead(info, tiling, bounds, tms.tileMatrices[tile.z].cellSize / tile.scale);
+  const read = coarseTileRead(info, tiling, bounds, tileMatrix(tms, tile.z)!.cellSize / tile.scale);
   const canonical = canonicalTile(tile);
   const decode: DecodeRequest = {
     route: "tile",
@@ -79,8 +79,10 @@ function coarseTileCost(tile: TileRequest, info: SourceInfo, read: TileRead | un
     });
   if (info.mosaic) {
     const { mosaic } = info;
-    const work = mosaicReadWork(mosaic, tile.z, side, bands, tile.resampling) + compose(mosaicAssetBound(mosaic, tile.z));
-    return { bytes: mosaicTileCost(mosaic, tile.z, side, bands), work };
+    // The index's zooms are WebMercatorQuad's: another set's tile counts at the zoom of its scale.
+    const z = webMercatorZoom(tileMatrixSet(tile.tileMatrixSet), tile.z);
+    const work = mosaicReadWork(mosaic, z, side, bands, tile.resampling) + compose(mosaicAssetBound(mosaic, z));
+    return { bytes: mosaicTileCost(mosaic, z, side, bands), work };
   }
   const shape = { tileWidth: info.tileWidth, tileHeight: info.tileHeight, bands, bytesPerSample: 1 };
   return { bytes: tileCost(shape, read, squareOf(side)), work: readWork({ ...shape, codec: info.codec }, read, squareOf(side), tile.resampling) + compose(1) };

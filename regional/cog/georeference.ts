@@ -37,7 +37,7 @@ export interface SourceGeo {
 type Box = [number, number, number, number];
 
 /** Where a source's outline lies (placeOnEarth). */
-type Place = "on the Earth" | "across the antimeridian" | "around the north pole" | "around the south pole" | "nowhere";
+export type Place = "on the Earth" | "across the antimeridian" | "around the north pole" | "around the south pole" | "nowhere";
 
 /** GTRasterTypeGeoKey: each pixel's coordinates name its centre, not its corner. */
 const PIXEL_IS_POINT = 2;
@@ -227,7 +227,7 @@ function geoTransform(image: GeoTIFFImage, pixelIsPoint: boolean): Affine | unde
  * in the set's CRS, and the zooms that resolution and the smallest level's call for. Undefined
  * when no part of the outline has coordinates in the set's CRS.
  */
-function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, crs: Crs, place: Place, lonLat: Box): SourceTiling | undefined {
+export function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, crs: Crs, place: Place, lonLat: Box): SourceTiling | undefined {
   const toSet = setConversion(crs, tms.id);
   const period = periodOf(setCrs(tms.id));
   const placed = placedBy(levels[0], pixelToCrs, toSet, place === "across the antimeridian" && period ? { period, lonLat } : undefined);
@@ -248,7 +248,7 @@ function tilingOn(tms: TileMatrixSet, levels: LevelSize[], pixelToCrs: Affine, c
  * pole spans the set's width from its outline's far latitude to the set's edge nearest the pole.
  */
 function boundsOn(tms: TileMatrixSet, [x0, y0, x1, y1]: Box, place: Place, period: number): Box {
-  const { lowerLeft: [left, bottom], upperRight: [right, top] } = tms.boundingBox;
+  const [left, bottom, right, top] = tms.extent;
   if (period && place === "around the north pole") return [left, Math.max(y0, bottom), right, top];
   if (period && place === "around the south pole") return [left, bottom, right, Math.min(y1, top)];
   const across = place === "across the antimeridian" && period > 0;
@@ -322,11 +322,12 @@ function suggestedResolution(full: LevelSize, pixelToCrs: Affine, toSet: Convers
 /**
  * The zoom whose cell size is the first at or below `resolution` (within 1e-8, for float
  * rounding): tiles there show every source pixel, as rio-tiler and titiler choose maxzoom;
- * the set's last zoom when even it is coarser.
+ * the set's last zoom when even it is coarser. The matrices' cells shrink zoom by zoom, by
+ * halves or not (CanadianNAD83_LCC's follow map scales).
  */
 function zoomFor(tms: TileMatrixSet, resolution: number): number {
-  const zoom = tms.tileMatrices.findIndex((m) => m.cellSize <= resolution * (1 + 1e-8));
-  return zoom < 0 ? tms.tileMatrices.length - 1 : zoom;
+  const matrices = tms.tileMatrices;
+  return (matrices.find((m) => m.cellSize <= resolution * (1 + 1e-8)) ?? matrices[matrices.length - 1]).zoom;
 }
 
 /** The image's edges, densified, converted; the points that have coordinates there (none: undefined). */

@@ -5,12 +5,12 @@
 import { HttpError, notFound } from "../../shared/errors";
 import { MOSAIC_TMS } from "../../shared/maps/mosaic-json";
 import { canonicalPoint, parsePointRequest, type PointRequest } from "../../shared/maps/point-request";
-import { tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { tileAt, tileMatrix, tileMatrixSet, zoomRange } from "../../shared/maps/tile-matrix-sets";
 import type { Cog } from "../cog/cog";
 import type { DecoderContext } from "../decoder";
 import type { Handler } from "../http/router";
 import { cogAsset } from "../maps/compose-tile";
-import { conversion, TMS_CRS } from "../maps/crs";
+import { conversion, setCrs } from "../maps/crs";
 import { coordinateDefinition, preparePoint } from "../maps/point";
 import { Mosaic } from "../mosaic/mosaic";
 import { withLeasedAssets } from "../mosaic/mosaic-tile";
@@ -46,14 +46,10 @@ function mosaicPoint(decoder: DecoderContext, mosaic: Mosaic, id: string, req: P
 
 /** The WebMercatorQuad tile at the mosaic's maxzoom holding the point (its index's assets are listed by tile). */
 function holdingTile(mosaic: Mosaic, req: PointRequest) {
-  const [x, y] = conversion(coordinateDefinition(req), TMS_CRS[MOSAIC_TMS])(req.x, req.y);
+  const [x, y] = conversion(coordinateDefinition(req), setCrs(MOSAIC_TMS).definition)(req.x, req.y);
   const tms = tileMatrixSet(MOSAIC_TMS);
-  const z = Math.min(mosaic.index.maxzoom, tms.tileMatrices.length - 1);
-  const matrix = tms.tileMatrices[z];
-  const span = matrix.cellSize * matrix.tileWidth;
-  const column = Math.floor((x - matrix.pointOfOrigin[0]) / span);
-  const row = Math.floor((matrix.pointOfOrigin[1] - y) / span);
+  const z = Math.min(mosaic.index.maxzoom, zoomRange(tms)[1]);
   // Outside the matrix (a pole, NaN): no tile, so no asset.
-  const inside = column >= 0 && row >= 0 && column < matrix.matrixWidth && row < matrix.matrixHeight;
-  return inside ? { tileMatrixSet: MOSAIC_TMS, z, x: column, y: row } : undefined;
+  const tile = tileAt(tileMatrix(tms, z)!, x, y);
+  return tile && { tileMatrixSet: MOSAIC_TMS, z, ...tile };
 }

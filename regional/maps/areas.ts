@@ -65,7 +65,7 @@ function known(name: string, what: string): Crs {
 }
 
 /** The box's envelope in `to`, its edges densified; 400 when no part of it has coordinates there. */
-function envelopeIn(bbox: [number, number, number, number], from: Crs, to: Crs): [number, number, number, number] {
+export function envelopeIn(bbox: [number, number, number, number], from: Crs, to: Crs): [number, number, number, number] {
   const convert = crsConversion(from, to);
   const [minx, miny, maxx, maxy] = bbox;
   const out = [Infinity, Infinity, -Infinity, -Infinity];

@@ -18,7 +18,7 @@ import { bandLayout } from "../cog/bands";
 import type { PreparedDecode } from "../render/prepared-decode";
 import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
-import { tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { tileMatrix, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { applyAlgorithm, type GridCells } from "./algorithms";
 import { isGeographic, setCrs } from "./crs";
 import { pixelSelection, type AssetTuple } from "./pixel-selection";
@@ -183,7 +183,7 @@ function algorithmRanges(req: PaintRequest): [number, number][] | undefined {
 function gridCells(req: PaintRequest): GridCells {
   if ("grid" in req) return { xSize: req.grid.affine[1], ySize: req.grid.affine[5], geographic: isGeographic(req.grid.crs) };
   const tms = tileMatrixSet(req.tileMatrixSet);
-  const cell = tms.tileMatrices[req.z].cellSize / req.scale;
+  const cell = tileMatrix(tms, req.z)!.cellSize / req.scale;
   return { xSize: cell, ySize: -cell, geographic: isGeographic(setCrs(tms.id)) };
 }
 

@@ -3,6 +3,7 @@
 // and each tile matrix set's own; proj4 converts points between them. No network look-up.
 import { toProj4, type GeoKeys } from "geotiff-geokeys-to-proj4";
 import proj4 from "proj4";
+import { tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 
 export interface Crs {
   /** "EPSG:<code>" as the GeoKeys name it, or the PROJ string of a user-defined CRS. */
@@ -47,20 +48,26 @@ export function crsOfGeoKeys(keys: Record<string, unknown> | null | undefined): 
   return { name: epsg === undefined ? definition : `EPSG:${epsg}`, definition, unitScale: [x, y] };
 }
 
-/** Each tile matrix set's CRS, as proj4 defines it (CRS84 is longitude, latitude: proj4's own order). */
-export const TMS_CRS: Readonly<Record<string, string>> = {
-  WebMercatorQuad: proj4.defs("EPSG:3857")!.projStr!,
-  WorldCRS84Quad: proj4.defs("EPSG:4326")!.projStr!,
-};
-
-/** The EPSG code a source must have for its coordinates to be the set's own (no conversion). */
-const TMS_EPSG: Readonly<Record<string, string>> = { WebMercatorQuad: "EPSG:3857", WorldCRS84Quad: "EPSG:4326" };
-
 /** Whether `crs` is tile matrix set `tmsId`'s own. */
-export const inSetCrs = (crs: Crs, tmsId: string) => TMS_EPSG[tmsId] === crs.name;
+export const inSetCrs = (crs: Crs, tmsId: string) => tileMatrixSet(tmsId).crsName === crs.name;
 
-/** Tile matrix set `tmsId`'s CRS. */
-export const setCrs = (tmsId: string): Crs => ({ name: TMS_EPSG[tmsId], definition: TMS_CRS[tmsId], unitScale: [1, 1] });
+/**
+ * Tile matrix set `tmsId`'s CRS, from its document's (resolved by the bundled EPSG tables, as a
+ * client's `EPSG:{code}`); an error naming the set when the tables do not hold it (the
+ * decoder's start refuses an operator's set whose CRS they do not, operator-sets.ts).
+ */
+export function setCrs(tmsId: string): Crs {
+  let crs = knownSetCrs.get(tmsId);
+  if (!crs) {
+    const { crsName } = tileMatrixSet(tmsId);
+    crs = crsOfName(crsName);
+    if (!crs) throw new Error(`tile matrix set ${tmsId}'s CRS ${crsName} is not in the bundled EPSG tables`);
+    knownSetCrs.set(tmsId, crs); // a set's id never names another set
+  }
+  return crs;
+}
+
+const knownSetCrs = new Map<string, Crs>();
 
 /** Whether `crs` counts in degrees of longitude and latitude. */
 export const isGeographic = (crs: Crs) => /\+proj=longlat\b/.test(crs.definition);
@@ -89,12 +96,12 @@ export function crsOfName(name: string): Crs | undefined {
 
 /** Conversion from `crs` to the CRS of tile matrix set `tmsId`, or back with `inverse`. */
 export function setConversion(crs: Crs, tmsId: string, inverse = false): Conversion {
-  if (inSetCrs(crs, tmsId)) return conversion(TMS_CRS[tmsId], TMS_CRS[tmsId]);
-  return inverse ? conversion(TMS_CRS[tmsId], crs.definition) : conversion(crs.definition, TMS_CRS[tmsId]);
+  const set = setCrs(tmsId);
+  return inverse ? crsConversion(set, crs) : crsConversion(crs, set);
 }
 
 /** Longitude, latitude on WGS 84. */
-export const LON_LAT = TMS_CRS.WorldCRS84Quad;
+export const LON_LAT = proj4.defs("EPSG:4326")!.projStr!;
 
 export type Conversion = (x: number, y: number) => [number, number];
 
@@ -120,7 +127,8 @@ export function conversion(from: string, to: string): Conversion {
         }
       };
     }
-    if (conversions.size >= 256) conversions.clear(); // a few CRSs per catalog; never unbounded
+    // A few source CRSs per catalog, each to every tile matrix set's and back; never unbounded.
+    if (conversions.size >= 2048) conversions.clear();
     conversions.set(key, convert);
   }
   return convert;

@@ -6,7 +6,7 @@
 // CRS on the tile's grid (a stored level of the same resolution, aligned to whole pixels)
 // skips the resampling: its pixels are copied.
 import { badRequest, notFound } from "../../shared/errors";
-import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { tileBounds, tileMatrix, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { tileSide, type Resampling, type TileRequest } from "../../shared/maps/tile-request";
 import type { Cost } from "../../shared/cost";
 import type { LevelSize } from "../../shared/levels";
@@ -91,7 +91,7 @@ export function tileGrid(req: TileRequest, geo: SourceGeo, full: LevelSize): Out
   const tiling = geo.info.tiling[tms.id];
   if (!tiling) return undefined;
   const [left, , , top] = tileBounds(tms, req.z, req.x, req.y);
-  const cell = tms.tileMatrices[req.z].cellSize / req.scale;
+  const cell = tileMatrix(tms, req.z)!.cellSize / req.scale;
   const side = tileSide(req);
   return { crs: setCrs(tms.id), affine: [left, cell, 0, top, 0, -cell], width: side, height: side, sourceResolution: levelResolution(geo.pixelToCrs, full, tiling) };
 }

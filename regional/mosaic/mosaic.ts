@@ -1,16 +1,20 @@
 // A mosaic source: a MosaicJSON or STAC document pinned to one version, read whole once, and the
 // assets each tile paints. Its members are COGs opened on demand (store keys or HTTP(S) URLs,
-// under the access policy); a mosaic is tiled on WebMercatorQuad, the grid MosaicJSON's quadkeys
-// index, and is a map only: it has no IIIF image.
+// under the access policy); a mosaic lies on WebMercatorQuad, the grid MosaicJSON's quadkeys
+// index, as its document says, and on every other set as one image in Web Mercator of its
+// maxzoom's pixels would: a tile there paints the assets whose entries meet its outline in Web
+// Mercator. It is a map only: it has no IIIF image.
 import { badGateway, HttpError } from "../../shared/errors";
 import { MOSAIC_TMS, mosaicAssets, mosaicAssetsIn, parseMosaicJson, type MosaicJson } from "../../shared/maps/mosaic-json";
 import type { StyleFields } from "../../shared/maps/style";
 import { parseExpressions } from "../../shared/maps/expression";
 import { assetBandNames, loadStac, type StacItem } from "../../shared/maps/stac";
-import { tileBounds, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { TILE_MATRIX_SETS, tileBounds, tileMatrix, tileMatrixSet, zoomRange } from "../../shared/maps/tile-matrix-sets";
 import type { TileRequest } from "../../shared/maps/tile-request";
-import type { AssetDescription, Georeference, MosaicSummary, SourceInfo } from "../../shared/protocol";
-import { conversion, LON_LAT, TMS_CRS } from "../maps/crs";
+import type { AssetDescription, Georeference, MosaicSummary, SourceInfo, SourceTiling } from "../../shared/protocol";
+import { tilingOn } from "../cog/georeference";
+import { envelopeIn } from "../maps/areas";
+import { conversion, LON_LAT, setCrs } from "../maps/crs";
 import { sourceFault, type Source } from "../source/source";
 
 /** One asset a tile paints: a COG whose bands the request chooses, or a STAC item's chosen bands. */
@@ -21,7 +25,7 @@ export type AssetRef =
 /** The style's fields that choose a STAC item's assets and bands. */
 export type AssetChoice = Pick<StyleFields, "assets" | "assetBidx" | "expression">;
 
-/** What chooses a mosaic's assets for a tile: a WebMercatorQuad tile, and the style's asset fields. */
+/** What chooses a mosaic's assets for a tile: the tile, and the style's asset fields. */
 export type AssetQuery = Pick<TileRequest, "tileMatrixSet" | "z" | "x" | "y"> & AssetChoice;
 
 /** What a mosaic's document says, whatever its format. */
@@ -39,6 +43,9 @@ export interface MosaicIndex {
 }
 
 export class Mosaic {
+  /** Where it lies: the same for every id it is served under, made once (every set's tiling). */
+  private placed?: Georeference;
+
   private constructor(
     readonly source: Source,
     readonly index: MosaicIndex,
@@ -65,7 +72,7 @@ export class Mosaic {
 
   info(id: string): SourceInfo {
     const { bounds, minzoom, maxzoom, summary } = this.index;
-    const georeference = mosaicGeoreference(bounds, minzoom, maxzoom);
+    const georeference = (this.placed ??= mosaicGeoreference(bounds, minzoom, maxzoom));
     const { resolution, bounds: [x0, y0, x1, y1] } = georeference.tiling[MOSAIC_TMS];
     // Its pixels at maxzoom, as one image would have them: what info carries for every source.
     const width = Math.max(1, Math.round((x1 - x0) / resolution));
@@ -124,7 +131,8 @@ function mosaicJsonIndex(doc: MosaicJson): MosaicIndex {
     minzoom: doc.minzoom,
     maxzoom: doc.maxzoom,
     summary: { kind: "mosaic", assets: distinct.size, maxAssetsPerKey, quadkeyZoom: doc.quadkeyZoom, quadkeys: doc.assets.size },
-    assetsFor: (req) => (req.tileMatrixSet === MOSAIC_TMS ? mosaicAssets(doc, req.z, req.x, req.y).map((asset) => ({ kind: "cog", asset })) : []),
+    assetsFor: (req) =>
+      req.tileMatrixSet === MOSAIC_TMS ? mosaicAssets(doc, req.z, req.x, req.y).map((asset) => ({ kind: "cog", asset })) : assetsOnOtherSet(req, (bounds) => mosaicAssetsIn(doc, bounds).map((asset) => ({ kind: "cog", asset }))),
     assetsIn: (bounds) => mosaicAssetsIn(doc, bounds).map((asset) => ({ kind: "cog", asset })),
   };
 }
@@ -165,7 +173,8 @@ async function stacIndex(text: string, key: string, assets: MosaicAssets, signal
     minzoom: tiling.minZoom,
     maxzoom: tiling.maxZoom,
     summary: { kind: "stac", assets: items.length, maxAssetsPerKey: items.length, quadkeyZoom: 0, stacAssets: described },
-    assetsFor: (req) => (req.tileMatrixSet === MOSAIC_TMS ? itemsMeeting(items, tileBounds(tms, req.z, req.x, req.y), req) : []),
+    assetsFor: (req) =>
+      req.tileMatrixSet === MOSAIC_TMS ? itemsMeeting(items, tileBounds(tms, req.z, req.x, req.y), req) : assetsOnOtherSet(req, (bounds) => itemsMeeting(items, bounds, req)),
     assetsIn: (bounds, style) => itemsMeeting(items, bounds, style),
   };
 }
@@ -218,26 +227,58 @@ function stacKeys(item: StacItem, req: AssetChoice): string[] | undefined {
 
 /** Web Mercator bounds [minX, minY, maxX, maxY] as [west, south, east, north] degrees. */
 function lonLatOfMercator([x0, y0, x1, y1]: [number, number, number, number]): [number, number, number, number] {
-  const toLonLat = conversion(TMS_CRS[MOSAIC_TMS], LON_LAT);
+  const toLonLat = conversion(setCrs(MOSAIC_TMS).definition, LON_LAT);
   const [w, s] = toLonLat(x0, y0);
   const [e, n] = toLonLat(x1, y1);
   return [w, s, e, n];
 }
 
-/** Where a mosaic lies: its lon/lat bounds, on WebMercatorQuad between its zooms. */
+/** Where a mosaic lies: its lon/lat bounds, on WebMercatorQuad between its zooms, and on every other set it meets. */
 function mosaicGeoreference(bounds: [number, number, number, number], minZoom: number, maxZoom: number): Georeference {
-  const toMercator = conversion(LON_LAT, TMS_CRS[MOSAIC_TMS]);
+  const toMercator = conversion(LON_LAT, setCrs(MOSAIC_TMS).definition);
   // Web Mercator ends at ±85.0511°: a mosaic's bounds past it are clamped to the square.
   const limit = 85.0511287798066;
   const clamp = (lat: number) => Math.max(-limit, Math.min(limit, lat));
   const [x0, y0] = toMercator(bounds[0], clamp(bounds[1]));
   const [x1, y1] = toMercator(bounds[2], clamp(bounds[3]));
   const tms = tileMatrixSet(MOSAIC_TMS);
-  const top = Math.min(maxZoom, tms.tileMatrices.length - 1);
-  return {
-    crs: "EPSG:4326",
-    bbox: bounds,
-    lonLatBounds: bounds,
-    tiling: { [MOSAIC_TMS]: { bounds: [x0, y0, x1, y1], minZoom: Math.min(minZoom, top), maxZoom: top, resolution: tms.tileMatrices[top].cellSize } },
-  };
+  const top = Math.min(maxZoom, zoomRange(tms)[1]);
+  const web: SourceTiling = { bounds: [x0, y0, x1, y1], minZoom: Math.min(minZoom, top), maxZoom: top, resolution: tileMatrix(tms, top)!.cellSize };
+  return { crs: "EPSG:4326", bbox: bounds, lonLatBounds: bounds, tiling: { ...otherSets(web, bounds), [MOSAIC_TMS]: web } };
+}
+
+/**
+ * The mosaic on every set but WebMercatorQuad: as one image in Web Mercator of its maxzoom's
+ * pixels with an overview at its minzoom's, tiled as a COG is (its outline there, the resolution
+ * gdalwarp would choose, the zooms that give).
+ */
+function otherSets(web: SourceTiling, lonLat: [number, number, number, number]): Record<string, SourceTiling> {
+  const [x0, y0, x1, y1] = web.bounds;
+  const cell = web.resolution;
+  const full = { width: Math.max(1, Math.round((x1 - x0) / cell)), height: Math.max(1, Math.round((y1 - y0) / cell)) };
+  const shrink = 2 ** (web.maxZoom - web.minZoom);
+  const smallest = { width: Math.max(1, Math.round(full.width / shrink)), height: Math.max(1, Math.round(full.height / shrink)) };
+  const tiling: Record<string, SourceTiling> = {};
+  for (const tms of TILE_MATRIX_SETS.values()) {
+    const on = tms.id === MOSAIC_TMS ? undefined : tilingOn(tms, [full, smallest], [x0, cell, 0, y1, 0, -cell], setCrs(MOSAIC_TMS), "on the Earth", lonLat);
+    if (on) tiling[tms.id] = on;
+  }
+  return tiling;
+}
+
+/** Tile `req` of another set than WebMercatorQuad as a box in Web Mercator (its edges densified), or undefined where it has none. */
+function mercatorOutline(req: AssetQuery): [number, number, number, number] | undefined {
+  const tms = tileMatrixSet(req.tileMatrixSet);
+  try {
+    return envelopeIn(tileBounds(tms, req.z, req.x, req.y), setCrs(tms.id), setCrs(MOSAIC_TMS));
+  } catch (e) {
+    if (e instanceof HttpError && e.kind === "bad_request") return undefined; // no point of it in Web Mercator (a pole)
+    throw e;
+  }
+}
+
+/** The assets whose index entries meet tile `req`'s outline in Web Mercator (`lookup` finds them there). */
+function assetsOnOtherSet(req: AssetQuery, lookup: (bounds: [number, number, number, number]) => AssetRef[]): AssetRef[] {
+  const bounds = mercatorOutline(req);
+  return bounds ? lookup(bounds) : [];
 }

@@ -6,7 +6,7 @@
 // through the main thread, which owns the store connections: this thread asks for byte ranges on
 // the task's port and gets them back transferred, not copied.
 
-import type { MessagePort } from "node:worker_threads";
+import { isMainThread, type MessagePort } from "node:worker_threads";
 import { HttpError, type ErrorKind } from "../../shared/errors";
 import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
 import { DecodedBlockCache } from "../cog/block-cache";
@@ -15,6 +15,13 @@ import { composeTile, type PaintRequest, type TileAsset } from "../maps/compose-
 import { renderCheapest, type RenderedImage } from "./render";
 import type { Source } from "../source/source";
 import { WorkBudget, type Reservation } from "../runtime/work-budget";
+import { addTileMatrixSets } from "../../shared/maps/tile-matrix-sets";
+import { operatorSetDocuments } from "../maps/operator-sets";
+
+// A map tile here may be on one of the operator's sets: a pool thread has modules of its own, so
+// it adds them as the main thread did (which checked them before starting the pool). The main
+// thread imports this module too, for its wire helpers: it adds them itself.
+if (!isMainThread) addTileMatrixSets(operatorSetDocuments(process.env));
 
 /** A source as the main thread opened it; its opening bytes spare the header's reads. */
 export interface WireSource {

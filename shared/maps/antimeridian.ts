@@ -8,7 +8,7 @@ import type { TileMatrixSet } from "./tile-matrix-sets";
 type Box = readonly [number, number, number, number];
 
 /** How far x goes once round the Earth on `tms`, its width (only sets that do go round have bounds past their edge). */
-export const setWidth = (tms: TileMatrixSet) => tms.boundingBox.upperRight[0] - tms.boundingBox.lowerLeft[0];
+export const setWidth = (tms: TileMatrixSet) => tms.extent[2] - tms.extent[0];
 
 /** `box`, or `box` moved `period` east when only that meets `bounds`: the same ground, where the bounds have it. */
 export function ontoBounds(box: Box, bounds: Box, period: number): [number, number, number, number] {

@@ -136,11 +136,13 @@ describe("the WMTS capabilities, read by GDAL's WMTS client as QGIS would add th
     }
   });
 
-  it("lead GDAL to the tiles: each place's colour, read through the layer at its lon/lat", () => {
+  // The sample's own UTM zone, and LAEA, whose corners WMTS writes northing first.
+  it.each(["WebMercatorQuad", "UTM33WGS84Quad", "EuropeanETRS89_LAEAQuad"])("lead GDAL to the tiles on %s: each place's colour, read through the layer at its lon/lat", (set) => {
     const inside = PLACES.filter((p) => p.colour !== BACKGROUND);
     const where = sampleLonLat(inside.map((p) => p.pixel));
+    const layer = capabilities().replace("/WebMercatorQuad/", `/${set}/`);
     const read = inside.map((place, i) => {
-      const values = gdal("gdallocationinfo", ["-valonly", "-wgs84", capabilities(), ...where[i].map(String)]);
+      const values = gdal("gdallocationinfo", ["-valonly", "-wgs84", layer, ...where[i].map(String)]);
       return { name: place.name, colour: values.trim().split("\n").slice(0, 3).map(Number) };
     });
     expect(read).toEqual(inside.map((p) => ({ name: p.name, colour: p.colour })));

@@ -61,9 +61,9 @@ export function gdalSuggestedWarpOutput(file: string, crs: string): Promise<{ ge
   return call({ op: "suggestedWarpOutput", src: file, crs });
 }
 
-/** `gdalinfo -json`'s report of a file. */
-export function gdalInfo(file: string): Promise<Record<string, unknown>> {
-  return call({ op: "info", file });
+/** `gdalinfo -json`'s report of a file, opened with the driver's `openOptions` (gdalinfo's -oo). */
+export function gdalInfo(file: string, openOptions: string[] = []): Promise<Record<string, unknown>> {
+  return call({ op: "info", file, openOptions });
 }
 
 /**

@@ -33,8 +33,8 @@ def suggested_warp_output(request):
 
 
 def info(request):
-    """gdalinfo -json."""
-    return gdal.Info(request["file"], format="json")
+    """gdalinfo -json, with the driver's open options (-oo) if any."""
+    return gdal.Info(gdal.OpenEx(request["file"], open_options=request.get("openOptions", [])), format="json")
 
 
 def transform(request):

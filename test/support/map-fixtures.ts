@@ -167,6 +167,46 @@ const mercatorGrey: MapFixture = {
 
 export const MAP_FIXTURES = { utmRgb, utmDem, wgs84Uint16, mercatorGrey } as const;
 
+/**
+ * A 512² 8-bit grey fixture in `crs`, 256 px blocks and one overview, DEFLATE: a gradient under
+ * hard-edged squares and a dark disc, nodata 0 in a triangle at its north-west corner. The
+ * other tile matrix sets' fixtures (map-tile-matrix-sets-vs-gdal) are this pattern in their CRSs.
+ */
+function greyIn(id: string, crs: string, [x, y]: [number, number], pixel: number): MapFixture {
+  return {
+    id,
+    crs,
+    width: 512,
+    height: 512,
+    geoTransform: [x, pixel, 0, y, 0, -pixel],
+    dataType: "Byte",
+    bands: 1,
+    nodata: 0,
+    cog: cogOptions("COMPRESS=DEFLATE"),
+    value(col, row) {
+      if (col + row < 120) return 0;
+      if (checker(col, row, 32) && col > 256 && row > 256) return 245;
+      if (inDisc(col, row, [150, 350], 80)) return 15;
+      return 30 + ((col + row) / 1022) * 190;
+    },
+    places: { centre: [256, 256], northWest: [60, 60], southEast: [500, 500] },
+  };
+}
+
+/** Sources in the CRSs of the other sets: each set's tiles are held against gdalwarp's on them. */
+export const SET_FIXTURES = {
+  /** Wellington, New Zealand Transverse Mercator 2000 (EPSG:2193), 20 m. */
+  nztm: greyIn("nztm-grey", "EPSG:2193", [1740000, 5435000], 20),
+  /** Bavaria, ETRS89 / LAEA Europe (EPSG:3035, northing first in EPSG's order), 25 m. */
+  laea: greyIn("laea-grey", "EPSG:3035", [4420000, 2830000], 25),
+  /** Svalbard, NSIDC polar stereographic north (EPSG:3413), 50 m: clear of the pole. */
+  arctic: greyIn("arctic-grey", "EPSG:3413", [1070000, -610000], 50),
+  /** The Antarctic Peninsula, Antarctic polar stereographic (EPSG:3031), 50 m. */
+  antarctic: greyIn("antarctic-grey", "EPSG:3031", [-2500000, 1450000], 50),
+  /** Ottawa in UTM 18N (EPSG:32618), 30 m: for Canada's LCC and the UTM 18 and 17 quads. */
+  ottawa: greyIn("ottawa-grey", "EPSG:32618", [440000, 5035000], 30),
+} as const;
+
 /** The fixture's file path, made first if missing. Safe to call from test files running at once. */
 export function mapFixture(fixture: MapFixture): string {
   return cached(fixture.id, (out, scratch) => writeCog(fixture, out, scratch));
@@ -215,9 +255,9 @@ export async function tileHolding(fixture: MapFixture, place: string, tms: TileM
   const [col, row] = fixture.places[place];
   const [originX, pixelWidth, , originY, , pixelHeight] = fixture.geoTransform;
   const [[x, y]] = await gdalTransform([[originX + (col + 0.5) * pixelWidth, originY + (row + 0.5) * pixelHeight]], fixture.crs, tms.crs);
-  const matrix = tms.tileMatrices[z];
-  const span = matrix.cellSize * matrix.tileWidth;
-  return { x: Math.floor((x - matrix.pointOfOrigin[0]) / span), y: Math.floor((matrix.pointOfOrigin[1] - y) / span) };
+  // The set's matrix by its zoom (a type import only: the workers' set-up loads this file under Node).
+  const matrix = tms.tileMatrices.find((m) => m.zoom === z)!;
+  return { x: Math.floor((x - matrix.origin[0]) / (matrix.cellSize * matrix.tileWidth)), y: Math.floor((matrix.origin[1] - y) / (matrix.cellSize * matrix.tileHeight)) };
 }
 
 /** Every fixture made; returns the folder a LocalCatalog serves them from. */

@@ -57,7 +57,7 @@ const MOSAIC_COG = cogOptions("COMPRESS=DEFLATE", "RESAMPLING=NEAREST");
 
 /** A 512² single-band Byte COG on the Z grid with its north-west corner on the corner of tile (x, y) at Z. */
 function onGrid(x: number, y: number): Pick<MapFixture, "crs" | "width" | "height" | "geoTransform" | "dataType" | "bands" | "cog"> {
-  const [originX, originY] = GRID.pointOfOrigin;
+  const [originX, originY] = GRID.origin;
   const cell = GRID.cellSize;
   return {
     crs: "EPSG:3857",
@@ -189,7 +189,7 @@ export function gridPixel(f: MosaicFixture, z: number, x: number, y: number, px:
   // In units of a Z pixel, counted from the grid's origin: exact in binary (powers of two).
   const scale = 2 ** (z - MOSAIC_Z);
   const [originX, cell, , originY] = f.geoTransform;
-  const [fx, fy] = [Math.round((originX - GRID.pointOfOrigin[0]) / cell), Math.round((GRID.pointOfOrigin[1] - originY) / cell)];
+  const [fx, fy] = [Math.round((originX - GRID.origin[0]) / cell), Math.round((GRID.origin[1] - originY) / cell)];
   const col = Math.floor((x * TILE + px + 0.5) / scale) - fx;
   const row = Math.floor((y * TILE + py + 0.5) / scale) - fy;
   return col >= 0 && col < f.width && row >= 0 && row < f.height ? [col, row] : undefined;

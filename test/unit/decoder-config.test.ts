@@ -74,6 +74,8 @@ const BAD: [string, string | undefined, RegExp, NodeJS.ProcessEnv?][] = [
   ["TESSERA_METRICS_TOKEN", "a-long-enough-metrics-token\n", /must be a bearer token/],
   ["TESSERA_METRICS_TOKEN", "a long enough metrics token", /must be a bearer token/],
   ["TESSERA_METRICS_TOKEN", "short-token", /at least 16 characters/],
+  // Every other refusal of a set's document: operator-tile-matrix-sets.test.ts.
+  ["TESSERA_TILE_MATRIX_SETS", "/no/such/sets.json", /names \/no\/such\/sets\.json, which cannot be read \(ENOENT\)/],
 ];
 
 describe("a bad value stops the decoder, naming its variable", () => {

@@ -19,7 +19,8 @@ import { readAssetConfig } from "../../regional/source/access-policy";
 import { AssetSources } from "../../regional/source/assets";
 import { LocalCatalog } from "../../regional/source/local";
 import { tileToQuadkey } from "../../shared/maps/mosaic-json";
-import { tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { tileAt, tileBounds, tileMatrix, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
+import { conversion, setCrs } from "../../regional/maps/crs";
 import { parseTileRequest } from "../../shared/maps/tile-request";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
 import { startAssetServer, type AssetServer } from "../support/asset-server";
@@ -62,8 +63,8 @@ interface Tile {
   requestId: string | null;
 }
 
-async function tile(d: Decoder, id: string, [z, x, y]: number[], query = ""): Promise<Tile> {
-  const res = await signedGet(d, `/v1/tiles/${id}/WebMercatorQuad/${z}/${x}/${y}.png${query ? `?${query}` : ""}`);
+async function tile(d: Decoder, id: string, [z, x, y]: number[], query = "", set = "WebMercatorQuad"): Promise<Tile> {
+  const res = await signedGet(d, `/v1/tiles/${id}/${set}/${z}/${x}/${y}.png${query ? `?${query}` : ""}`);
   const requestId = res.headers.get("x-request-id");
   if (res.status !== 200) return { status: res.status, width: 0, channels: 0, data: Buffer.from(await res.text()), requestId };
   const { data, info } = await sharp(Buffer.from(await res.arrayBuffer())).raw().toBuffer({ resolveWithObject: true });
@@ -303,7 +304,7 @@ const WIDE = { z: Z - 8, x: P >> 8, y: Q >> 8 };
 function writeWideMember(folder: string, name: string): void {
   const grid = tileMatrixSet("WebMercatorQuad").tileMatrices[Z];
   const span = grid.cellSize * grid.tileWidth * 256;
-  const [x0, y0] = [grid.pointOfOrigin[0] + WIDE.x * span, grid.pointOfOrigin[1] - WIDE.y * span];
+  const [x0, y0] = [grid.origin[0] + WIDE.x * span, grid.origin[1] - WIDE.y * span];
   const script = `
 from osgeo import gdal, osr
 ds = gdal.GetDriverByName("GTiff").Create(${JSON.stringify(path.join(folder, name))}, 65536, 65536, 1, gdal.GDT_Byte, ["TILED=YES", "SPARSE_OK=TRUE", "COMPRESS=DEFLATE"])
@@ -450,6 +451,54 @@ describe("STAC: one COG a band", () => {
   it("needs assets= or an expression naming them: 400", async () => {
     const t = await tile(decoder, "scene", SCENE_TILE);
     expect(t.status).toBe(400);
+  });
+});
+
+describe("on the other tile matrix sets", () => {
+  /** Each member's own tile on `set` (its warp alone), for what the mosaic's tile must hold. */
+  const memberTile = async (key: string, set: string, [z, x, y]: number[]) => {
+    const cog = await Cog.open(await new LocalCatalog(dir).openKey(key));
+    try {
+      return await warpTile(cog, parseTileRequest({ tileMatrixSet: set, z: String(z), x: String(x), y: `${y}.png` }, new URLSearchParams()));
+    } finally {
+      await cog.close();
+    }
+  };
+  /** The tile of `set` at zoom `z` holding Web Mercator point (x, y). */
+  const holding = (set: string, z: number, [x, y]: number[]) => {
+    const tms = tileMatrixSet(set);
+    const at = tileAt(tileMatrix(tms, z)!, ...conversion(setCrs("WebMercatorQuad").definition, setCrs(set).definition)(x, y))!;
+    return [z, at.x, at.y];
+  };
+
+  it("MosaicJSON on EuropeanETRS89_LAEAQuad: pixel_selection=count is how many members are valid at each pixel, each member found through its quadkeys", async () => {
+    // Where a, b and c meet: the north-west corner of tile (P+1, Q+1) at Z.
+    const [x0, , , y1] = tileBounds(tileMatrixSet("WebMercatorQuad"), Z, P + 1, Q + 1);
+    const at = holding("EuropeanETRS89_LAEAQuad", 11, [x0, y1]);
+    const members = await Promise.all([monoA, monoB, monoC].map((f) => memberTile(f.key, "EuropeanETRS89_LAEAQuad", at)));
+    const t = await tile(decoder, "mono-mosaic", at, "pixel_selection=count", "EuropeanETRS89_LAEAQuad");
+    const counts = new Set<number>();
+    expectPixels(t, (px, py) => {
+      const count = members.filter((m) => m.valid[0][py * 256 + px]).length;
+      counts.add(count);
+      return [count];
+    });
+    expect([...counts].sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  it("STAC on UTM33WGS84Quad (its scenes' own CRS, another grid): assets=B04 is the band's own tile", async () => {
+    const [x0, y0, x1, y1] = tileBounds(tileMatrixSet("WebMercatorQuad"), 12, 2234, 1420);
+    const at = holding("UTM33WGS84Quad", 13, [(x0 + x1) / 2, (y0 + y1) / 2]);
+    const band = await memberTile("scene-B04.tif", "UTM33WGS84Quad", at);
+    const t = await tile(decoder, "scene", at, "assets=B04&rescale=0,2000", "UTM33WGS84Quad");
+    expectPixels(t, (px, py) => (band.valid[0][py * 256 + px] ? [clip((band.bands[0][py * 256 + px] * 255) / 2000)] : undefined), 1);
+  });
+
+  it("a tile of a set far from the mosaic is the transparent tile; one outside the set's matrix is 400", async () => {
+    const far = await tile(decoder, "mono-mosaic", [3, 1, 1], "", "UTM01WGS84Quad");
+    expect([far.status, far.width]).toEqual([200, 256]);
+    expect(far.data.every((v, i) => i % far.channels !== far.channels - 1 || v === 0)).toBe(true);
+    expect((await tile(decoder, "mono-mosaic", [0, 0, 0], "", "UTM01WGS84Quad")).status).toBe(400);
   });
 });
 

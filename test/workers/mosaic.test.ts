@@ -47,6 +47,27 @@ describe("a mosaic at the edge", () => {
   });
 });
 
+describe("a mosaic's tile on another set", () => {
+  it("is costed by the WebMercatorQuad zoom of its scale: 413 where that is above the index, admitted where it is the index's", async () => {
+    const info = mosaicSource("far-city", { kind: "mosaic", assets: 1000, maxAssetsPerKey: 1, quadkeyZoom: 4 });
+    info.georeference!.tiling = {
+      ...info.georeference!.tiling,
+      // Inside LAEA's zoom-1 tile (0, 0) and Canada's zoom-0 tile (3, 3).
+      EuropeanETRS89_LAEAQuad: { bounds: [3000000, 4000000, 3500000, 4500000], minZoom: 0, maxZoom: 2, resolution: 4000 },
+      CanadianNAD83_LCC: { bounds: [0, 100000, 100000, 200000], minZoom: 0, maxZoom: 2, resolution: 4000 },
+    };
+    await cacheSourceInfo(info);
+    // Canada's zoom 0 (1:137 M) is WebMercatorQuad's zoom 2: up to 16 of the index's lists.
+    const coarse = await get("/tiles/far-city/CanadianNAD83_LCC/0/3/3.png");
+    expect(coarse.status).toBe(413);
+    // LAEA's zoom 1 (1:31 M) is WebMercatorQuad's zoom 4, the index's own: one list, one asset.
+    const released = await metric("released_total");
+    const fine = await get("/tiles/far-city/EuropeanETRS89_LAEAQuad/1/0/0.png");
+    expect(fine.status).not.toBe(413);
+    expect(await metric("released_total")).toBeGreaterThan(released); // admitted, and sent to a decoder
+  });
+});
+
 describe("a mosaic decoded by a real decoder", () => {
   it("of one COG, paints that COG's tile, byte for byte", async () => {
     const [mosaic, single] = await Promise.all(

@@ -96,7 +96,8 @@ describe("TileJSON", () => {
       ["/tiles/geo/WebMercatorQuad/tilejson.json?bidx=0", 400, "bidx"],
       ["/tiles/geo/WebMercatorQuad/tilejson.json?rescale=1,0", 400, "rescale"],
       ["/tiles/geo/WebMercatorQuad/tilejson.json?callback=x", 400, "callback"],
-      ["/tiles/geo/EuropeanETRS89_LAEAQuad/tilejson.json", 404, "WebMercatorQuad, WorldCRS84Quad"],
+      ["/tiles/geo/EuropeanETRS89_LAEAQuad/tilejson.json", 404, 'source "geo" does not lie within EuropeanETRS89_LAEAQuad'],
+      ["/tiles/geo/GoogleMapsCompatible/tilejson.json", 404, 'unknown tile matrix set "GoogleMapsCompatible"'],
       ["/tiles/plain/WorldCRS84Quad/tilejson.json", 404, 'source "plain" is not georeferenced'],
     ] as const) {
       const res = await get(path);

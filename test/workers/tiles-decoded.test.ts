@@ -71,3 +71,45 @@ describe("tiles decoded by a real decoder", () => {
     expect(res.headers.get("x-tessera-version")).toBe(current);
   });
 });
+
+describe("the UTM sample on the registry's other sets, through a real decoder", () => {
+  /** The first tile of `id` holding data at the finest matrix the capabilities list. */
+  async function firstTile(set: string, id = "utm-quadrants"): Promise<string> {
+    const xml = await (await get(`/tiles/${id}/${set}/WMTSCapabilities.xml`)).text();
+    const limits = [...xml.matchAll(/<TileMatrix>(\d+)<\/TileMatrix>\s*<MinTileRow>(\d+)<\/MinTileRow>\s*<MaxTileRow>\d+<\/MaxTileRow>\s*<MinTileCol>(\d+)<\/MinTileCol>/g)];
+    const [, z, row, col] = limits[limits.length - 1];
+    return `/tiles/${id}/${set}/${z}/${col}/${row}.png`;
+  }
+
+  it("answer TileJSON and decoded tiles on its own UTM zone, the European LAEA and the neighbouring zone; info.json links its own zone", async () => {
+    for (const set of ["UTM33WGS84Quad", "EuropeanETRS89_LAEAQuad", "UTM32WGS84Quad", "WorldMercatorWGS84Quad"]) {
+      const answer = await get(`/tiles/utm-quadrants/${set}/tilejson.json`);
+      expect(answer.status, `${set}: ${await answer.clone().text()}`).toBe(200);
+      const tileJson = (await answer.json()) as { tiles: string[]; maxzoom: number };
+      expect(tileJson.tiles[0], set).toMatch(new RegExp(`/tiles/utm-quadrants@[^/]+/${set}/\\{z\\}/\\{x\\}/\\{y\\}\\.png$`));
+      const res = await get(await firstTile(set));
+      expect(res.status, set).toBe(200);
+      expect(res.headers.get("x-tessera-cache"), set).toBe("miss");
+      expect(pngSize(await bytes(res)), set).toEqual([256, 256]);
+    }
+    const info = await (await get("/iiif/3/utm-quadrants/info.json")).json() as { seeAlso: { label: { en: string[] } }[] };
+    expect(info.seeAlso.map((s) => s.label.en[0])).toEqual(["TileJSON 3.0.0, WebMercatorQuad", "TileJSON 3.0.0, WorldCRS84Quad", "TileJSON 3.0.0, UTM33WGS84Quad"]);
+  });
+
+  it("and as a mosaic of the sample: TileJSON and a decoded tile on its UTM zone and on LAEA", async () => {
+    for (const set of ["UTM33WGS84Quad", "EuropeanETRS89_LAEAQuad"]) {
+      const tileJson = await get(`/tiles/quadrants/${set}/tilejson.json`);
+      expect(tileJson.status, set).toBe(200);
+      const res = await get(await firstTile(set, "quadrants"));
+      expect(res.status, set).toBe(200);
+      expect(pngSize(await bytes(res)), set).toEqual([256, 256]);
+    }
+  });
+
+  it("answer 400 for a zoom the set does not have and 404 where the sample does not lie", async () => {
+    expect((await get("/tiles/utm-quadrants/UTM33WGS84Quad/0/0/0.png")).status).toBe(400); // the UTM quads start at zoom 1
+    const away = await get("/tiles/utm-quadrants/NZTM2000Quad/tilejson.json");
+    expect(away.status).toBe(404);
+    expect(((await away.json()) as { message: string }).message).toContain("does not lie within NZTM2000Quad");
+  });
+});

@@ -103,6 +103,48 @@ describe("WMTS capabilities", () => {
     );
   });
 
+  it("on a set whose CRS is northing first write the corner so, and name the CRS EPSG:{code}, corner x first, with use_epsg=true (titiler's, for ArcMap)", async () => {
+    const laea = tileMatrixSet("EuropeanETRS89_LAEAQuad");
+    const canada = tileMatrixSet("CanadianNAD83_LCC");
+    const source = georeferencedSource("europe");
+    // A 2 km square near Munich in LAEA (x first), on zooms 8 to 10; on Canada's LCC too, zooms 1 to 3.
+    source.georeference!.tiling = {
+      EuropeanETRS89_LAEAQuad: { bounds: [4420000, 2818000, 4432000, 2830000], minZoom: 8, maxZoom: 10, resolution: 25 },
+      CanadianNAD83_LCC: { bounds: [0, 0, 50000, 50000], minZoom: 1, maxZoom: 3, resolution: 8000 },
+    };
+    await cacheSourceInfo(source);
+    const { doc } = await capabilities("/tiles/europe/EuropeanETRS89_LAEAQuad/WMTSCapabilities.xml");
+    const set = doc.Contents.TileMatrixSet;
+    expect(set["ows:SupportedCRS"]).toBe("urn:ogc:def:crs:EPSG::3035");
+    expect(set.TileMatrix.map((m: Record<string, string>) => [m["ows:Identifier"], m.TopLeftCorner, m.ScaleDenominator])).toEqual(
+      [8, 9, 10].map((z) => [String(z), "5500000 2000000", String(laea.tileMatrices[z].scaleDenominator)]),
+    );
+    // Over a zoom-8 tile (68.66 m × 256): x 4420000 to 4432000 is columns 137.7 to 138.4, y 2830000 to 2818000 rows 151.9 to 152.6.
+    expect(doc.Contents.Layer[0].TileMatrixSetLink.TileMatrixSetLimits.TileMatrixLimits[0]).toEqual({ TileMatrix: "8", MinTileRow: "151", MaxTileRow: "152", MinTileCol: "137", MaxTileCol: "138" });
+
+    // Named EPSG:3035, the corner is read x first (GDAL, ArcMap): written so.
+    const laeaEpsg = (await capabilities("/tiles/europe/EuropeanETRS89_LAEAQuad/WMTSCapabilities.xml?use_epsg=true")).doc.Contents.TileMatrixSet;
+    expect([laeaEpsg["ows:SupportedCRS"], laeaEpsg.TileMatrix[0].TopLeftCorner]).toEqual(["EPSG:3035", "2000000 5500000"]);
+
+    const epsg = await capabilities("/tiles/europe/CanadianNAD83_LCC/WMTSCapabilities.xml?use_epsg=true&bidx=1");
+    const lcc = epsg.doc.Contents.TileMatrixSet;
+    expect(lcc["ows:SupportedCRS"]).toBe("EPSG:3978");
+    expect(lcc.TileMatrix.map((m: Record<string, string>) => [m.TopLeftCorner, m.MatrixWidth, m.MatrixHeight])).toEqual([
+      ["-34655800 39310000", "8", "8"],
+      ["-34655800 39310000", "13", "14"],
+      ["-34655800 39310000", "21", "22"],
+    ]);
+    expect(Number(lcc.TileMatrix[0].ScaleDenominator)).toBe(canada.tileMatrices[1].scaleDenominator);
+    expect(epsg.doc.ServiceMetadataURL["@xlink:href"]).toBe(`${BASE}/tiles/europe@v1/CanadianNAD83_LCC/WMTSCapabilities.xml?bidx=1&use_epsg=true`);
+    expect(epsg.doc.Contents.Layer[0].ResourceURL["@template"]).toBe(`${BASE}/tiles/europe@v1/CanadianNAD83_LCC/{TileMatrix}/{TileCol}/{TileRow}.png?bidx=1`);
+
+    for (const [query, message] of [["use_epsg=yes", "use_epsg"], ["use_epsg=true&use_epsg=true", "use_epsg"]]) {
+      const res = await get(`/tiles/europe/CanadianNAD83_LCC/WMTSCapabilities.xml?${query}`);
+      expect(res.status, query).toBe(400);
+      expect(((await res.json()) as { message: string }).message, query).toContain(message);
+    }
+  });
+
   it("escape an id that XML would read as markup", async () => {
     const id = `a&b<c>"d'e`;
     await cacheSourceInfo({ ...georeferencedSource(id) });
