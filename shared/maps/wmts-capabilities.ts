@@ -40,7 +40,10 @@ function supportedCrs(tms: TileMatrixSet, epsgNames: boolean): string {
 export function wmtsCapabilities(layer: WmtsLayer): string {
   const { tms, tiling, format } = layer;
   const matrices = tms.tileMatrices.filter((m) => m.zoom >= tiling.minZoom && m.zoom <= tiling.maxZoom);
-  const [west, south, east, north] = layer.lonLatBounds;
+  // WMTS has no box across 180°: such a layer spans every longitude (and every column below),
+  // its tiles away from the data the edge's empty ones.
+  const across = tiling.bounds[2] > tms.extent[2];
+  const [west, south, east, north] = across ? [-180, layer.lonLatBounds[1], 180, layer.lonLatBounds[3]] : layer.lonLatBounds;
   return `<?xml version="1.0" encoding="UTF-8"?>
 <Capabilities xmlns="http://www.opengis.net/wmts/1.0" xmlns:ows="http://www.opengis.net/ows/1.1" xmlns:xlink="http://www.w3.org/1999/xlink" version="1.0.0">
   <ows:ServiceIdentification>
@@ -61,7 +64,7 @@ export function wmtsCapabilities(layer: WmtsLayer): string {
       <TileMatrixSetLink>
         <TileMatrixSet>${tms.id}</TileMatrixSet>
         <TileMatrixSetLimits>
-${matrices.map((m) => matrixLimits(m, tiling)).join("\n")}
+${matrices.map((m) => matrixLimits(m, across ? [tms.extent[0], tiling.bounds[1], tms.extent[2], tiling.bounds[3]] : tiling.bounds)).join("\n")}
         </TileMatrixSetLimits>
       </TileMatrixSetLink>
       <ResourceURL format="${format}" resourceType="tile" template="${escape(layer.template)}"/>
@@ -104,9 +107,9 @@ function wellKnownScaleSet(tms: TileMatrixSet, scale: 1 | 2): string {
   return google && scale === 1 ? "      <WellKnownScaleSet>urn:ogc:def:wkss:OGC:1.0:GoogleMapsCompatible</WellKnownScaleSet>\n" : "";
 }
 
-/** The rows and columns of `m` that hold the source's data (a tile that only touches it does not). */
-function matrixLimits(m: TileMatrix, tiling: SourceTiling): string {
-  const { cols, rows } = tilesCovering(m, tiling.bounds);
+/** The rows and columns of `m` that hold `bounds` (a tile that only touches them does not). */
+function matrixLimits(m: TileMatrix, bounds: readonly number[]): string {
+  const { cols, rows } = tilesCovering(m, bounds);
   return `          <TileMatrixLimits>
             <TileMatrix>${m.zoom}</TileMatrix>
             <MinTileRow>${rows[0]}</MinTileRow>

@@ -15,14 +15,16 @@ import { wmtsCapabilities } from "../../shared/maps/wmts-capabilities";
 import type { Georeference } from "../../shared/protocol";
 import { gdalInfo } from "../support/gdal-reference";
 import { MAP_FIXTURE_DIR, MAP_FIXTURES, mapFixture, SET_FIXTURES } from "../support/map-fixtures";
+import { WORLD_EDGE_FIXTURES, worldEdgeFixtures } from "../support/world-edge-fixtures";
 
 const FIXTURES = [...Object.values(MAP_FIXTURES), ...Object.values(SET_FIXTURES)];
 const georeferences: { id: string; georeference: Georeference }[] = [];
 const folder = mkdtempSync(path.join(tmpdir(), "wmts-"));
 
 beforeAll(async () => {
+  worldEdgeFixtures();
   const catalog = new LocalCatalog(MAP_FIXTURE_DIR);
-  for (const fixture of FIXTURES) {
+  for (const fixture of [...FIXTURES, WORLD_EDGE_FIXTURES.lonLatAcross]) {
     mapFixture(fixture);
     const cog = await Cog.open(await catalog.open(fixture.id, undefined));
     georeferences.push({ id: fixture.id, georeference: cog.info(fixture.id).georeference! });
@@ -37,8 +39,8 @@ interface GdalReport {
 }
 
 /** GDAL's report of `tms`'s capabilities for the first fixture on it (written to a file GDAL opens). */
-async function readByGdal(tms: TileMatrixSet, epsgNames = false) {
-  const { id, georeference } = georeferences.find((g) => g.georeference.tiling[tms.id])!;
+async function readByGdal(tms: TileMatrixSet, epsgNames = false, source = georeferences.find((g) => g.georeference.tiling[tms.id])!) {
+  const { id, georeference } = source;
   const tiling = georeference.tiling[tms.id];
   const xml = wmtsCapabilities({
     id,
@@ -51,7 +53,7 @@ async function readByGdal(tms: TileMatrixSet, epsgNames = false) {
     self: `http://127.0.0.1:9/tiles/${id}/${tms.id}/WMTSCapabilities.xml`,
     epsgNames,
   });
-  const file = path.join(folder, `${tms.id}${epsgNames ? "-epsg" : ""}.xml`);
+  const file = path.join(folder, `${id}-${tms.id}${epsgNames ? "-epsg" : ""}.xml`);
   writeFileSync(file, xml);
   // The extent from the finest matrix's limits and corner, not the layer's lon/lat box: a corner
   // read in the wrong axis order then puts it elsewhere.
@@ -83,4 +85,17 @@ describe("every set's WMTS capabilities, as GDAL reads them", () => {
       expectRead(tms, await readByGdal(tms, true), true);
     },
   );
+});
+
+describe("a source across 180°, as GDAL reads its capabilities", () => {
+  it.each(["WebMercatorQuad", "WorldCRS84Quad"])("%s: every column, so a client asks for the tiles on both sides", async (id) => {
+    const tms = TILE_MATRIX_SETS.get(id)!;
+    const across = georeferences.find((g) => g.id === WORLD_EDGE_FIXTURES.lonLatAcross.id)!;
+    const { tiling, report } = await readByGdal(tms, false, across);
+    expect(tiling.bounds[2], "the bounds run past the set's east edge").toBeGreaterThan(tms.extent[2]);
+    const [left, width] = report.geoTransform;
+    // The layer spans the set from edge to edge: its part east of 180° lies at the far west.
+    expect(left).toBeCloseTo(tms.extent[0], 0);
+    expect(left + report.size[0] * width).toBeCloseTo(tms.extent[2], 0);
+  });
 });
