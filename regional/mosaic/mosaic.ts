@@ -10,6 +10,7 @@ import type { StyleFields } from "../../shared/maps/style";
 import { parseExpressions } from "../../shared/maps/expression";
 import { assetBandNames, loadStac, type StacItem } from "../../shared/maps/stac";
 import { TILE_MATRIX_SETS, tileBounds, tileMatrix, tileMatrixSet, zoomRange } from "../../shared/maps/tile-matrix-sets";
+import { setWidth } from "../../shared/maps/antimeridian";
 import type { TileRequest } from "../../shared/maps/tile-request";
 import type { AssetDescription, Georeference, MosaicSummary, SourceInfo, SourceTiling } from "../../shared/protocol";
 import { tilingOn } from "../cog/georeference";
@@ -160,12 +161,7 @@ async function stacIndex(text: string, key: string, assets: MosaicAssets, signal
   const tiling = first?.georeference.tiling[MOSAIC_TMS];
   if (!first || !tiling) throw badGateway(`STAC item ${items[0].id}: its asset is not a georeferenced COG on ${MOSAIC_TMS}`);
   const described = { [firstKey]: first, ...(await describeOthers(items[0], assets, signal)) };
-  const bounds: [number, number, number, number] = [
-    Math.min(...items.map((i) => i.bbox[0])),
-    Math.min(...items.map((i) => i.bbox[1])),
-    Math.max(...items.map((i) => i.bbox[2])),
-    Math.max(...items.map((i) => i.bbox[3])),
-  ];
+  const bounds = unionOfBoxes(items.map((i) => i.bbox));
   const tms = tileMatrixSet(MOSAIC_TMS);
   return {
     kind: "stac",
@@ -202,11 +198,23 @@ async function describeOthers(item: StacItem, assets: MosaicAssets, signal?: Abo
   return described;
 }
 
-/** The items whose bbox meets `bounds` (Web Mercator metres), each with the bands `style` reads of it. */
+/** The items' bboxes as one: a box across 180° (its east edge past it) at most once round the Earth. */
+function unionOfBoxes(boxes: [number, number, number, number][]): [number, number, number, number] {
+  const [west, east] = [Math.min(...boxes.map((b) => b[0])), Math.max(...boxes.map((b) => b[2]))];
+  const south = Math.min(...boxes.map((b) => b[1]));
+  const north = Math.max(...boxes.map((b) => b[3]));
+  return east - west >= 360 ? [-180, south, 180, north] : [west, south, east, north];
+}
+
+/**
+ * The items whose bbox meets `bounds` (Web Mercator metres), each with the bands `style` reads of
+ * it; an item across 180° (its bbox's east edge past it) meets a box on the far west too.
+ */
 function itemsMeeting(items: StacItem[], bounds: [number, number, number, number], style: AssetChoice): AssetRef[] {
   const [w, s, e, n] = lonLatOfMercator(bounds);
+  const meets = (b: [number, number, number, number], shift: number) => b[0] < e + shift && b[2] > w + shift && b[1] < n && b[3] > s;
   return items
-    .filter((item) => item.bbox[0] < e && item.bbox[2] > w && item.bbox[1] < n && item.bbox[3] > s)
+    .filter((item) => meets(item.bbox, 0) || meets(item.bbox, 360))
     .map((item) => ({
       kind: "item" as const,
       label: item.id,
@@ -239,12 +247,15 @@ function mosaicGeoreference(bounds: [number, number, number, number], minZoom: n
   // Web Mercator ends at ±85.0511°: a mosaic's bounds past it are clamped to the square.
   const limit = 85.0511287798066;
   const clamp = (lat: number) => Math.max(-limit, Math.min(limit, lat));
-  const [x0, y0] = toMercator(bounds[0], clamp(bounds[1]));
-  const [x1, y1] = toMercator(bounds[2], clamp(bounds[3]));
   const tms = tileMatrixSet(MOSAIC_TMS);
+  // Across 180° the east edge lies past the set's, once round the Earth from where PROJ puts it.
+  const across = bounds[2] > 180;
+  const [x0, y0] = toMercator(bounds[0], clamp(bounds[1]));
+  const [east, y1] = toMercator(across ? bounds[2] - 360 : bounds[2], clamp(bounds[3]));
+  const x1 = across ? east + setWidth(tms) : east;
   const top = Math.min(maxZoom, zoomRange(tms)[1]);
   const web: SourceTiling = { bounds: [x0, y0, x1, y1], minZoom: Math.min(minZoom, top), maxZoom: top, resolution: tileMatrix(tms, top)!.cellSize };
-  return { crs: "EPSG:4326", bbox: bounds, lonLatBounds: bounds, tiling: { ...otherSets(web, bounds), [MOSAIC_TMS]: web } };
+  return { crs: "EPSG:4326", bbox: bounds, lonLatBounds: bounds, tiling: { ...otherSets(web, bounds, across), [MOSAIC_TMS]: web } };
 }
 
 /**
@@ -252,7 +263,7 @@ function mosaicGeoreference(bounds: [number, number, number, number], minZoom: n
  * pixels with an overview at its minzoom's, tiled as a COG is (its outline there, the resolution
  * gdalwarp would choose, the zooms that give).
  */
-function otherSets(web: SourceTiling, lonLat: [number, number, number, number]): Record<string, SourceTiling> {
+function otherSets(web: SourceTiling, lonLat: [number, number, number, number], across: boolean): Record<string, SourceTiling> {
   const [x0, y0, x1, y1] = web.bounds;
   const cell = web.resolution;
   const full = { width: Math.max(1, Math.round((x1 - x0) / cell)), height: Math.max(1, Math.round((y1 - y0) / cell)) };
@@ -260,7 +271,7 @@ function otherSets(web: SourceTiling, lonLat: [number, number, number, number]):
   const smallest = { width: Math.max(1, Math.round(full.width / shrink)), height: Math.max(1, Math.round(full.height / shrink)) };
   const tiling: Record<string, SourceTiling> = {};
   for (const tms of TILE_MATRIX_SETS.values()) {
-    const on = tms.id === MOSAIC_TMS ? undefined : tilingOn(tms, [full, smallest], [x0, cell, 0, y1, 0, -cell], setCrs(MOSAIC_TMS), "on the Earth", lonLat);
+    const on = tms.id === MOSAIC_TMS ? undefined : tilingOn(tms, [full, smallest], [x0, cell, 0, y1, 0, -cell], setCrs(MOSAIC_TMS), across ? "across the antimeridian" : "on the Earth", lonLat);
     if (on) tiling[tms.id] = on;
   }
   return tiling;

@@ -23,6 +23,11 @@ export function holdsPoint(bounds: Box, x: number, y: number, period = 360): boo
   return within(x) || within(x + period);
 }
 
+/** A document's [west, south, east, north] with west > east (across 180°) as one box, its east edge past 180°. */
+export function unwrappedBox([west, south, east, north]: Box): [number, number, number, number] {
+  return [west, south, west > east ? east + 360 : east, north];
+}
+
 /** Longitude and latitude bounds as a document gives them: an east edge past 180° wrapped, so west > east. */
 export function documentBounds([west, south, east, north]: Box): [number, number, number, number] {
   return [west, south, east > 180 ? east - 360 : east, north];

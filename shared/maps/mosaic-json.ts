@@ -4,6 +4,7 @@
 // publisher's bucket, so it is validated as an attacker might write it: every failure is a 400
 // naming the field, never a crash or an unbounded amount of work.
 import { badRequest, notFound } from "../errors";
+import { unwrappedBox } from "./antimeridian";
 import { field, hasControlCharacter, isObject, parseJsonObject, quoted } from "./json-fields";
 import { tileBounds, tileMatrixSet } from "./tile-matrix-sets";
 
@@ -214,9 +215,9 @@ function parseBounds(bounds: unknown): [number, number, number, number] {
     }
   });
   const [west, south, east, north] = bounds as number[];
-  // A mosaic is not served across the antimeridian (a single COG is), so west < east as well as south < north.
-  if (!(west < east && south < north)) throw badRequest("bounds must have west < east and south < north");
-  return [west, south, east, north];
+  // West > east: the mosaic crosses 180°, kept as one box whose east edge is past 180°.
+  if (!(west !== east && south < north)) throw badRequest("bounds must have west ≠ east and south < north");
+  return unwrappedBox([west, south, east, north]);
 }
 
 function zoom(root: Record<string, unknown>, name: string, min: number, max: number): number {

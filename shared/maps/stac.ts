@@ -4,7 +4,8 @@
 // The documents come from a publisher's bucket or an HTTP server, so every field is checked
 // before it is trusted and the walk through a catalog is bounded: each failure is a 400 naming
 // the document and the JSON path of the bad field, never a crash or an unbounded amount of work.
-import { badRequest, unsupported } from "../errors";
+import { badRequest } from "../errors";
+import { unwrappedBox } from "./antimeridian";
 import { field, hasControlCharacter, isObject, parseJsonObject, quoted } from "./json-fields";
 
 export interface StacItem {
@@ -158,7 +159,7 @@ function utf8Length(text: string): number {
 function parseItem(item: Record<string, unknown>, path: string, location: string, maxAssets: number, at: string): StacItem {
   stringField(item, "stac_version", path, at);
   const id = stringField(item, "id", path, at);
-  const bbox = parseBbox(field(item, "bbox"), `${path}bbox`, id, at);
+  const bbox = parseBbox(field(item, "bbox"), `${path}bbox`, at);
   const properties = field(item, "properties");
   if (properties !== undefined && properties !== null && !isObject(properties)) throw badRequest(`${at}${path}properties must be an object`);
   const assets = parseAssets(field(item, "assets"), `${path}assets`, location, maxAssets, at);
@@ -168,7 +169,7 @@ function parseItem(item: Record<string, unknown>, path: string, location: string
   return { id, bbox, assets, ...(epsg === undefined ? {} : { epsg }) };
 }
 
-function parseBbox(bbox: unknown, path: string, id: string, at: string): [number, number, number, number] {
+function parseBbox(bbox: unknown, path: string, at: string): [number, number, number, number] {
   if (!Array.isArray(bbox) || (bbox.length !== 4 && bbox.length !== 6)) throw badRequest(`${at}${path} must be 4 or 6 numbers`);
   bbox.forEach((v, i) => {
     if (typeof v !== "number" || !Number.isFinite(v)) throw badRequest(`${at}${path}[${i}] must be a finite number`);
@@ -178,13 +179,9 @@ function parseBbox(bbox: unknown, path: string, id: string, at: string): [number
   if (Math.abs(west) > 180 || Math.abs(east) > 180) throw badRequest(`${at}${path} longitudes must be within ±180`);
   if (Math.abs(south) > 90 || Math.abs(north) > 90) throw badRequest(`${at}${path} latitudes must be within ±90`);
   if (!(south < north)) throw badRequest(`${at}${path} must have south < north`);
-  // Not yet across the antimeridian (single COGs are): the index finds an item's tiles, and the
-  // mosaic its bounds, from one box within −180…180.
-  // A linked document's location (a store key, a URL) is for the log: the 501 goes to clients.
-  const crossing = `item ${quoted(id)} crosses the antimeridian (${path} has west > east)`;
-  if (west > east) throw unsupported(crossing, at ? `${at}${crossing}` : undefined);
-  if (!(west < east)) throw badRequest(`${at}${path} must have west < east`);
-  return [west, south, east, north];
+  // West > east: the item crosses 180° (RFC 7946), kept as one box whose east edge is past 180°.
+  if (west === east) throw badRequest(`${at}${path} must have west ≠ east`);
+  return unwrappedBox([west, south, east, north]);
 }
 
 function parseAssets(assets: unknown, path: string, location: string, maxAssets: number, at: string): StacItem["assets"] {

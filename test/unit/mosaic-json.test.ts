@@ -58,6 +58,10 @@ function doc(fields: Record<string, unknown> = {}): string {
 }
 
 describe("parseMosaicJson", () => {
+  it("reads bounds across 180° (west > east) as one box whose east edge is past it", () => {
+    expect(parseMosaicJson(doc({ bounds: [170, -5, -170, 5] })).bounds).toEqual([170, -5, 190, 5]);
+  });
+
   it("reads the index: zooms, bounds, quadkeys sorted, each key's assets in listed order", () => {
     const m = parseMosaicJson(doc({ name: "city", center: [0, 0, 3], tiles: { "120": ["b.tif", "a.tif", "b.tif"], "021": ["c.tif"] } }));
     expect(m).toMatchObject({ minzoom: 2, maxzoom: 6, quadkeyZoom: 3, bounds: [-10, -20, 30, 40], assetPrefix: "" });
@@ -96,7 +100,7 @@ describe("parseMosaicJson", () => {
     ["three bounds", doc({ bounds: [0, 0, 1] }), /bounds/],
     ["a string in bounds", doc({ bounds: [0, 0, "1", 1] }), /bounds\[2\]/],
     ["a latitude past 90", doc({ bounds: [0, 0, 1, 91] }), /bounds\[3\]/],
-    ["west past east", doc({ bounds: [10, 0, 5, 1] }), /bounds/],
+    ["west at east", doc({ bounds: [10, 0, 10, 1] }), /bounds must have west ≠ east/],
     ["no tiles", doc({ tiles: undefined }), /tiles/],
     ["tiles as an array", doc({ tiles: [["a.tif"]] }), /tiles/],
     ["a key of other digits", doc({ tiles: { "124": ["a.tif"] } }), /tiles\["124"\]/],

@@ -19,6 +19,7 @@ import { readAssetConfig } from "../../regional/source/access-policy";
 import { AssetSources } from "../../regional/source/assets";
 import { LocalCatalog } from "../../regional/source/local";
 import { tileToQuadkey } from "../../shared/maps/mosaic-json";
+import { WORLD_EDGE_FIXTURES, worldEdgeFixtures } from "../support/world-edge-fixtures";
 import { tileAt, tileBounds, tileMatrix, tileMatrixSet } from "../../shared/maps/tile-matrix-sets";
 import { conversion, setCrs } from "../../regional/maps/crs";
 import { parseTileRequest } from "../../shared/maps/tile-request";
@@ -611,7 +612,7 @@ describe("a broken mosaic, as the client sees it", () => {
     });
   });
 
-  it("a document that is not valid, a STAC catalog linking a missing or a crossing item: the keys for the log alone", async () => {
+  it("a document that is not valid, a STAC catalog linking a missing item: the keys for the log alone", async () => {
     await inScratch({ [monoC.key]: monoC.key }, async (dir2) => {
       writeMosaic(dir2, "numbers", at, ["mono-c.tif"]);
       const doc = JSON.parse(readFileSync(path.join(dir2, "numbers.mosaic.json"), "utf8"));
@@ -619,20 +620,14 @@ describe("a broken mosaic, as the client sees it", () => {
       writeFileSync(path.join(dir2, "numbers.mosaic.json"), JSON.stringify(doc));
       const catalogOf = (href: string) => ({ type: "Catalog", stac_version: "1.0.0", id: "c", description: "c", links: [{ rel: "item", href }] });
       writeFileSync(path.join(dir2, "gone.stac.json"), JSON.stringify(catalogOf("./hidden/gone.json")));
-      writeFileSync(path.join(dir2, "far.stac.json"), JSON.stringify(catalogOf("./hidden/far.json")));
       mkdirSync(path.join(dir2, "hidden"));
-      const crossing = { type: "Feature", stac_version: "1.0.0", id: "far", bbox: [179, 0, -179, 1], properties: {}, assets: { b: { href: "../mono-c.tif" } } };
-      writeFileSync(path.join(dir2, "hidden", "far.json"), JSON.stringify(crossing));
       const d = await startDecoder(new LocalCatalog(dir2));
       try {
         const invalid = await refusal(d, "numbers", at);
         expect(invalid).toMatchObject({ status: 502, message: "the mosaic's MosaicJSON document is invalid" });
         expect(invalid.detail).toMatch(/^mosaic document local:numbers: tiles\[.*must be a string$/);
         expect(await refusal(d, "gone", at, "assets=b")).toMatchObject({ status: 502, message: "a mosaic asset does not exist", detail: "mosaic asset hidden/gone.json does not exist" });
-        const far = await refusal(d, "far", at, "assets=b");
-        expect(far).toMatchObject({ status: 501, message: 'item "far" crosses the antimeridian (bbox has west > east)' });
-        expect(far.detail).toBe(`hidden/far.json: ${far.message}`);
-        for (const answer of [invalid, far]) for (const internal of ["local:", "hidden/", dir2]) expect(answer.text).not.toContain(internal);
+        for (const answer of [invalid]) for (const internal of ["local:", "hidden/", dir2]) expect(answer.text).not.toContain(internal);
       } finally {
         await d.close();
       }
@@ -678,6 +673,50 @@ describe("a broken mosaic, as the client sees it", () => {
         });
         entry("open");
         expect((await tile(d, "c", at)).status).toBe(200);
+      } finally {
+        await d.close();
+      }
+    });
+  });
+});
+
+describe("a STAC item and a MosaicJSON across 180° (west > east)", () => {
+  const member = WORLD_EDGE_FIXTURES.lonLatAcross;
+  // Zoom 5 tiles holding 2.5°N: 175°E (x 31) and 175°W (x 0), either side of 180°.
+  const sides = [
+    [5, 31, 15],
+    [5, 0, 15],
+  ];
+
+  it("paint the member's own tile on both sides, on WebMercatorQuad and WorldCRS84Quad, and say where they lie as one box past 180°", async () => {
+    const memberFile = path.join(worldEdgeFixtures(), `${member.id}.tif`);
+    await inScratch({}, async (dir2) => {
+      cpSync(memberFile, path.join(dir2, "across.tif"));
+      const item = { type: "Feature", stac_version: "1.0.0", id: "pacific", bbox: [170, -5, -170, 5], properties: {}, assets: { b: { href: "./across.tif" } } };
+      writeFileSync(path.join(dir2, "pacific.stac.json"), JSON.stringify(item));
+      const keys = [...sides, [5, 31, 16], [5, 0, 16]].map(([z, x, y]) => tileToQuadkey(z, x, y));
+      const doc = { mosaicjson: "0.0.3", minzoom: 3, maxzoom: 8, quadkey_zoom: 5, bounds: [170, -5, -170, 5], tiles: Object.fromEntries(keys.map((k) => [k, ["across.tif"]])) };
+      writeFileSync(path.join(dir2, "pacific-index.mosaic.json"), JSON.stringify(doc));
+      const d = await startDecoder(new LocalCatalog(dir2));
+      try {
+        // …and on WorldCRS84Quad, zoom 4 (11.25° tiles): 168.75–180°E (x 31) and 180–168.75°W (x 0).
+        const cases: [string, number[]][] = [...sides.map((t): [string, number[]] => ["WebMercatorQuad", t]), ["WorldCRS84Quad", [4, 31, 7]], ["WorldCRS84Quad", [4, 0, 7]]];
+        for (const [set, at] of cases) {
+          const own = await tile(d, "across", at, "", set);
+          expect(own.status, `${at}`).toBe(200);
+          const opaque = own.data.filter((_, i) => i % own.channels === own.channels - 1 && own.data[i] > 0).length;
+          expect(opaque, `${set} ${at}: the member has data there`).toBeGreaterThan(1000);
+          for (const [id, query] of [["pacific", "assets=b"], ["pacific-index", ""]] as const) {
+            const painted = await tile(d, id, at, query, set);
+            expect(painted.status, `${id} ${at} ${painted.status === 200 ? "" : painted.data.toString()}`).toBe(200);
+            expect(painted.data.equals(own.data), `${id} ${at}: the member's pixels`).toBe(true);
+          }
+        }
+        for (const id of ["pacific", "pacific-index"]) {
+          const info = (await (await signedGet(d, `/v1/info/${id}`)).json()) as { georeference: { lonLatBounds: number[]; tiling: Record<string, { bounds: number[] }> } };
+          expect(info.georeference.lonLatBounds).toEqual([170, -5, 190, 5]);
+          expect(info.georeference.tiling.WebMercatorQuad.bounds[2]).toBeGreaterThan(20037508.34);
+        }
       } finally {
         await d.close();
       }
