@@ -9,6 +9,7 @@ import { createReadStream } from "node:fs";
 import { createHash } from "node:crypto";
 import {
   AbortMultipartUploadCommand,
+  DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
@@ -43,6 +44,26 @@ const CLOCK_SKEW_MS = 60_000;
 
 /** The HTTP status of a failed store call. */
 const statusOf = (e: unknown) => (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+
+/** What `gc` found: the versions it removed (or, on a dry run, would remove) and those it keeps. */
+export interface Collected {
+  removed: StoredVersion[];
+  kept: StoredVersion[];
+}
+
+/**
+ * The versions gc may remove: none the entry pins now or would roll back to, and none written
+ * since `cutoff` (a publish uploads before it pins: a version that new may be about to be pinned).
+ */
+export function collectable(versions: StoredVersion[], entry: CatalogEntry, cutoff: Date): StoredVersion[] {
+  const protectedVersions = new Set([entry.pin, rollbackTarget(entry)]);
+  return versions.filter((v) => !protectedVersions.has(v.version) && new Date(v.lastModified) < cutoff);
+}
+
+/** The version `tessera rollback` would pin, if any. */
+function rollbackTarget(entry: CatalogEntry): string | undefined {
+  return [...entry.pins].reverse().find((p) => p.version !== entry.pin)?.version;
+}
 
 /** `loaded` of `total` bytes sent so far. */
 export type Progress = (loaded: number, total: number) => void;
@@ -178,6 +199,25 @@ export class SourceStore {
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
     return out;
+  }
+
+  /**
+   * Removes `id`'s content versions that `collectable` allows at `cutoff`; with `dryRun`, only
+   * says which. The entry is read again just before removing, so a version pinned meanwhile stays.
+   */
+  async gc(id: string, cutoff: Date, dryRun: boolean): Promise<Collected> {
+    if (this.layout === "versioned") {
+      throw new HttpError("bad_request", `bucket ${this.bucket} keeps S3 versions: expire old ones with a lifecycle rule (NoncurrentVersionExpiration), not gc`);
+    }
+    const versions = await this.versions(id);
+    const candidates = collectable(versions, await this.entry(id), cutoff);
+    const removed = dryRun ? candidates : collectable(candidates, await this.entry(id), cutoff);
+    if (!dryRun) {
+      for (const v of removed) {
+        await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: contentVersionKey(this.prefix, id, v.version) }));
+      }
+    }
+    return { removed, kept: versions.filter((v) => !removed.includes(v)) };
   }
 
   /** The source's catalog entry (the default one when none is stored). */

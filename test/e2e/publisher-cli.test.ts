@@ -4,7 +4,7 @@
 // would trust its cached version for a minute (INFO_MAX_AGE 60 s). And access: the rule
 // `publish --access` and `access` write is the one a decoder opens the source with. And what a
 // source is for people: `describe` writes it into the entry, and the manifest shows it at once.
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { GetObjectCommand } from "@aws-sdk/client-s3";
@@ -193,6 +193,48 @@ describe.each<BucketKind>(["versioned", "unversioned"])("on a %s bucket", (kind)
       expect(refused.stderr).toContain("rights");
       // No new version of the entry object: nothing was written.
       expect(await entryOf("plan")).toEqual(now);
+    });
+  });
+
+  describe("collecting versions no pin needs", () => {
+    it("gc removes only versions neither pinned nor the rollback's, older than the grace period; a dry run unless --delete; a bad grace period is a usage error", async () => {
+      const third = path.join(publishing.dir, "third.tif");
+      execFileSync("gdal_translate", ["-q", "-of", "COG", "-co", "COMPRESS=DEFLATE", PATTERN, third]);
+      const versionOf = async (file: string) => {
+        const run = await tessera("publish", file, "--id", "kept", "--json");
+        expect(run.code, run.stderr).toBe(0);
+        return (JSON.parse(run.stdout) as { version: string }).version;
+      };
+      const [old, previous, current] = [await versionOf(PATTERN), await versionOf(publishing.negative), await versionOf(third)];
+      const gc = async (...args: string[]) => {
+        const run = await tessera("gc", "kept", ...args, "--json");
+        return { code: run.code, stderr: run.stderr, ...(run.code === 0 && (JSON.parse(run.stdout) as { dryRun: boolean; removed: { version: string }[] })) };
+      };
+      const listed = async () => ((JSON.parse((await tessera("versions", "kept", "--json")).stdout) as { versions: { version: string }[] }).versions).map((v) => v.version);
+
+      if (kind === "versioned") {
+        const refused = await gc("--grace-days", "0");
+        expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining("lifecycle rule")]);
+        return;
+      }
+      // The default grace (a week) keeps all three; a grace of 0 names the one nothing needs, but a dry run removes nothing.
+      expect(await gc()).toMatchObject({ code: 0, dryRun: true, removed: [] });
+      expect(await gc("--grace-days", "0")).toMatchObject({ code: 0, dryRun: true, removed: [{ version: old }] });
+      expect(await listed()).toEqual([current, previous, old]);
+      const snapshot = `${publishing.stack.url}/iiif/3/kept@${old}/full/64,/0/default.jpg`;
+      expect((await fetch(snapshot)).status).toBe(200);
+
+      for (const bad of ["-1", "1e9", "NaN", "Infinity", "", "3651"]) expect((await gc("--grace-days", bad)).code, bad).toBe(2);
+
+      expect(await gc("--grace-days", "0", "--delete")).toMatchObject({ code: 0, dryRun: false, removed: [{ version: old }] });
+      expect(await listed()).toEqual([current, previous]);
+      // Answers cached before stay (a snapshot's answers never change); a decoder opening it afresh finds no such version.
+      expect((await tessera("invalidate", "kept")).code).toBe(0);
+      expect((await fetch(snapshot.replace("64,", "32,"))).status).toBe(404);
+      expect(await tileNow("kept")).toEqual({ version: current, picture: "A" });
+      const back = await tessera("rollback", "kept", "--json");
+      expect(back.code, back.stderr).toBe(0);
+      expect(await tileNow("kept")).toEqual({ version: previous, picture: "B" });
     });
   });
 
