@@ -2,7 +2,7 @@
 // versioned and one without versions (as R2 is, content-addressed versions there): uploads as new
 // versions, in parts when large, leaving no parts behind when aborted; versions listed with the
 // pin; pin and rollback re-pointing the version the decoder serves.
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ListMultipartUploadsCommand, type S3Client } from "@aws-sdk/client-s3";
@@ -84,6 +84,30 @@ describe.each<BucketKind>(["versioned", "unversioned"])("the publisher's store o
     const back = (await store.rollback("lone").catch((e) => e)) as HttpError;
     expect(back.message).toMatch(/no earlier pin/);
     expect(((await store.versions("nothing-here").catch((e) => e)) as HttpError).kind).toBe("not_found");
+  });
+
+  it("two publishes at once: both versions are stored whole (one in parts), the pin names exactly one; the same bytes at once are one version without versions", async () => {
+    const files = [await fileOf("x.tif", PART_BYTES + 7, 5), await fileOf("y.tif", 5000, 6)];
+    const publish = async (file: string) => {
+      const version = await store.upload("raced", file);
+      await store.pin("raced", version);
+      return version;
+    };
+    const versions = await Promise.all(files.map(publish));
+    expect((await store.versions("raced")).map((v) => v.version).sort()).toEqual([...versions].sort());
+    const decoderView = new S3SourceCatalog({ client, bucket: BUCKET, prefix: PREFIX });
+    for (const [i, version] of versions.entries()) {
+      const source = await decoderView.open("raced", version);
+      const want = await readFile(files[i]);
+      expect(source.size).toBe(want.byteLength);
+      expect(Buffer.from(await source.read(0, source.size)).equals(want)).toBe(true);
+    }
+    const { pin } = await store.entry("raced");
+    expect(versions.filter((v) => v === pin)).toHaveLength(1);
+
+    const same = await Promise.all([store.upload("twice", files[1]), store.upload("twice", files[1])]);
+    expect(new Set(same).size).toBe(kind === "versioned" ? 2 : 1);
+    expect(await store.versions("twice")).toHaveLength(kind === "versioned" ? 2 : 1);
   });
 
   it("an aborted upload leaves no multipart parts behind and no new version", async () => {
