@@ -225,6 +225,10 @@ describe.each<BucketKind>(["versioned", "unversioned"])("on a %s bucket", (kind)
       expect((await fetch(snapshot)).status).toBe(200);
 
       for (const bad of ["-1", "1e9", "NaN", "Infinity", "", "3651"]) expect((await gc("--grace-days", bad)).code, bad).toBe(2);
+      expect((await tessera("gc", "../kept", "--grace-days", "0", "--delete")).code).toBe(2);
+      for (const hostile of ["..%2F..%2Fkept.tessera.json", `..%2Fkept.versions%2F${old}`, "a".repeat(64)]) {
+        expect((await fetch(`${publishing.stack.url}/iiif/3/kept@${hostile}/info.json`)).status, hostile).toBe(404);
+      }
 
       expect(await gc("--grace-days", "0", "--delete")).toMatchObject({ code: 0, dryRun: false, removed: [{ version: old }] });
       expect(await listed()).toEqual([current, previous]);
