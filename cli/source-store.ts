@@ -152,10 +152,8 @@ export class SourceStore {
 
   /** Every version of `id`, newest first, and which one is pinned. */
   async versions(id: string): Promise<StoredVersion[]> {
-    const [entry, stored] = await Promise.all([
-      this.entry(id),
-      this.layout === "versioned" ? this.objectVersions(id) : this.contentVersions(id),
-    ]);
+    const entry = await this.entry(id);
+    const stored = this.layout === "versioned" ? await this.objectVersions(id) : await this.contentVersions(id);
     if (stored.length === 0) throw notFound(`unknown source "${id}"`);
     stored.sort((a, b) => b.lastModified.localeCompare(a.lastModified));
     // Content versions have no "latest" of their own: the newest written is.
