@@ -21,7 +21,7 @@ import {
 import { Upload } from "@aws-sdk/lib-storage";
 import { contentVersionKey, contentVersionOfKey, contentVersionsPrefix, isContentVersion } from "../regional/source/content-versions";
 import { sourceFileKeys } from "../regional/source/source";
-import { catalogKey, NO_ENTRY, parseCatalogEntry, rolledBack, withAccess, withPin, type CatalogEntry } from "../shared/catalog";
+import { catalogKey, NO_ENTRY, parseCatalogEntry, rolledBack, rollbackVersion, withAccess, withPin, type CatalogEntry } from "../shared/catalog";
 import { HttpError, notFound, versionGone } from "../shared/errors";
 import type { AccessRule } from "./access-rule";
 
@@ -62,7 +62,7 @@ export function collectable(versions: StoredVersion[], entry: CatalogEntry, cuto
 
 /** The version `tessera rollback` would pin, if any. */
 function rollbackTarget(entry: CatalogEntry): string | undefined {
-  return [...entry.pins].reverse().find((p) => p.version !== entry.pin)?.version;
+  return entry.pins.some((p) => p.version !== entry.pin) ? rollbackVersion(entry) : undefined;
 }
 
 /** `loaded` of `total` bytes sent so far. */
@@ -232,8 +232,8 @@ export class SourceStore {
 
   /** Pins `version` of `id` (it must exist), making `change` to its entry too; returns the new entry. */
   async pin(id: string, version: string, change: EntryChange = (entry) => entry): Promise<CatalogEntry> {
-    await this.requireVersion(id, version);
-    return this.save(id, withPin(change(await this.entry(id)), version, new Date().toISOString()));
+    const etag = await this.requireVersion(id, version);
+    return this.save(id, withPin(change(await this.entry(id)), version, new Date().toISOString(), etag));
   }
 
   /** Gives `id` the access rule `access`, its pin, pins and policy kept; returns the new entry. */
@@ -268,14 +268,16 @@ export class SourceStore {
 
   /** Pins the version pinned before the current one; returns the new entry. */
   async rollback(id: string): Promise<CatalogEntry> {
-    const entry = rolledBack(await this.entry(id), new Date().toISOString());
-    await this.requireVersion(id, entry.pin!);
-    return this.save(id, entry);
+    const entry = await this.entry(id);
+    const etag = await this.requireVersion(id, rollbackVersion(entry));
+    return this.save(id, rolledBack(entry, new Date().toISOString(), etag));
   }
 
-  private async requireVersion(id: string, version: string): Promise<void> {
+  /** Throws version_gone unless `id` has `version`; resolves to its ETag where that is what pins it. */
+  private async requireVersion(id: string, version: string): Promise<string | undefined> {
     try {
-      await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, ...this.versionTarget(id, version) }));
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, ...this.versionTarget(id, version) }));
+      return this.layout === "content" ? head.ETag : undefined;
     } catch (e) {
       if (e instanceof HttpError) throw e;
       const status = statusOf(e);

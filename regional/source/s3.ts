@@ -134,9 +134,16 @@ export class S3SourceCatalog implements SourceCatalog {
     // Without a version asked for, the latest was read on the chance that the entry pins it.
     const missedPin = requested === undefined && pin !== undefined && !(found && isSnapshotOf(found, pin));
     const snapshot = missedPin ? await this.find(id, pin, signal) : found;
-    if (snapshot) return this.pinned(snapshot, entry.policy, terms);
+    if (snapshot) return this.pinned(this.asPinned(snapshot, entry), entry.policy, terms);
     if (pin === undefined) throw notFound(`unknown source "${id}"`);
     throw versionGone(`source "${id}" has no version "${pin}"`);
+  }
+
+  /** `snapshot`, unless it is the entry's pinned content version with bytes other than the ETag pinned. */
+  private asPinned(snapshot: Snapshot, entry: CatalogEntry): Snapshot {
+    const { contentVersion, etag } = snapshot;
+    if (contentVersion === undefined || contentVersion !== entry.pin || entry.etag === undefined || etag === entry.etag) return snapshot;
+    throw sourceFault(`s3://${this.cfg.bucket}/${snapshot.key}`, `source changed: version ${contentVersion} has ETag ${etag}, pinned as ${entry.etag}`);
   }
 
   /** A source's own file comes with its entry, read at once: no round trip more for the check. */

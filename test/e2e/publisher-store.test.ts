@@ -5,7 +5,7 @@
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ListMultipartUploadsCommand, type S3Client } from "@aws-sdk/client-s3";
+import { ListMultipartUploadsCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBucketOf, makeS3Client, startLocalS3, type BucketKind, type LocalS3 } from "../../infra/local/s3";
 import { versionLayoutOf } from "../../cli/publishing";
@@ -108,6 +108,19 @@ describe.each<BucketKind>(["versioned", "unversioned"])("the publisher's store o
     const same = await Promise.all([store.upload("twice", files[1]), store.upload("twice", files[1])]);
     expect(new Set(same).size).toBe(kind === "versioned" ? 2 : 1);
     expect(await store.versions("twice")).toHaveLength(kind === "versioned" ? 2 : 1);
+  });
+
+  it.runIf(kind === "unversioned")("the entry pins a content version's strong ETag: bytes written over it out of band are refused (502), never served", async () => {
+    const version = await store.upload("guarded", await fileOf("guarded.tif", 3000, 7));
+    const entry = await store.pin("guarded", version);
+    expect(entry).toMatchObject({ pin: version, etag: expect.stringMatching(/^"[^"]+"$/) });
+    const decoderView = new S3SourceCatalog({ client, bucket: BUCKET, prefix: PREFIX });
+    expect((await decoderView.open("guarded", undefined)).version).toBe(version);
+
+    const key = `${PREFIX}guarded.versions/${version}.tif`;
+    await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: Buffer.alloc(3000, 8) }));
+    const refused = (await decoderView.open("guarded", undefined).catch((e) => e)) as HttpError;
+    expect([refused.kind, refused.status]).toEqual(["bad_gateway", 502]);
   });
 
   it("an aborted upload leaves no multipart parts behind and no new version", async () => {
