@@ -6,6 +6,7 @@ import { Command, CommanderError } from "commander";
 import { ConfigError } from "../shared/config";
 import { addAccessCommand } from "./commands/access";
 import { addDescribeCommand } from "./commands/describe";
+import { addGcCommand } from "./commands/gc";
 import { addInvalidateCommand } from "./commands/invalidate";
 import { addPinCommands } from "./commands/pin";
 import { addPublishCommand } from "./commands/publish";
@@ -36,6 +37,7 @@ function tessera(output: Output): Command {
   addAccessCommand(program, output);
   addDescribeCommand(program, output);
   addInvalidateCommand(program, output);
+  addGcCommand(program, output);
   return program;
 }
 

@@ -1,14 +1,31 @@
 // What the publishing commands share: the store from the environment, the edge's admin route,
 // and the store's refusals (unknown id or version) as the command's.
+import { GetBucketVersioningCommand, type S3Client } from "@aws-sdk/client-s3";
 import { HttpError } from "../shared/errors";
 import { s3ClientFor } from "../regional/source/s3-location";
 import { Refusal } from "./refusal";
-import { SourceStore } from "./source-store";
+import { SourceStore, type VersionLayout } from "./source-store";
 import { readEdgeConfig, readStoreConfig } from "./store-config";
 
-export function openStore(): SourceStore {
+/** The store of the environment, keeping versions as its bucket can (asked once per command). */
+export async function openStore(): Promise<SourceStore> {
   const location = readStoreConfig();
-  return new SourceStore(s3ClientFor(location), location.bucket, location.prefix);
+  const client = s3ClientFor(location);
+  return new SourceStore(client, location.bucket, location.prefix, await versionLayoutOf(client, location.bucket));
+}
+
+/**
+ * "versioned" when the bucket's versioning is Enabled; otherwise (never enabled, Suspended, or a
+ * store with no such call, which answers 501 NotImplemented) content-addressed versions.
+ */
+export async function versionLayoutOf(client: S3Client, bucket: string): Promise<VersionLayout> {
+  try {
+    const { Status } = await client.send(new GetBucketVersioningCommand({ Bucket: bucket }));
+    return Status === "Enabled" ? "versioned" : "content";
+  } catch (e) {
+    if ((e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 501) return "content";
+    throw e;
+  }
 }
 
 /** The edge's answer to an invalidation: live decoders, those that confirmed, snapshots dropped. */

@@ -1,21 +1,27 @@
 // The publisher's side of the bucket: a source's versions and its catalog entry (the pin, the
 // snapshot policy, the access rule and the description, one small JSON document beside the
-// source). Uploads go to the key the decoder reads, `{prefix}{id}.tif`, as a new version; large
-// files in parts, and a failed upload aborts its parts so none are left behind.
+// source). In a versioned bucket, uploads go to the key the decoder reads, `{prefix}{id}.tif`, as a
+// new S3 version; in a bucket without versions (R2), each version is its own immutable object
+// named by its SHA-256 (regional/source/content-versions.ts). Large files go in parts, and a
+// failed upload aborts its parts so none are left behind.
 import { stat } from "node:fs/promises";
 import { createReadStream } from "node:fs";
+import { createHash } from "node:crypto";
 import {
   AbortMultipartUploadCommand,
+  DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
+  ListObjectsV2Command,
   ListObjectVersionsCommand,
   PutObjectCommand,
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
+import { contentVersionKey, contentVersionOfKey, contentVersionsPrefix, isContentVersion } from "../regional/source/content-versions";
 import { sourceFileKeys } from "../regional/source/source";
-import { catalogKey, NO_ENTRY, parseCatalogEntry, rolledBack, withAccess, withPin, type CatalogEntry } from "../shared/catalog";
+import { catalogKey, NO_ENTRY, parseCatalogEntry, rolledBack, rollbackVersion, withAccess, withPin, type CatalogEntry } from "../shared/catalog";
 import { HttpError, notFound, versionGone } from "../shared/errors";
 import type { AccessRule } from "./access-rule";
 
@@ -39,30 +45,85 @@ const CLOCK_SKEW_MS = 60_000;
 /** The HTTP status of a failed store call. */
 const statusOf = (e: unknown) => (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
+/** What `gc` found: the versions it removed (or, on a dry run, would remove) and those it keeps. */
+export interface Collected {
+  removed: StoredVersion[];
+  kept: StoredVersion[];
+}
+
+/**
+ * The versions gc may remove: none the entry pins now or would roll back to, and none written
+ * since `cutoff` (a publish uploads before it pins: a version that new may be about to be pinned).
+ */
+export function collectable(versions: StoredVersion[], entry: CatalogEntry, cutoff: Date): StoredVersion[] {
+  const protectedVersions = new Set([entry.pin, rollbackTarget(entry)]);
+  return versions.filter((v) => !protectedVersions.has(v.version) && new Date(v.lastModified) < cutoff);
+}
+
+/** The version `tessera rollback` would pin, if any. */
+function rollbackTarget(entry: CatalogEntry): string | undefined {
+  return entry.pins.some((p) => p.version !== entry.pin) ? rollbackVersion(entry) : undefined;
+}
+
 /** `loaded` of `total` bytes sent so far. */
 export type Progress = (loaded: number, total: number) => void;
+
+/**
+ * How a bucket keeps versions: "versioned", as S3 object versions of `{id}.tif` (VersionIds);
+ * "content", as content-addressed objects (SHA-256s), for a bucket with versioning off.
+ */
+export type VersionLayout = "versioned" | "content";
+
+/** The SHA-256 of `file`'s bytes, in hex. */
+async function sha256Of(file: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
 
 export class SourceStore {
   constructor(
     private readonly client: S3Client,
     private readonly bucket: string,
     private readonly prefix: string,
+    readonly layout: VersionLayout = "versioned",
   ) {}
 
   private sourceKey = (id: string) => `${this.prefix}${id}.tif`;
 
+  /** The key version `version` of `id` is read at, and how a request selects it. */
+  private versionTarget(id: string, version: string): { Key: string; VersionId?: string } {
+    const valid = this.layout === "versioned" ? version !== "" : isContentVersion(version);
+    if (!valid) throw versionGone(`source "${id}" has no version "${version}"`);
+    if (this.layout === "versioned") return { Key: this.sourceKey(id), VersionId: version };
+    return { Key: contentVersionKey(this.prefix, id, version) };
+  }
+
   /**
-   * Uploads `file` as a new version of `id`; resolves to its VersionId. `signal` (Ctrl-C)
-   * aborts it, and with it the multipart upload.
+   * Uploads `file` as a new version of `id`; resolves to its version (a VersionId, or in a bucket
+   * without versions its SHA-256). `signal` (Ctrl-C) aborts it, and with it the multipart upload.
    */
   async upload(id: string, file: string, progress?: Progress, signal?: AbortSignal): Promise<string> {
+    if (this.layout === "versioned") return this.uploadTo(this.sourceKey(id), file, progress, signal);
+    const version = await sha256Of(file);
+    const key = contentVersionKey(this.prefix, id, version);
+    // The same bytes are already that version: an immutable object is never written twice.
+    if (await this.exists(key)) return version;
+    await this.uploadTo(key, file, progress, signal, { IfNoneMatch: "*" }).catch((e: unknown) => {
+      if (statusOf(e) !== 412) throw e; // 412: a racing writer stored these same bytes first
+    });
+    return version;
+  }
+
+  /** Uploads `file` to `key`; resolves to the VersionId the store gave it, if any. */
+  private async uploadTo(key: string, file: string, progress?: Progress, signal?: AbortSignal, condition = {}): Promise<string> {
     const total = (await stat(file)).size;
     const abortController = new AbortController();
     signal?.addEventListener("abort", () => abortController.abort(), { once: true });
     const upload = new Upload({
       abortController,
       client: this.client,
-      params: { Bucket: this.bucket, Key: this.sourceKey(id), Body: createReadStream(file), ContentType: "image/tiff" },
+      params: { Bucket: this.bucket, Key: key, Body: createReadStream(file), ContentType: "image/tiff", ...condition },
       partSize: PART_BYTES,
       queueSize: 2,
       leavePartsOnError: false, // a failure aborts the multipart upload: no orphaned parts
@@ -71,13 +132,13 @@ export class SourceStore {
     const started = new Date(Date.now() - CLOCK_SKEW_MS);
     const done = await upload.done().catch(async (err: unknown) => {
       // done() rejects on an abort before the library has aborted its multipart upload.
-      await this.abortUploadsSince(this.sourceKey(id), started);
+      await this.abortUploadsSince(key, started);
       throw err;
     });
-    if (!done.VersionId) {
+    if (!done.VersionId && this.layout === "versioned") {
       throw new HttpError("bad_request", `bucket ${this.bucket} gave no VersionId: enable versioning on it`);
     }
-    return done.VersionId;
+    return done.VersionId ?? "";
   }
 
   /** Aborts the multipart uploads of `key` begun since `since` (this upload's): no parts are left. */
@@ -91,8 +152,18 @@ export class SourceStore {
 
   /** Every version of `id`, newest first, and which one is pinned. */
   async versions(id: string): Promise<StoredVersion[]> {
-    const key = this.sourceKey(id);
     const entry = await this.entry(id);
+    const stored = this.layout === "versioned" ? await this.objectVersions(id) : await this.contentVersions(id);
+    if (stored.length === 0) throw notFound(`unknown source "${id}"`);
+    stored.sort((a, b) => b.lastModified.localeCompare(a.lastModified));
+    // Content versions have no "latest" of their own: the newest written is.
+    if (this.layout === "content") stored[0].latest = true;
+    return stored.map((v) => ({ ...v, pinned: v.version === entry.pin }));
+  }
+
+  /** The S3 versions of `id`'s COG. */
+  private async objectVersions(id: string): Promise<StoredVersion[]> {
+    const key = this.sourceKey(id);
     const out: StoredVersion[] = [];
     let keyMarker: string | undefined;
     let versionMarker: string | undefined;
@@ -102,19 +173,49 @@ export class SourceStore {
       );
       for (const v of page.Versions ?? []) {
         if (v.Key !== key || !v.VersionId) continue;
-        out.push({
-          version: v.VersionId,
-          lastModified: v.LastModified?.toISOString() ?? "",
-          size: v.Size ?? 0,
-          latest: v.IsLatest ?? false,
-          pinned: v.VersionId === entry.pin,
-        });
+        out.push({ version: v.VersionId, lastModified: v.LastModified?.toISOString() ?? "", size: v.Size ?? 0, latest: v.IsLatest ?? false, pinned: false });
       }
       keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
       versionMarker = page.IsTruncated ? page.NextVersionIdMarker : undefined;
     } while (keyMarker);
-    if (out.length === 0) throw notFound(`unknown source "${id}"`);
-    return out.sort((a, b) => b.lastModified.localeCompare(a.lastModified));
+    return out;
+  }
+
+  /** The content versions in `id`'s folder. */
+  private async contentVersions(id: string): Promise<StoredVersion[]> {
+    const out: StoredVersion[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: contentVersionsPrefix(this.prefix, id), ContinuationToken: token }),
+      );
+      for (const o of page.Contents ?? []) {
+        const version = o.Key && contentVersionOfKey(this.prefix, id, o.Key);
+        if (!version) continue;
+        out.push({ version, lastModified: o.LastModified?.toISOString() ?? "", size: o.Size ?? 0, latest: false, pinned: false });
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return out;
+  }
+
+  /**
+   * Removes `id`'s content versions that `collectable` allows at `cutoff`; with `dryRun`, only
+   * says which. The entry is read again just before removing, so a version pinned meanwhile stays.
+   */
+  async gc(id: string, cutoff: Date, dryRun: boolean): Promise<Collected> {
+    if (this.layout === "versioned") {
+      throw new HttpError("bad_request", `bucket ${this.bucket} keeps S3 versions: expire old ones with a lifecycle rule (NoncurrentVersionExpiration), not gc`);
+    }
+    const versions = await this.versions(id);
+    const candidates = collectable(versions, await this.entry(id), cutoff);
+    const removed = dryRun ? candidates : collectable(candidates, await this.entry(id), cutoff);
+    if (!dryRun) {
+      for (const v of removed) {
+        await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: contentVersionKey(this.prefix, id, v.version) }));
+      }
+    }
+    return { removed, kept: versions.filter((v) => !removed.includes(v)) };
   }
 
   /** The source's catalog entry (the default one when none is stored). */
@@ -131,8 +232,8 @@ export class SourceStore {
 
   /** Pins `version` of `id` (it must exist), making `change` to its entry too; returns the new entry. */
   async pin(id: string, version: string, change: EntryChange = (entry) => entry): Promise<CatalogEntry> {
-    await this.requireVersion(id, version);
-    return this.save(id, withPin(change(await this.entry(id)), version, new Date().toISOString()));
+    const etag = await this.requireVersion(id, version);
+    return this.save(id, withPin(change(await this.entry(id)), version, new Date().toISOString(), etag));
   }
 
   /** Gives `id` the access rule `access`, its pin, pins and policy kept; returns the new entry. */
@@ -147,6 +248,10 @@ export class SourceStore {
 
   /** Throws not_found unless one of `id`'s files (a COG, a mosaic's document) is in the store. */
   async requireSource(id: string): Promise<void> {
+    if (this.layout === "content") {
+      await this.versions(id); // throws not_found when there is none
+      return;
+    }
     const found = await Promise.all(sourceFileKeys(this.prefix, id).map((key) => this.exists(key)));
     if (!found.includes(true)) throw notFound(`unknown source "${id}"`);
   }
@@ -163,15 +268,18 @@ export class SourceStore {
 
   /** Pins the version pinned before the current one; returns the new entry. */
   async rollback(id: string): Promise<CatalogEntry> {
-    const entry = rolledBack(await this.entry(id), new Date().toISOString());
-    await this.requireVersion(id, entry.pin!);
-    return this.save(id, entry);
+    const entry = await this.entry(id);
+    const etag = await this.requireVersion(id, rollbackVersion(entry));
+    return this.save(id, rolledBack(entry, new Date().toISOString(), etag));
   }
 
-  private async requireVersion(id: string, version: string): Promise<void> {
+  /** Throws version_gone unless `id` has `version`; resolves to its ETag where that is what pins it. */
+  private async requireVersion(id: string, version: string): Promise<string | undefined> {
     try {
-      await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.sourceKey(id), VersionId: version }));
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, ...this.versionTarget(id, version) }));
+      return this.layout === "content" ? head.ETag : undefined;
     } catch (e) {
+      if (e instanceof HttpError) throw e;
       const status = statusOf(e);
       if (status === 404 || status === 400 || status === 405) throw versionGone(`source "${id}" has no version "${version}"`);
       throw e;

@@ -31,6 +31,7 @@ export const ENVIRONMENT_HELP = `
 Environment (read only by the commands that need it):
   TESSERA_S3_BUCKET       the bucket sources are published to (required)
   TESSERA_S3_PREFIX       key prefix; source <id> is <prefix><id>.tif   ("")
+                          (a bucket without versioning, as on R2: <prefix><id>.versions/<sha256>.tif)
   TESSERA_S3_REGION       region                                      (us-east-1)
   TESSERA_S3_ENDPOINT     a store other than AWS (RGW, MinIO)         (AWS)
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE …  credentials (the AWS SDK's chain)

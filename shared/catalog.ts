@@ -29,6 +29,11 @@ export interface CatalogEntry {
   /** What the source is, for people, as readDescription reads it; kept as written, like access. */
   description?: unknown;
   policy: SnapshotPolicy;
+  /**
+   * The pinned version's strong ETag, where the version is an object of its own with no VersionId
+   * (a content-addressed one, in a bucket without versions): a decoder refuses other bytes there.
+   */
+  etag?: string;
   /** Every pin so far, oldest first. */
   pins: { version: string; at: string }[];
 }
@@ -47,8 +52,9 @@ export function parseCatalogEntry(text: string, label: string): CatalogEntry {
     throw bad("is not JSON");
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw bad("is not an object");
-  const { pin, policy = NO_ENTRY.policy, pins = [], access, description } = value as Record<string, unknown>;
+  const { pin, policy = NO_ENTRY.policy, pins = [], access, description, etag } = value as Record<string, unknown>;
   if (pin !== undefined && (typeof pin !== "string" || pin === "")) throw bad("has a pin that is not a version");
+  if (etag !== undefined && (typeof etag !== "string" || !etag.startsWith('"'))) throw bad("has an etag that is not a strong ETag");
   if (!POLICIES.includes(policy as SnapshotPolicy)) throw bad(`has policy ${JSON.stringify(policy)}, not ${POLICIES.join(" or ")}`);
   const valid = (p: unknown) =>
     typeof p === "object" && p !== null && typeof (p as { version?: unknown }).version === "string" && typeof (p as { at?: unknown }).at === "string";
@@ -57,6 +63,7 @@ export function parseCatalogEntry(text: string, label: string): CatalogEntry {
     pin,
     policy: policy as SnapshotPolicy,
     pins: pins as CatalogEntry["pins"],
+    ...(etag !== undefined && { etag }),
     ...(access !== undefined && { access }),
     ...(description !== undefined && { description }),
   };
@@ -101,14 +108,20 @@ export function withDescription(entry: CatalogEntry, description: Description): 
   return Object.keys(description).length > 0 ? { ...rest, description } : rest;
 }
 
-/** The entry with `version` pinned at `at` (ISO time). */
-export function withPin(entry: CatalogEntry, version: string, at: string): CatalogEntry {
-  return { ...entry, pin: version, pins: [...entry.pins, { version, at }] };
+/** The entry with `version` pinned at `at` (ISO time), known by `etag` when it has no VersionId. */
+export function withPin(entry: CatalogEntry, version: string, at: string, etag?: string): CatalogEntry {
+  const { etag: _previous, ...rest } = entry;
+  return { ...rest, pin: version, pins: [...entry.pins, { version, at }], ...(etag !== undefined && { etag }) };
+}
+
+/** The version pinned before the current one, which a rollback pins. */
+export function rollbackVersion(entry: CatalogEntry): string {
+  const previous = [...entry.pins].reverse().find((p) => p.version !== entry.pin);
+  if (!previous) throw new HttpError("not_found", "no earlier pin to roll back to");
+  return previous.version;
 }
 
 /** The entry pinned back to the version pinned before the current one. */
-export function rolledBack(entry: CatalogEntry, at: string): CatalogEntry {
-  const previous = [...entry.pins].reverse().find((p) => p.version !== entry.pin);
-  if (!previous) throw new HttpError("not_found", "no earlier pin to roll back to");
-  return withPin(entry, previous.version, at);
+export function rolledBack(entry: CatalogEntry, at: string, etag?: string): CatalogEntry {
+  return withPin(entry, rollbackVersion(entry), at, etag);
 }

@@ -15,7 +15,7 @@ export function addAccessCommand(program: Command, output: Output): void {
     .addOption(degradedWidthOption())
     .action(async (id: string, access: string, options: { degradedWidth?: number }, command: Command) => {
       const rule = accessRule(command, access, options.degradedWidth);
-      const store = openStore();
+      const store = await openStore();
       // A typo must not look like a restriction that took: the id must name a source.
       await refusing(store.requireSource(id));
       await refusing(store.setAccess(id, rule));

@@ -18,7 +18,7 @@ export function addDescribeCommand(program: Command, output: Output): void {
   for (const option of descriptionOptions(true)) command.addOption(option);
   command.action(async (id: string, options: DescriptionOptions, command: Command) => {
     const change = descriptionChange(command, options);
-    const store = openStore();
+    const store = await openStore();
     // A typo must not look like a description that took: the id must name a source.
     await refusing(store.requireSource(id));
     if (!change) return shown(output, id, (await refusing(store.entry(id))).description);

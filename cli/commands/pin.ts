@@ -15,12 +15,12 @@ export function addPinCommands(program: Command, output: Output): void {
     // An S3 version id may begin with "-": it is the version, not an option. What is not a
     // version is refused by the store.
     .allowUnknownOption()
-    .action(async (id: string, version: string) => repinned(output, id, await refusing(openStore().pin(id, version))));
+    .action(async (id: string, version: string) => repinned(output, id, await refusing((await openStore()).pin(id, version))));
   program
     .command("rollback")
     .description("serve the version pinned before the current one")
     .argument("<id>", "the source id", sourceIdArgument)
-    .action(async (id: string) => repinned(output, id, await refusing(openStore().rollback(id))));
+    .action(async (id: string) => repinned(output, id, await refusing((await openStore()).rollback(id))));
 }
 
 async function repinned(output: Output, id: string, entry: CatalogEntry): Promise<void> {

@@ -10,6 +10,7 @@ import { sourceIdArgument } from "../source-id-argument";
 import { progressReporter } from "../output";
 import { invalidateAtEdge, openStore, refusing } from "../publishing";
 import { Refusal } from "../refusal";
+import type { SourceStore } from "../source-store";
 
 export function addPublishCommand(program: Command, output: Output): void {
   const publish = program
@@ -30,7 +31,7 @@ export function addPublishCommand(program: Command, output: Output): void {
       const problems = report.problems.map((p) => `${p.message} (fix: ${p.fix})`).join("; ");
       throw new Refusal(`${file} is not a COG the decoder serves: ${problems}`);
     }
-    const store = openStore();
+    const store = await openStore();
     // The description is merged into the entry's and checked before the upload: a mistake
     // there must not leave a new version published without it.
     if (described) redescribed(command, (await refusing(store.entry(options.id))).description, described);
@@ -69,7 +70,7 @@ function publishedAccess(command: Command, { access, degradedWidth }: PublishOpt
   return undefined;
 }
 
-async function upload(store: ReturnType<typeof openStore>, id: string, file: string): Promise<string> {
+async function upload(store: SourceStore, id: string, file: string): Promise<string> {
   const { stat } = await import("node:fs/promises");
   const progress = progressReporter(`uploading ${file}`, (await stat(file)).size, process.stderr);
   const interrupted = new AbortController();

@@ -11,7 +11,7 @@ export function addVersionsCommand(program: Command, output: Output): void {
     .description("list a source's versions, newest first, marking the pinned one")
     .argument("<id>", "the source id", sourceIdArgument)
     .action(async (id: string) => {
-      const versions = await refusing(openStore().versions(id));
+      const versions = await refusing((await openStore()).versions(id));
       output.result({ id, versions }, () =>
         versions
           .map((v) => `${v.pinned ? "*" : " "} ${v.version}  ${v.lastModified}  ${v.size} bytes${v.latest ? "  (latest)" : ""}`)

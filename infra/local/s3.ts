@@ -124,14 +124,19 @@ export function makeS3Client(cfg: LocalS3Config): S3Client {
   });
 }
 
-/** Creates `bucket` if needed and turns versioning on (idempotent). */
-export async function ensureVersionedBucket(client: S3Client, bucket: string): Promise<void> {
+/** Creates `bucket` if needed (idempotent). */
+async function ensureBucket(client: S3Client, bucket: string): Promise<void> {
   try {
     await client.send(new CreateBucketCommand({ Bucket: bucket }));
   } catch (e) {
     const name = (e as { name?: string }).name;
     if (name !== "BucketAlreadyOwnedByYou" && name !== "BucketAlreadyExists") throw e;
   }
+}
+
+/** Creates `bucket` if needed and turns versioning on (idempotent). */
+export async function ensureVersionedBucket(client: S3Client, bucket: string): Promise<void> {
+  await ensureBucket(client, bucket);
   const v = await client.send(new GetBucketVersioningCommand({ Bucket: bucket }));
   if (v.Status !== BucketVersioningStatus.Enabled) {
     await client.send(
@@ -142,3 +147,19 @@ export async function ensureVersionedBucket(client: S3Client, bucket: string): P
     );
   }
 }
+
+/**
+ * Creates `bucket` with versioning never turned on, as an R2 bucket is; one that has had it on
+ * (it can only be suspended, never off again) is refused.
+ */
+export async function ensureUnversionedBucket(client: S3Client, bucket: string): Promise<void> {
+  await ensureBucket(client, bucket);
+  const v = await client.send(new GetBucketVersioningCommand({ Bucket: bucket }));
+  if (v.Status !== undefined) throw new Error(`bucket ${bucket} has had versioning on (${v.Status}): use another`);
+}
+
+/** A bucket of either kind the publisher handles: with S3 versions, or without (R2). */
+export type BucketKind = "versioned" | "unversioned";
+
+export const ensureBucketOf = (kind: BucketKind, client: S3Client, bucket: string): Promise<void> =>
+  kind === "versioned" ? ensureVersionedBucket(client, bucket) : ensureUnversionedBucket(client, bucket);

@@ -21,6 +21,7 @@ import { catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry, type Snapsh
 import type { Description } from "../../shared/description.js";
 import { HttpError, notFound, versionGone } from "../../shared/errors.js";
 import { parseContentRange } from "./content-range.js";
+import { contentVersionKey, isContentVersion } from "./content-versions.js";
 import { assertOpenFile } from "./restricted-files.js";
 import type { SourceListing } from "../../shared/protocol.js";
 import { entryTerms, imageIdOfName, listingPage, listingStart, SOURCE_FILES, sourceFault, sourceIdOfKey, type EntryTerms, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
@@ -100,9 +101,12 @@ interface Snapshot {
   /** The object's first bytes, from offset 0. */
   firstBytes: Uint8Array;
   document?: SourceDocument;
+  /** The content version (SHA-256) this object is, in a bucket without versions. */
+  contentVersion?: string;
 }
 
-const isSnapshotOf = (snapshot: Snapshot, version: string) => version === snapshot.versionId || version === snapshot.etag;
+const isSnapshotOf = (snapshot: Snapshot, version: string) =>
+  version === snapshot.versionId || version === snapshot.etag || version === snapshot.contentVersion;
 
 export class S3SourceCatalog implements SourceCatalog {
   readonly description: string;
@@ -130,9 +134,16 @@ export class S3SourceCatalog implements SourceCatalog {
     // Without a version asked for, the latest was read on the chance that the entry pins it.
     const missedPin = requested === undefined && pin !== undefined && !(found && isSnapshotOf(found, pin));
     const snapshot = missedPin ? await this.find(id, pin, signal) : found;
-    if (snapshot) return this.pinned(snapshot, entry.policy, terms);
+    if (snapshot) return this.pinned(this.asPinned(snapshot, entry), entry.policy, terms);
     if (pin === undefined) throw notFound(`unknown source "${id}"`);
     throw versionGone(`source "${id}" has no version "${pin}"`);
+  }
+
+  /** `snapshot`, unless it is the entry's pinned content version with bytes other than the ETag pinned. */
+  private asPinned(snapshot: Snapshot, entry: CatalogEntry): Snapshot {
+    const { contentVersion, etag } = snapshot;
+    if (contentVersion === undefined || contentVersion !== entry.pin || entry.etag === undefined || etag === entry.etag) return snapshot;
+    throw sourceFault(`s3://${this.cfg.bucket}/${snapshot.key}`, `source changed: version ${contentVersion} has ETag ${etag}, pinned as ${entry.etag}`);
   }
 
   /** A source's own file comes with its entry, read at once: no round trip more for the check. */
@@ -205,6 +216,7 @@ export class S3SourceCatalog implements SourceCatalog {
    * first; only when it is missing are the documents looked for, both at once.
    */
   private async find(id: string, version: string | undefined, signal?: AbortSignal): Promise<Snapshot | undefined> {
+    if (version !== undefined && isContentVersion(version)) return this.contentSnapshot(id, version, signal);
     const [cog, ...documents] = SOURCE_FILES.map(({ suffix, document }) => ({ key: `${this.cfg.prefix}${id}${suffix}`, document }));
     const found = await this.snapshot(cog.key, version, signal);
     if (found) return found;
@@ -212,6 +224,15 @@ export class S3SourceCatalog implements SourceCatalog {
       documents.map(({ key, document }) => this.snapshot(key, version, signal, document && { kind: document, key })),
     );
     return others.find((s) => s !== undefined);
+  }
+
+  /**
+   * Content version `sha256` of `id` (cli/source-store.ts writes it): an object never written
+   * twice, so it is read by its key, each read conditional on the ETag this read finds.
+   */
+  private async contentSnapshot(id: string, sha256: string, signal?: AbortSignal): Promise<Snapshot | undefined> {
+    const found = await this.snapshot(contentVersionKey(this.cfg.prefix, id, sha256), undefined, signal);
+    return found && { ...found, contentVersion: sha256 };
   }
 
   /**
@@ -310,6 +331,7 @@ class S3Source implements Source {
   private readonly key: string;
   private readonly versionId: string | undefined;
   private readonly etag: string | undefined;
+  private readonly ifMatch: string | undefined;
 
   constructor(
     private readonly client: S3Client,
@@ -330,7 +352,10 @@ class S3Source implements Source {
     this.document = snapshot.document;
     // The "null" version is read by that name (it stays readable once a newer version exists)
     // but known by its ETag: an in-place overwrite must not share cache keys with the old bytes.
-    this.version = this.versionId && this.versionId !== NULL_VERSION ? this.versionId : (this.etag ?? assumedVersion!);
+    const named = this.versionId && this.versionId !== NULL_VERSION ? this.versionId : (this.etag ?? assumedVersion!);
+    this.version = snapshot.contentVersion ?? named;
+    // Without a VersionId to name the bytes, every read is conditional on the ETag.
+    this.ifMatch = named === this.etag ? this.etag : undefined;
   }
 
   async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
@@ -347,7 +372,7 @@ class S3Source implements Source {
       VersionId: this.versionId,
       Range: `bytes=${offset}-${offset + length - 1}`,
     };
-    if (this.version === this.etag) input.IfMatch = this.etag;
+    if (this.ifMatch) input.IfMatch = this.ifMatch;
     let out;
     try {
       out = await this.client.send(new GetObjectCommand(input), { abortSignal: signal });

@@ -1,4 +1,5 @@
-// The stack a publisher works against in the e2e tests: a fresh versioned bucket on the local
+// The stack a publisher works against in the e2e tests: a fresh bucket (versioned, or without
+// versions as on R2) on the local
 // Ceph RGW, an S3 decoder and the edge (with an admin token) in front, and two pictures told
 // apart by their pixels: the test pattern and its negative.
 import { execFileSync } from "node:child_process";
@@ -6,7 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
-import { ensureVersionedBucket, makeS3Client, s3DecoderEnv, startLocalS3, type LocalS3 } from "../../infra/local/s3";
+import { ensureBucketOf, makeS3Client, type BucketKind, s3DecoderEnv, startLocalS3, type LocalS3 } from "../../infra/local/s3";
 import { ROOT } from "../../infra/root";
 import { startStack, type Stack } from "../../infra/local/stack";
 import { meanAbsDiff, reference } from "./pixels";
@@ -27,12 +28,12 @@ export interface PublishingStack {
   stop(): Promise<void>;
 }
 
-export async function startPublishingStack(name: string, infoMaxAgeS: number): Promise<PublishingStack> {
-  const bucket = `${name}-${Date.now().toString(36)}`;
+export async function startPublishingStack(name: string, infoMaxAgeS: number, kind: BucketKind = "versioned"): Promise<PublishingStack> {
+  const bucket = `${name}-${kind}-${Date.now().toString(36)}`;
   const token = `${name}-admin-token`;
   const s3 = await startLocalS3();
   const client = makeS3Client(s3);
-  await ensureVersionedBucket(client, bucket);
+  await ensureBucketOf(kind, client, bucket);
   const dir = await mkdtemp(path.join(tmpdir(), `tessera-${name}-`));
   const negative = path.join(dir, "negative.tif");
   execFileSync("gdal_translate", [

@@ -68,6 +68,14 @@ describe("catalog entries", () => {
     expect(() => parseCatalogEntry('{"pins":[{"version":1}]}', "t")).toThrow(/pins/);
   });
 
+  it("pin a content version with its strong ETag, which a re-pin replaces or drops; a weak or odd one is the store's fault", () => {
+    const e = withPin(parseCatalogEntry("{}", "t"), "A", "t1", '"abc"');
+    expect(parseCatalogEntry(JSON.stringify(e), "t")).toMatchObject({ pin: "A", etag: '"abc"' });
+    expect(withPin(e, "B", "t2")).not.toHaveProperty("etag");
+    expect(rolledBack(withPin(e, "B", "t2"), "t3", '"abc"')).toMatchObject({ pin: "A", etag: '"abc"' });
+    for (const etag of ['W/"abc"', "abc", 1]) expect(() => parseCatalogEntry(JSON.stringify({ pin: "A", etag }), "t")).toThrow(/etag/);
+  });
+
   it("keep an access restriction they carry through a re-pin, so the publisher's rule is never lost", () => {
     const access = { profile: "active", degradedWidth: 800 };
     const e = withPin(parseCatalogEntry(JSON.stringify({ access }), "t"), "A", "t1");
