@@ -73,6 +73,8 @@ async function fakeStoreAndEdge(): Promise<FakeStoreAndEdge> {
     },
   };
   const store = createServer(async (req, res) => {
+    // tessera asks first whether the bucket keeps versions: this one does.
+    if (new URL(req.url!, "http://x").searchParams.has("versioning")) return void res.end("<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>");
     const key = decodeURIComponent(new URL(req.url!, "http://x").pathname.replace(/^\/b\//, ""));
     if (req.method === "PUT") {
       fake.writes.push({ key, body: await bodyOf(req) });
