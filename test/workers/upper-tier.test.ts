@@ -1,8 +1,9 @@
 // The upper tier through the real Worker, admission DO and working decoder: another edge
 // location's miss is answered from the DO's own location's cache, without a permit or a decode.
 // Another location is simulated by its own Cache API namespace for the edge's decoded answers
-// (TEST_LOCATION_CACHES: the request's cf.colo "1", "2", … names it, "pop-1", "pop-2", …); the DO's metrics (released_total counts every admitted
-// decode, upper_tier_* the tier) prove what was decoded.
+// (TEST_LOCATION_CACHES: the request's cf.colo "1", "2", … names it, "pop-1", "pop-2", …); the
+// DO's metrics (released_total counts every admitted decode, upper_tier_* the tier) prove what
+// was decoded.
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { TIER_KEY_HEADER, TIER_SOURCE_HEADER } from "../../edge/admission/upper-tier";
