@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ROOT } from "../infra/root";
 import { startStack, type Stack } from "../infra/local/stack";
+import { decoderTiles } from "./decoder-requests";
 
 const ROUNDS = Number(process.env.TESSERA_BENCH_ROUNDS ?? 5);
 const CLIENTS = Number(process.env.TESSERA_BENCH_CLIENTS ?? 20);
@@ -25,12 +26,6 @@ interface Round {
   decodes: number;
   ms: number;
   failed: number;
-}
-
-async function decoderTiles(stack: Stack): Promise<number> {
-  const text = await (await fetch(`${stack.decoders[0].url}/metrics`)).text();
-  const counts = [...text.matchAll(/^tessera_decoder_requests_total\{route="tiles",status="\d+"\} (\d+)$/gm)];
-  return counts.reduce((sum, m) => sum + Number(m[1]), 0);
 }
 
 /** CLIENTS viewers open the screen of source `id` at once. */

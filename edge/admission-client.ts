@@ -8,6 +8,7 @@ import { TIME_LEFT_HEADER } from "./admission/leases";
 import { NO_DECODERS_HEADER, shardStub, sourceShards, type Shard } from "./admission/placement";
 import { edgeConfig, type EdgeConfig, type Env } from "./env";
 import type { ForClient } from "./request-id";
+import { TIER_KEY_HEADER, TIER_SOURCE_HEADER, type TierEntry } from "./admission/upper-tier";
 
 /**
  * One call to one admission DO. A DO that cannot take the call (overloaded, reset, being
@@ -44,7 +45,8 @@ const METADATA: Cost = { partition: "tile", estimate: { bytes: 0, work: 0 } };
  * that it has no live decoder. Each call says what is left of the client's REQUEST_TIMEOUT,
  * so the admissions of one request (its metadata, then its image; a region after another)
  * share one deadline. Non-OK answers are thrown as HttpError. With a `body` (a POST route's
- * canonical body, whose digest the path names), the call is a POST carrying it.
+ * canonical body, whose digest the path names), the call is a POST carrying it. With `tier`,
+ * the DO may answer from its upper tier and keep the decoder's answer there (admission/upper-tier.ts).
  */
 export async function viaAdmission(
   env: Env,
@@ -53,6 +55,7 @@ export async function viaAdmission(
   client: ForClient,
   cost: Cost = METADATA,
   body?: string,
+  tier?: TierEntry,
 ): Promise<Response> {
   const { requestTimeoutMs } = edgeConfig(env).admission;
   const ask = (shard: Shard) =>
@@ -68,6 +71,7 @@ export async function viaAdmission(
           [ESTIMATE_WORK_HEADER]: String(Math.ceil(cost.estimate.work)),
           [X_REQUEST_ID]: client.requestId,
           [TIME_LEFT_HEADER]: String(Math.max(0, client.arrivedAt + requestTimeoutMs - Date.now())),
+          ...(tier && { [TIER_KEY_HEADER]: tier.key, [TIER_SOURCE_HEADER]: tier.source }),
         },
       }),
     );

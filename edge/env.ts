@@ -25,8 +25,11 @@ export interface Env extends AdmissionVars, PlacementVars, AccessVars {
   TRUST_FORWARDED_HEADERS?: string;
   PLAIN_ID_MODE?: string;
   COALESCE?: string;
+  UPPER_TIER?: string;
   /** Tests only: the admission shard ("region/shard") that throws on every call, to show what else keeps working. */
   TEST_THROWING_SHARD?: string;
+  /** Tests and bench:pops only: "true" keeps decoded answers in a cache namespace per request.cf.colo, each standing for a location. */
+  TEST_LOCATION_CACHES?: string;
 }
 
 /** How answers under a plain id keep viewers from mixing versions (docs/operators.md). */
@@ -71,6 +74,8 @@ export interface EdgeConfig {
   plainIdMode: PlainIdMode;
   /** Whether concurrent identical decodes are decoded once (false only to measure without it). */
   coalesce: boolean;
+  /** Whether the admission DO keeps decoded answers in its own location's cache (admission/upper-tier.ts; false only to measure without it). */
+  upperTier: boolean;
   /** Who may see restricted sources; undefined (no AUTH_SECRET): they are withheld. */
   access?: AccessConfig;
 }
@@ -111,6 +116,7 @@ function parseConfig(env: Env): EdgeConfig {
     trustForwardedHeaders: flag(env, "TRUST_FORWARDED_HEADERS", false),
     plainIdMode: plainIdMode(env.PLAIN_ID_MODE),
     coalesce: flag(env, "COALESCE", true),
+    upperTier: flag(env, "UPPER_TIER", true),
     access: accessConfig(env),
   };
 }
@@ -133,7 +139,7 @@ function publicBaseUrl(raw: string | undefined): string | undefined {
 }
 
 /** "true" or "false"; unset or empty is false. */
-function flag(env: Env, name: "TRUST_FORWARDED_HEADERS" | "COALESCE", fallback: boolean): boolean {
+function flag(env: Env, name: "TRUST_FORWARDED_HEADERS" | "COALESCE" | "UPPER_TIER", fallback: boolean): boolean {
   const text = (env[name] ?? "").trim();
   if (text === "") return fallback;
   if (text === "false") return false;

@@ -5,7 +5,9 @@
 // decoder's work and the answer's last byte are done, on every path: success, decoder error,
 // client abort, deadline. Identical decodes at once are admitted and decoded once, their answer
 // given to all (coalesce.ts). It also takes the edge's own calls: the metrics page,
-// decoder heartbeats, invalidations (invalidate.ts) and /file transfers (transfer.ts).
+// decoder heartbeats, invalidations (invalidate.ts) and /file transfers (transfer.ts). Before
+// admitting a decode the edge may share, it looks the answer up in its own location's cache,
+// and keeps what the decoder answers there (upper-tier.ts).
 // A region with ADMISSION_SHARDS shards has that many of these DOs, each admitting within its
 // fixed share of the region's permits and memory, and of each decoder's full memory
 // (shared/regions.ts, shardShare).
@@ -30,6 +32,8 @@ import { admissionMetrics, type DoStats } from "./metrics";
 import { NO_DECODERS_HEADER } from "./placement";
 import { AdmissionModel } from "./model";
 import { FileTransfers } from "./transfer";
+import { tierEntryOf, UpperTier, type TierEntry } from "./upper-tier";
+import { imageCacheControl } from "../http-cache";
 
 /** DO-internal paths the edge uses for the metrics page and decoder heartbeats. */
 export const METRICS_PATH = "/__admission/metrics";
@@ -49,6 +53,8 @@ export class AdmissionDO extends DurableObject<Env> {
   private readonly leases: Leases;
   private readonly calls: DecoderCalls;
   private readonly transfers: FileTransfers;
+  /** Decoded answers kept in this DO's location, for every edge location's misses. */
+  readonly tier: UpperTier;
   /** This DO's shard of its region ("region/shard" names it; "default" is shard 0 of 1). */
   private readonly shard: number;
 
@@ -76,6 +82,7 @@ export class AdmissionDO extends DurableObject<Env> {
     this.leases = new Leases({ admission: a, model: this.model, stats: this.stats, resize, setAlarm });
     const { decoderSecret, streamAnswerBytes } = this.config;
     this.calls = new DecoderCalls({ decoderSecret, admission: a, decoders: this.decoders, streamAnswerBytes, stats: this.stats, resize, waitUntil });
+    this.tier = new UpperTier(ctx.storage, imageCacheControl(this.config));
     this.transfers = new FileTransfers(this.config, this.calls, waitUntil, (at) => this.leases.deadline(at));
     this.resize();
   }
@@ -112,6 +119,7 @@ export class AdmissionDO extends DurableObject<Env> {
     if (pathname === HEARTBEAT_DO_PATH) return await this.heartbeat(await request.text());
     if (pathname.startsWith(INVALIDATE_DO_PATH)) {
       const id = decodeURIComponent(pathname.slice(INVALIDATE_DO_PATH.length));
+      await this.tier.invalidate(id);
       const host = { decoderSecret: this.config.decoderSecret, decoders: this.decoders, leases: this.leases };
       return await invalidate(host, id, url.searchParams.get("member") ?? undefined, request.signal, requestId);
     }
@@ -121,7 +129,8 @@ export class AdmissionDO extends DurableObject<Env> {
     const estimate = Number(request.headers.get(ESTIMATE_HEADER) ?? 0) || 0;
     // A POST route's canonical body (the edge bounded and checked it; its digest is in the path).
     const body = request.method === "POST" ? await request.text() : undefined;
-    return await this.decode(pathname + url.search, partition, estimate, request.signal, deadlineAt, requestId, body);
+    const tier = this.config.upperTier ? tierEntryOf(request.headers) : undefined;
+    return await this.decode(pathname + url.search, partition, estimate, request.signal, deadlineAt, requestId, body, tier);
   }
 
   private metrics(): Response {
@@ -152,11 +161,18 @@ export class AdmissionDO extends DurableObject<Env> {
    * A decode (an image or a tile) joins the identical one in flight, if any, else is admitted
    * and forwarded (coalesce.ts); anything else, and everything with COALESCE=false, is admitted
    * on its own. A follower waits until its own deadline. A POST's path names its body's digest,
-   * so the path alone still says which decodes are identical.
+   * so the path alone still says which decodes are identical. One the upper tier holds is
+   * answered from it, unadmitted; one it may hold is kept there once decoded.
    */
-  private async decode(path: string, partition: Partition, estimate: number, client: AbortSignal, deadlineAt: number, requestId?: string, body?: string): Promise<Response> {
+  private async decode(path: string, partition: Partition, estimate: number, client: AbortSignal, deadlineAt: number, requestId?: string, body?: string, tier?: TierEntry): Promise<Response> {
+    const found = tier && (await this.tier.lookup(tier));
+    if (found && "hit" in found) return found.hit;
     // A coalesced decode carries the id of the request that started it.
-    const admit = (signal: AbortSignal) => this.admitAndForward(path, partition, estimate, signal, deadlineAt, requestId, body);
+    const admit = async (signal: AbortSignal) => {
+      const answer = await this.admitAndForward(path, partition, estimate, signal, deadlineAt, requestId, body);
+      if (found) await this.tier.store(found.key, answer);
+      return answer;
+    };
     if (!this.config.coalesce || !isDecodePath(path)) return answerResponse(await admit(client));
     return await this.flights.answer(path, client, admit, () => this.leases.deadline(deadlineAt));
   }

@@ -75,6 +75,9 @@ export function admissionMetrics(d: AdmissionDO, now: number): string {
     [`${A}file_transfers`, "gauge", "/file transfers streaming now (they hold no decode permit).", d.fileTransfers.inProgress],
     [`${A}file_transfers_shed_total`, "counter", "/file transfers refused with 503 at MAX_FILE_TRANSFERS.", d.fileTransfers.shed],
     [`${A}file_transfers_limit`, "gauge", "MAX_FILE_TRANSFERS.", d.config.maxFileTransfers],
+    [`${A}upper_tier_hits_total`, "counter", "Decodes answered from the upper tier (this DO's location's cache): no permit, no decoder.", d.tier.hits],
+    [`${A}upper_tier_misses_total`, "counter", "Decodes the edge may share that the upper tier did not hold (admitted and decoded, or coalesced).", d.tier.misses],
+    [`${A}upper_tier_stored_total`, "counter", "Decoder answers kept in the upper tier (whole, shareable 200s).", d.tier.stored],
     [`${A}decoders_live`, "gauge", "Decoders that heartbeated within DECODER_TTL.", d.decoders.live(now).length],
     // The config fingerprint.
     [

@@ -7,6 +7,7 @@ import { errorResponse, HttpError } from "../../shared/errors";
 import { DECODER, VERSION_HEADER } from "../../shared/protocol";
 import { declaredLength, lengthPipe, relay, streamedBody } from "../admission/answers";
 import { viaAdmission, type Cost } from "../admission-client";
+import type { TierEntry } from "../admission/upper-tier";
 import { allowAnyOrigin } from "../cors";
 import { RESTRICTED_CACHE_CONTROL } from "../access/gate";
 import type { Restriction } from "../../shared/access";
@@ -64,11 +65,13 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
   if (matchesIfNoneMatch(req, etag)) return notModified(etag, d.headers);
 
   const key = decodedCacheKey(new URL(req.url).origin, d.route, d.id, d.canonical, d.version);
-  const cache = caches.default;
+  const cache = await edgeCache(env, req);
   const hit = await cache.match(key);
   if (hit) return answer(hit, d, "hit");
 
-  const { body, init, length } = await decode(env, config, d, forClient(req), etag);
+  // A restricted source's answer is private: never shared through the upper tier.
+  const tier = d.restriction ? undefined : { key, source: d.id };
+  const { body, init, length } = await decode(env, config, d, forClient(req), etag, tier);
   if (!(body instanceof ReadableStream)) {
     ctx.waitUntil(cache.put(key, new Response(body, init))); // the same buffer makes both responses
     return answer(new Response(body, init), d, "miss");
@@ -86,6 +89,16 @@ export async function cachedDecode(d: DecodeRequest, req: IRequest, env: Env, co
 }
 
 /**
+ * This location's cache: caches.default. In tests and bench:pops (TEST_LOCATION_CACHES), one
+ * workerd plays many locations: each request's colo (request.cf, where Cloudflare says it
+ * arrived) names the cache namespace that stands for that location's.
+ */
+async function edgeCache(env: Env, req: IRequest): Promise<Cache> {
+  const colo = (req.cf as { colo?: unknown } | undefined)?.colo;
+  return env.TEST_LOCATION_CACHES === "true" && typeof colo === "string" ? await caches.open(`pop-${colo}`) : caches.default;
+}
+
+/**
  * Stores a streamed answer, and deletes what the cache kept if it did not arrive whole. It goes
  * without its length: a cache told the length may keep a body that errors midway as if whole
  * (Miniflare's keeps the bytes it had), while one that must count them keeps nothing unfinished.
@@ -100,10 +113,10 @@ async function storeWhole(cache: Cache, key: string, res: Response, whole: Promi
  * The decoder's answer as it is stored: type, ETag, and its bytes whole below
  * STREAM_ANSWER_BYTES, else their stream; or a client error, kept briefly.
  */
-async function decode(env: Env, config: EdgeConfig, d: DecodeRequest, client: ForClient, etag: string) {
+async function decode(env: Env, config: EdgeConfig, d: DecodeRequest, client: ForClient, etag: string, tier?: TierEntry) {
   let decoded: Response;
   try {
-    decoded = await viaAdmission(env, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), client, d.cost(), d.body);
+    decoded = await viaAdmission(env, d.id, DECODER_ROUTE[d.route](d.id, d.canonical, d.version), client, d.cost(), d.body, tier);
   } catch (caught) {
     const err = caught instanceof HttpError && caught.kind === "too_large" && d.tooLargeHelp ? new HttpError("too_large", `${caught.message}; ${d.tooLargeHelp}`) : caught;
     // A 4xx or 501 from the decoder is about this exact request: the same request gets it
