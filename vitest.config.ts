@@ -48,6 +48,10 @@ export default defineConfig({
                 TEST_SKEWED_DECODER_URL: inject("skewedDecoderUrl"),
                 TEST_LATE_DECODER_URL: inject("lateDecoderUrl"),
                 TEST_LATE_MS: String(LATE_MS),
+                // Every invalidation purges by tag, at a stand-in of Cloudflare's purge API.
+                CLOUDFLARE_ZONE_ID: "test-zone",
+                CLOUDFLARE_PURGE_TOKEN: "test-purge-token",
+                CLOUDFLARE_API_BASE: inject("purgeApiUrl"),
                 REQUEST_TIMEOUT: "2",
                 QUEUE_TIMEOUT: "1",
                 DECODER_TTL: "3",

@@ -5,6 +5,7 @@ import { placement, type Placement, type PlacementVars } from "../shared/regions
 import type { AdmissionDO } from "./admission/admission-do";
 import type { SizeLimits } from "../shared/iiif/info";
 import { accessConfig, type AccessConfig, type AccessVars } from "./access/config";
+import { CLOUDFLARE_API, type PurgeConfig } from "./cache-purge";
 
 export interface Env extends AdmissionVars, PlacementVars, AccessVars {
   ADMISSION: DurableObjectNamespace<AdmissionDO>;
@@ -26,6 +27,10 @@ export interface Env extends AdmissionVars, PlacementVars, AccessVars {
   PLAIN_ID_MODE?: string;
   COALESCE?: string;
   UPPER_TIER?: string;
+  /** Purging every location by tag on invalidate (edge/cache-purge.ts): the zone, a token allowed to purge it, and the API's base. */
+  CLOUDFLARE_ZONE_ID?: string;
+  CLOUDFLARE_PURGE_TOKEN?: string;
+  CLOUDFLARE_API_BASE?: string;
   /** Tests only: the admission shard ("region/shard") that throws on every call, to show what else keeps working. */
   TEST_THROWING_SHARD?: string;
   /** Tests and bench:pops only: "true" keeps decoded answers in a cache namespace per request.cf.colo, each standing for a location. */
@@ -44,6 +49,8 @@ export interface EdgeConfig {
   metricsToken?: string;
   /** The bearer token of the /admin routes; undefined: they refuse everyone. */
   adminToken?: string;
+  /** Where an invalidation purges every location; undefined: other locations' copies expire. */
+  purge?: PurgeConfig;
   imageMaxAge: number;
   infoMaxAge: number;
   admission: AdmissionConfig;
@@ -98,6 +105,7 @@ function parseConfig(env: Env): EdgeConfig {
     decoderSecret: env.DECODER_SECRET,
     metricsToken: env.METRICS_TOKEN || undefined,
     adminToken: env.ADMIN_TOKEN || undefined,
+    purge: purgeConfig(env),
     imageMaxAge: intVar(env, "IMAGE_MAX_AGE", { min: 0 }),
     infoMaxAge: intVar(env, "INFO_MAX_AGE", { min: 0 }),
     admission: admissionConfig(env),
@@ -145,4 +153,13 @@ function flag(env: Env, name: "TRUST_FORWARDED_HEADERS" | "COALESCE" | "UPPER_TI
   if (text === "false") return false;
   if (text === "true") return true;
   throw badConfig(name, `must be true or false, got ${JSON.stringify(env[name])}`);
+}
+
+/** The purge settings: both a zone and a token, or neither (one alone is a mistake the operator must see). */
+function purgeConfig(env: Env): PurgeConfig | undefined {
+  const [zoneId, token] = [env.CLOUDFLARE_ZONE_ID || undefined, env.CLOUDFLARE_PURGE_TOKEN || undefined];
+  if (!zoneId && !token) return undefined;
+  if (!zoneId) throw badConfig("CLOUDFLARE_ZONE_ID", "is not set, but CLOUDFLARE_PURGE_TOKEN is: give both, or neither");
+  if (!token) throw badConfig("CLOUDFLARE_PURGE_TOKEN", "is not set, but CLOUDFLARE_ZONE_ID is (wrangler secret put CLOUDFLARE_PURGE_TOKEN): give both, or neither");
+  return { zoneId, token, apiBase: (env.CLOUDFLARE_API_BASE || CLOUDFLARE_API).replace(/\/+$/, "") };
 }

@@ -33,6 +33,7 @@ import "./operator-tile-matrix-sets";
 import { algorithmHandler, algorithmsHandler } from "./handlers/algorithms";
 import { errorCacheControl, isPermanentError } from "./http-cache";
 import { stampRequestId, withRequestId } from "./request-id";
+import { cacheTagged } from "./cache-purge";
 
 export { AdmissionDO };
 
@@ -41,7 +42,7 @@ type Args = [Env, ExecutionContext];
 const router = Router<IRequest, Args>({
   before: [withRequestId, preflight],
   catch: failure,
-  finally: [corsify, sessionOriginCors, stampRequestId],
+  finally: [corsify, sessionOriginCors, stampRequestId, cacheTagged],
 });
 
 // Every :id is a plain source id or a snapshot, {id}@{version}, and under /iiif a restricted

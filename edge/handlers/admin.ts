@@ -17,6 +17,7 @@ import { unauthorized } from "../auth";
 import { bearerMatches } from "../../shared/bearer";
 import { edgeConfig, type Env } from "../env";
 import { forgetSourceInfo } from "../source-info";
+import { purgeSource } from "../cache-purge";
 import { badRequest, errorFromResponse, HttpError } from "../../shared/errors";
 import { X_REQUEST_ID } from "../../shared/request-id";
 import { sourceRef } from "./params";
@@ -47,7 +48,9 @@ export async function invalidateHandler(req: IRequest, env: Env): Promise<Respon
   const counted = answers.filter((a): a is Counts => !(a instanceof HttpError));
   if (counted.length === 0) throw answers[0]; // no region has a decoder: the usual 503
   const sum = (key: keyof Counts) => counted.reduce((n, a) => n + a[key], 0);
-  const body = { id, ...(member !== null && { member }), decoders: sum("decoders"), invalidated: sum("invalidated"), dropped: sum("dropped") };
+  // Every location's copies of the plain id's answers, when the operator gave a zone and token.
+  const purged = member === null ? await purgeSource(config, id) : false;
+  const body = { id, ...(member !== null && { member }), decoders: sum("decoders"), invalidated: sum("invalidated"), dropped: sum("dropped"), purged };
   return Response.json(body, { headers: { "cache-control": "no-store" } });
 }
 

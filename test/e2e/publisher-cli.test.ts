@@ -130,7 +130,7 @@ describe.each<BucketKind>(["versioned", "unversioned"])("on a %s bucket", (kind)
 
       const active = await tessera("access", "archive", "active", "--json");
       expect(active.code, active.stderr).toBe(0);
-      expect(JSON.parse(active.stdout)).toEqual({ id: "archive", access: { profile: "active" }, edge: { id: "archive", decoders: 1, invalidated: 1, dropped: expect.any(Number) } });
+      expect(JSON.parse(active.stdout)).toEqual({ id: "archive", access: { profile: "active" }, edge: { id: "archive", decoders: 1, invalidated: 1, dropped: expect.any(Number), purged: false } });
       expect(await stored("archive")).toMatchObject({ entry: { pin: version, pins: [{ version }], access: { profile: "active" } }, opened: { profile: "active" } });
 
       // This edge has no AUTH_SECRET: it withholds the source at once, though it trusted what it

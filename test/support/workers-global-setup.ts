@@ -47,6 +47,8 @@ declare module "vitest" {
     drainingDecoderControlUrl: string;
     skewedDecoderUrl: string;
     lateDecoderUrl: string;
+    /** A stand-in of Cloudflare's purge API (which cannot exist here): records each call; GET /calls lists them. */
+    purgeApiUrl: string;
   }
 }
 
@@ -107,8 +109,11 @@ export default async function setup(project: TestProject) {
     );
   });
   project.provide("drainingDecoderControlUrl", await listening(control));
+  const purgeApi = purgeApiStandIn();
+  project.provide("purgeApiUrl", await listening(purgeApi));
   return async () => {
     control.close();
+    purgeApi.close();
     await Promise.all(draining.map(killDecoder));
     await assets.close();
     dropping.close();
@@ -120,6 +125,21 @@ export default async function setup(project: TestProject) {
     await Promise.all([stopDecoder(decoder), stopDecoder(secondFrozen), stopDecoder(rotated), stopDecoder(working), stopDecoder(counted), stopDecoder(connections)]);
     await rm(dir, { recursive: true, force: true });
   };
+}
+
+/** Cloudflare's purge API, stood in: each POST recorded (path, authorization, body) and answered as the API does; GET /calls answers the record. */
+function purgeApiStandIn() {
+  const calls: { path: string; authorization?: string; body: unknown }[] = [];
+  return createHttpServer((req, res) => {
+    if (req.method === "GET" && req.url === "/calls") return void res.end(JSON.stringify(calls));
+    let text = "";
+    req.on("data", (chunk) => (text += chunk));
+    req.on("end", () => {
+      calls.push({ path: req.url ?? "", authorization: req.headers.authorization, body: JSON.parse(text || "null") });
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ success: true, errors: [], messages: [], result: { id: "stand-in" } }));
+    });
+  });
 }
 
 /** The working decoders' sources: a slow picture, a large file of noise, the map sample, sources at the world's edges, a mosaic and two styles. */

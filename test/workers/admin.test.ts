@@ -2,6 +2,7 @@
 // real decoder that works (test/support/workers-global-setup.ts; ADMIN_TOKEN is set here).
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { edgeConfig, type Env } from "../../edge/env";
 import { infoKey } from "../../edge/source-info";
 import { get, heartbeat, metric } from "./helpers";
 
@@ -11,6 +12,9 @@ const invalidate = (id: string, token?: string, body?: string, query = "") =>
     body,
     headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
   });
+
+/** What the stand-in of Cloudflare's purge API (test/support/workers-global-setup.ts) was asked so far. */
+const purgeCalls = async () => (await (await fetch(`${env.CLOUDFLARE_API_BASE}/calls`)).json()) as { path: string; authorization?: string; body: unknown }[];
 
 describe("POST /admin/sources/{id}/invalidate", () => {
   it("refuses a missing, wrong or partial token with 401, uncached, before anything else", async () => {
@@ -46,7 +50,7 @@ describe("POST /admin/sources/{id}/invalidate", () => {
     const res = await invalidate("published", env.ADMIN_TOKEN);
     expect(res.status).toBe(200);
     expect(res.headers.get("cache-control")).toBe("no-store");
-    expect(await res.json()).toEqual({ id: "published", decoders: 1, invalidated: 1, dropped: 1 });
+    expect(await res.json()).toEqual({ id: "published", decoders: 1, invalidated: 1, dropped: 1, purged: true });
     expect(await caches.default.match(infoKey({ id: "published" }))).toBeUndefined();
     expect(await metric("released_total")).toBe(released + 1);
     // Nothing left to drop the second time.
@@ -63,7 +67,7 @@ describe("POST /admin/sources/{id}/invalidate", () => {
     const member = (token?: string) => invalidate("quadrants", token, undefined, "?member=utm-quadrants.tif");
     const res = await member(env.ADMIN_TOKEN);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ id: "quadrants", member: "utm-quadrants.tif", decoders: 1, invalidated: 1, dropped: 1 });
+    expect(await res.json()).toEqual({ id: "quadrants", member: "utm-quadrants.tif", decoders: 1, invalidated: 1, dropped: 1, purged: false });
     expect(await (await member(env.ADMIN_TOKEN)).json()).toMatchObject({ dropped: 0 });
     expect((await member("wrong")).status).toBe(401);
     expect((await invalidate("quadrants", env.ADMIN_TOKEN, undefined, "?member=")).status).toBe(400);
@@ -73,5 +77,44 @@ describe("POST /admin/sources/{id}/invalidate", () => {
     expect((await invalidate("%E0%A4%A", env.ADMIN_TOKEN)).status).toBe(400);
     expect((await invalidate("published@v1", env.ADMIN_TOKEN)).status).toBe(400);
     expect((await invalidate("published", env.ADMIN_TOKEN, "x".repeat(64 * 1024))).status).toBe(413);
+  });
+});
+
+describe("every location (Cloudflare's purge API stood in: it cannot exist here)", () => {
+  it("an invalidation purges the plain id's answers by their tag, with the zone's token; a member's purges nothing", async () => {
+    expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);
+    const before = (await purgeCalls()).length;
+    expect(await (await invalidate("published", env.ADMIN_TOKEN)).json()).toMatchObject({ purged: true });
+    expect((await purgeCalls()).slice(before)).toEqual([{ path: "/zones/test-zone/purge_cache", authorization: "Bearer test-purge-token", body: { tags: ["tessera:published"] } }]);
+    const again = (await purgeCalls()).length;
+    const member = await invalidate("quadrants", env.ADMIN_TOKEN, undefined, "?member=utm-quadrants.tif");
+    expect(await member.json()).toMatchObject({ purged: false });
+    expect((await purgeCalls()).length).toBe(again);
+  });
+
+  it("tags a plain id's answers with the source and its version, a snapshot's with its version alone", async () => {
+    expect((await heartbeat({ url: env.TEST_WORKING_DECODER_URL, capacity: 4 })).status).toBe(204);
+    const plain = await get("/iiif/3/published/info.json");
+    const version = plain.headers.get("x-tessera-version")!;
+    expect(version).toBeTruthy();
+    expect(plain.headers.get("cache-tag")).toBe(`tessera:published,tessera:published@${version}`);
+    const tile = await get("/iiif/3/published/0,0,256,256/256,/0/default.jpg");
+    expect(tile.status).toBe(200);
+    expect(tile.headers.get("cache-tag")).toBe(`tessera:published,tessera:published@${version}`);
+    const snapshot = await get(`/iiif/3/published@${version}/info.json`);
+    expect(snapshot.status).toBe(200);
+    expect(snapshot.headers.get("cache-tag")).toBe(`tessera:published@${version}`);
+    // Answers that are about no source carry none.
+    expect((await get("/tileMatrixSets")).headers.get("cache-tag")).toBeNull();
+  });
+});
+
+describe("the purge settings", () => {
+  it("take a zone and a token together; one alone stops the Worker naming the other", () => {
+    const base = { ...env, CLOUDFLARE_ZONE_ID: "", CLOUDFLARE_PURGE_TOKEN: "", CLOUDFLARE_API_BASE: "" } as Env;
+    expect(edgeConfig(base).purge).toBeUndefined();
+    expect(edgeConfig({ ...base, CLOUDFLARE_ZONE_ID: "z", CLOUDFLARE_PURGE_TOKEN: "t" }).purge).toEqual({ zoneId: "z", token: "t", apiBase: "https://api.cloudflare.com/client/v4" });
+    expect(() => edgeConfig({ ...base, CLOUDFLARE_ZONE_ID: "z" })).toThrow(/CLOUDFLARE_PURGE_TOKEN is not set, but CLOUDFLARE_ZONE_ID is/);
+    expect(() => edgeConfig({ ...base, CLOUDFLARE_PURGE_TOKEN: "t" })).toThrow(/CLOUDFLARE_ZONE_ID is not set, but CLOUDFLARE_PURGE_TOKEN is/);
   });
 });

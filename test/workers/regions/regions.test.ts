@@ -128,7 +128,7 @@ describe("two regions (the far one faked on this machine) with two decoders each
     const answer = await res.json<{ decoders: number; invalidated: number; dropped: number }>();
     expect(answer).toMatchObject({ id: "near-pattern", decoders: 4, invalidated: 4 });
     expect(answer.dropped).toBeGreaterThanOrEqual(1);
-    expect(await (await invalidate()).json()).toEqual({ id: "near-pattern", decoders: 4, invalidated: 4, dropped: 0 });
+    expect(await (await invalidate()).json()).toEqual({ id: "near-pattern", decoders: 4, invalidated: 4, dropped: 0, purged: false });
   });
 });
 
