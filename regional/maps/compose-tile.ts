@@ -24,7 +24,7 @@ import { isGeographic, setCrs } from "./crs";
 import { pixelSelection, type AssetTuple } from "./pixel-selection";
 import { areaTiff } from "./area-tiff";
 import { featureMask, maskCost, type PixelRings } from "./feature-mask";
-import { encodeTile, valueRanges, type RenderedTile } from "./render-tile";
+import { encodeTile, sampleRange, valueRanges, type RenderedTile } from "./render-tile";
 import { bufferedGrid, plannedCost, planGrid, planTile, warpPlanned, type OutputGrid, type WarpPlan } from "./warp";
 
 /** One band an asset brings: its name in expressions, and where it is stored. */
@@ -167,16 +167,10 @@ async function compose(assets: TileAsset[], req: PaintRequest, signal: AbortSign
   };
   // An image maps values to 0–255; a GeoTIFF or statistics keep them.
   const image = req.format !== undefined && req.format !== "tif";
-  const ranges = !image ? undefined : algorithm ? algorithmRanges(req) : valueRanges(first.bands[0].cog, req, made);
+  // An algorithm's output spans its own range; a source's values their sample type's.
+  const natural = () => (req.algorithm ? ALGORITHMS[req.algorithm].range(parametersOf(req.algorithm, req.algorithmParams)) : sampleRange(first.bands[0].cog));
+  const ranges = image ? valueRanges(req, algorithm?.outputs ?? made, natural) : undefined;
   return { assets, reads, req, program, stage, mode, components, readSize, size, ranges, cost };
-}
-
-/** What an algorithm's output channels span: the request's rescale, else the algorithm's own range (a colour map without rescale reads raw values). */
-function algorithmRanges(req: PaintRequest): [number, number][] | undefined {
-  const algorithm = ALGORITHMS[req.algorithm!];
-  if (req.rescale) return Array.from({ length: algorithm.outputs }, (_, i) => req.rescale![req.rescale!.length === 1 ? 0 : i]);
-  if (req.colormap) return undefined;
-  return Array.from({ length: algorithm.outputs }, () => algorithm.range(parametersOf(req.algorithm!, req.algorithmParams)));
 }
 
 /** The output grid's cells, which hillshade and slope measure their gradients on. */

@@ -29,23 +29,29 @@ export interface RenderedTile {
 
 
 /**
- * The [min, max] each rendered channel maps to 0–255, or undefined where an explicit or interval
- * colour map without rescale reads the raw values; 400 for float data without either, or for
- * rescale ranges that are neither one nor one per rendered channel (the URL checks that when it
- * tells the count; without bidx or an expression, only the source knows). Checked before any read.
+ * The [min, max] each rendered channel maps to 0–255: the request's rescale, else the values'
+ * own range (`natural`, asked only then); undefined where an explicit or interval colour map
+ * without rescale reads the raw values. 400 for rescale ranges that are neither one nor one per
+ * rendered channel (the URL checks that when it tells the count; without bidx or an expression,
+ * only the source knows). Checked before any read.
  */
-export function valueRanges(cog: Cog, req: StyleFields, channels: number): [number, number][] | undefined {
-  const bands = channels;
-  if (req.rescale && req.rescale.length !== 1 && req.rescale.length !== bands) {
-    throw badRequest(`rescale gives ${req.rescale.length} ranges for the ${bands} band${bands === 1 ? "" : "s"} rendered; give one for all, or one per band`);
+export function valueRanges(req: StyleFields, channels: number, natural: () => [number, number]): [number, number][] | undefined {
+  if (req.rescale && req.rescale.length !== 1 && req.rescale.length !== channels) {
+    throw badRequest(`rescale gives ${req.rescale.length} ranges for the ${channels} band${channels === 1 ? "" : "s"} rendered; give one for all, or one per band`);
   }
-  if (req.rescale) return Array.from({ length: bands }, (_, i) => req.rescale![req.rescale!.length === 1 ? 0 : i]);
+  if (req.rescale) return Array.from({ length: channels }, (_, i) => req.rescale![req.rescale!.length === 1 ? 0 : i]);
   if (req.colormap) return undefined;
+  const range = natural();
+  return Array.from({ length: channels }, () => range);
+}
+
+/** The values `cog`'s samples hold: 8-bit as stored, other integers over their type; 400 for floats, which need a rescale. */
+export function sampleRange(cog: Cog): [number, number] {
   const type = sampleType(cog.levels[0].image);
   if (type.kind === "float") {
     throw badRequest(`the source's samples are ${type.bits}-bit floating point: give rescale=min,max to map them to 0–255, or a colormap of their values`);
   }
-  return Array.from({ length: bands }, () => typeRange(type));
+  return typeRange(type);
 }
 
 /** The values an integer sample type holds. */
