@@ -8,14 +8,13 @@
 // decoder has answered /health, a request is answered as a draining decoder answers (nothing was
 // done), so the admission DO sends it to another decoder or answers 503 + Retry-After.
 import { DurableObject } from "cloudflare:workers";
-import { badConfig } from "../../shared/config";
 import { errorResponse, HttpError } from "../../shared/errors";
 import { DRAINING_HEADER } from "../../shared/protocol";
 import { CONTAINER_URL_PREFIX, type Heartbeat } from "../../shared/registration";
 import { deliverHeartbeat } from "../admission/heartbeat-route";
 import { edgeConfig, type Env } from "../env";
 import { containerRuntime, type ContainerRuntime } from "./runtime";
-import { containerEnv, type ContainerSettings } from "./settings";
+import { containerEnv, containerName, type ContainerSettings } from "./settings";
 import { CONTAINER_WAKE_PATH } from "./wake";
 
 /** How long the decoder's /health may take before it counts as not answering. */
@@ -24,7 +23,6 @@ const HEALTH_TIMEOUT_MS = 2000;
 export class DecoderContainer extends DurableObject<Env> {
   private readonly name: string;
   private readonly runtime: ContainerRuntime;
-  private readonly settings: ContainerSettings;
   /** The decoder answered /health at the last beat: requests go to it. */
   private ready = false;
   /** The beat under way, shared by every caller that asks for one meanwhile. */
@@ -35,9 +33,6 @@ export class DecoderContainer extends DurableObject<Env> {
     this.name = ctx.id.name ?? "decoder";
     const standIn = env.TEST_CONTAINER_STAND_IN && `${env.TEST_CONTAINER_STAND_IN}/containers/${this.name}`;
     this.runtime = containerRuntime(ctx.container, standIn);
-    const { containers } = edgeConfig(env);
-    if (!containers) throw badConfig("DECODER_CONTAINER_COUNT", "is 0: this deployment runs no decoder containers");
-    this.settings = containers;
   }
 
   async fetch(request: Request): Promise<Response> {
@@ -62,24 +57,41 @@ export class DecoderContainer extends DurableObject<Env> {
     await this.beat();
   }
 
-  /** One beat at a time; the next is always scheduled, whatever this one found. */
+  /**
+   * One beat at a time. The next is scheduled whatever this one found, unless this container is
+   * no longer one of the deployment's (DECODER_CONTAINER_COUNT lowered): then it is retired.
+   */
   private beat(): Promise<void> {
-    this.beating ??= this.beatOnce().finally(async () => {
-      this.beating = undefined;
-      await this.ctx.storage.setAlarm(Date.now() + edgeConfig(this.env).admission.decoderTtlMs / 3);
-    });
+    this.beating ??= (async () => {
+      try {
+        const settings = edgeConfig(this.env).containers;
+        if (!settings || !isOneOf(this.name, settings)) return await this.retire();
+        await this.beatOnce(settings).finally(() => this.ctx.storage.setAlarm(Date.now() + edgeConfig(this.env).admission.decoderTtlMs / 3));
+      } finally {
+        this.beating = undefined;
+      }
+    })();
     return this.beating;
   }
 
-  private async beatOnce(): Promise<void> {
+  private async beatOnce(settings: ContainerSettings): Promise<void> {
     if (!(await this.runtime.running())) {
       this.ready = false;
-      await this.runtime.start(containerEnv(this.env, edgeConfig(this.env).decoderSecret, this.settings));
+      await this.runtime.start(containerEnv(this.env, edgeConfig(this.env).decoderSecret, settings));
     }
     const wasReady = this.ready;
     this.ready = await this.healthy();
     // A decoder that stopped answering leaves routing at once rather than after DECODER_TTL.
-    if (this.ready || wasReady) await deliverHeartbeat(this.env, this.heartbeat(!this.ready));
+    if (this.ready || wasReady) await deliverHeartbeat(this.env, heartbeat(this.name, settings, !this.ready));
+  }
+
+  /** Out of the deployment: its decoder leaves routing, its container stops, and no alarm comes back. */
+  private async retire(): Promise<void> {
+    const settings = edgeConfig(this.env).containers;
+    if (this.ready && settings) await deliverHeartbeat(this.env, heartbeat(this.name, settings, true)).catch(() => {});
+    this.ready = false;
+    if (await this.runtime.running()) await this.runtime.stop();
+    await this.ctx.storage.deleteAlarm();
   }
 
   private async healthy(): Promise<boolean> {
@@ -91,11 +103,13 @@ export class DecoderContainer extends DurableObject<Env> {
       return false; // not listening yet, or gone
     }
   }
+}
 
-  private heartbeat(leaving: boolean): Heartbeat {
-    const { capacity, memoryBytes, region } = this.settings;
-    return { url: `${CONTAINER_URL_PREFIX}${this.name}`, capacity, memoryBytes, ...(region && { region }), ...(leaving && { leaving: true }) };
-  }
+/** Whether `name` is one of the deployment's containers, decoder-0 … decoder-{count-1}. */
+const isOneOf = (name: string, { count }: ContainerSettings) => Array.from({ length: count }, (_, i) => containerName(i)).includes(name);
+
+function heartbeat(name: string, { capacity, memoryBytes, region }: ContainerSettings, leaving: boolean): Heartbeat {
+  return { url: `${CONTAINER_URL_PREFIX}${name}`, capacity, memoryBytes, ...(region && { region }), ...(leaving && { leaving: true }) };
 }
 
 /** What a draining decoder answers: nothing was done, and the admission DO may send the request elsewhere. */

@@ -10,6 +10,7 @@ export interface ContainerRuntime {
   start(env: Record<string, string>): Promise<void>;
   /** Sends a request to the decoder's port in the container. */
   fetch(request: Request): Promise<Response>;
+  stop(): Promise<void>;
 }
 
 /** The decoder's port inside its container: the image's default. */
@@ -27,18 +28,20 @@ function cloudflareRuntime(container: Container): ContainerRuntime {
     // The decoder reads its store over the internet (S3, R2); nothing else reaches it but this DO.
     start: async (env) => container.start({ env, enableInternet: true }),
     fetch: (request) => container.getTcpPort(DECODER_PORT).fetch(request),
+    stop: () => container.destroy(),
   };
 }
 
 /**
  * The tests' stand-in for one container, over HTTP at `at`: GET says whether its decoder process
- * runs and where it listens, POST starts it with the given environment.
+ * runs and where it listens, POST starts it with the given environment, POST …/exit kills it.
  */
 function standInRuntime(at: string): ContainerRuntime {
   const state = async () => (await (await fetch(at)).json()) as { running: boolean; url?: string };
   return {
     running: async () => (await state()).running,
     start: async (env) => void (await fetch(at, { method: "POST", body: JSON.stringify(env) })).body?.cancel(),
+    stop: async () => void (await fetch(`${at}/exit`, { method: "POST" })).body?.cancel(),
     fetch: async (request) => {
       const { url } = await state();
       const target = new URL(request.url);

@@ -89,6 +89,21 @@ describe("decoders run as Cloudflare Containers (runtime stood in by local decod
     expect((await get(TILE.replace("128,", "96,"))).status).toBe(200);
   });
 
+  it("stop a container that is no longer one of the deployment's (DECODER_CONTAINER_COUNT lowered) and never start it again", async () => {
+    // decoder-5, running as if started when the count was higher.
+    await fetch(standIn("decoder-5"), { method: "POST", body: JSON.stringify({ TESSERA_DECODER_SECRET: env.DECODER_SECRET }) });
+    expect(await (await fetch(standIn("decoder-5"))).json()).toMatchObject({ running: true });
+    const stub = env.DECODER_CONTAINER!.get(env.DECODER_CONTAINER!.idFromName("decoder-5"));
+    expect((await stub.fetch("http://container/__container/wake", { method: "POST" })).status).toBe(204);
+    expect(await (await fetch(standIn("decoder-5"))).json()).toMatchObject({ running: false });
+    // A request reaching it is one it did nothing with; it starts nothing.
+    const res = await stub.fetch("http://container/health");
+    expect([res.status, res.headers.has("x-tessera-draining")]).toEqual([503, true]);
+    await scheduler.wait(300);
+    expect(await starts("decoder-5")).toHaveLength(1);
+    expect(await (await fetch(standIn("decoder-5"))).json()).toMatchObject({ running: false });
+  });
+
   it("cannot be registered by a heartbeat over HTTP: a container's URL there is a 400", async () => {
     for (const url of ["container://decoder-0", "container://evil", "container://../x"]) {
       expect((await heartbeat({ url })).status).toBe(400);
