@@ -114,14 +114,10 @@ export function withPin(entry: CatalogEntry, version: string, at: string, etag?:
   return { ...rest, pin: version, pins: [...entry.pins, { version, at }], ...(etag !== undefined && { etag }) };
 }
 
-/** The version pinned before the current one, which a rollback pins. */
+/** The version pinned before the current one, which a rollback pins (withPin). */
 export function rollbackVersion(entry: CatalogEntry): string {
   const previous = [...entry.pins].reverse().find((p) => p.version !== entry.pin);
   if (!previous) throw new HttpError("not_found", "no earlier pin to roll back to");
   return previous.version;
 }
 
-/** The entry pinned back to the version pinned before the current one. */
-export function rolledBack(entry: CatalogEntry, at: string, etag?: string): CatalogEntry {
-  return withPin(entry, rollbackVersion(entry), at, etag);
-}

@@ -1,0 +1,146 @@
+// A source's catalog entry updated by a read-modify-write that racing writers (two pins, a
+// publish and a rollback) cannot undo: the second write of two that read the same entry must not
+// drop the first's record from `pins`.
+// - Without versions (R2): the write is conditional on what was read (If-Match on the entry's
+//   ETag, If-None-Match: * for a new one); a 412 means another writer came first, and the change
+//   is made again on a fresh read.
+// - In a versioned bucket the entry's own versions tell: after writing, the versions stored between
+//   the one read and ours were written by racing writers, and the pins records they hold that the
+//   latest entry lacks are written into it again. Ceph RGW (16.2) honours neither header on a
+//   versioned bucket, so this works on any store; pins are only ever added, so the union loses none.
+// Either way a bounded number of attempts, then a clear error.
+import { GetObjectCommand, ListObjectVersionsCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { NO_ENTRY, parseCatalogEntry, type CatalogEntry } from "../shared/catalog";
+import type { VersionLayout } from "./source-store";
+
+/** What a command makes of a source's entry, given it as stored. */
+export type EntryChange = (entry: CatalogEntry) => CatalogEntry;
+
+/** Attempts before giving up: each lost one means another writer's update went in. */
+export const ENTRY_ATTEMPTS = 10;
+
+/** The HTTP status of a failed store call. */
+const statusOf = (e: unknown) => (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+
+/** An entry as read, with what identifies that state of the object (absent: no entry stored). */
+interface ReadEntry {
+  entry: CatalogEntry;
+  etag?: string;
+  versionId?: string;
+}
+
+const recordKey = (p: CatalogEntry["pins"][number]) => `${p.version}\n${p.at}`;
+
+/** `entry` with `records` among its pins (those it lacks), in the order of their times. */
+export function withRecords(entry: CatalogEntry, records: CatalogEntry["pins"]): CatalogEntry {
+  const known = new Set(entry.pins.map(recordKey));
+  const missing: CatalogEntry["pins"] = [];
+  for (const record of records) {
+    if (known.has(recordKey(record))) continue; // two racing versions may hold the same record
+    known.add(recordKey(record));
+    missing.push(record);
+  }
+  if (missing.length === 0) return entry;
+  return { ...entry, pins: [...entry.pins, ...missing].sort((a, b) => a.at.localeCompare(b.at)) };
+}
+
+/** A short random pause growing with `attempt`, so racing writers stop meeting head on. */
+const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
+
+export class EntryUpdate {
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+    private readonly key: string,
+  ) {}
+
+  private label(): string {
+    return `s3://${this.bucket}/${this.key}`;
+  }
+
+  /** The entry now (the default one when none is stored), `versionId` when one is asked for. */
+  async read(versionId?: string): Promise<ReadEntry> {
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.key, VersionId: versionId }));
+      const entry = parseCatalogEntry((await out.Body?.transformToString()) ?? "", this.label());
+      return { entry, etag: out.ETag, versionId: out.VersionId };
+    } catch (e) {
+      if ((e as { name?: string }).name === "NoSuchKey") return { entry: NO_ENTRY };
+      throw e;
+    }
+  }
+
+  /** Makes `change` to the entry as `layout` keeps it safe from racing writers; returns the entry written. */
+  apply(layout: VersionLayout, change: EntryChange): Promise<CatalogEntry> {
+    return layout === "versioned" ? this.applyVersioned(change) : this.applyConditionally(change);
+  }
+
+  private async put(entry: CatalogEntry, condition: { IfMatch?: string; IfNoneMatch?: string } = {}): Promise<string | undefined> {
+    const body = JSON.stringify(entry, null, 2) + "\n";
+    const out = await this.client.send(
+      new PutObjectCommand({ Bucket: this.bucket, Key: this.key, Body: body, ContentType: "application/json", ...condition }),
+    );
+    return out.VersionId;
+  }
+
+  private exhausted(): Error {
+    return new Error(
+      `the catalog entry ${this.label()} was changed by other writers ${ENTRY_ATTEMPTS} times while this command updated it: run the command again`,
+    );
+  }
+
+  /** A write conditional on the state read; 412 (or S3's 409 for a conflicting write) retries from a fresh read. */
+  private async applyConditionally(change: EntryChange): Promise<CatalogEntry> {
+    for (let attempt = 1; attempt <= ENTRY_ATTEMPTS; attempt++) {
+      const { entry, etag } = await this.read();
+      const next = change(entry);
+      try {
+        await this.put(next, etag === undefined ? { IfNoneMatch: "*" } : { IfMatch: ifMatch(etag) });
+        return next;
+      } catch (e) {
+        if (statusOf(e) !== 412 && statusOf(e) !== 409) throw e;
+      }
+      await backoff(attempt);
+    }
+    throw this.exhausted();
+  }
+
+  /**
+   * Writes, then merges back the pins records of the versions written between the one read and
+   * ours (racing writers' updates our write was not made on), until no version came between.
+   */
+  private async applyVersioned(change: EntryChange): Promise<CatalogEntry> {
+    let { entry, versionId: base } = await this.read();
+    let next = change(entry);
+    for (let attempt = 1; attempt <= ENTRY_ATTEMPTS; attempt++) {
+      const ours = await this.put(next);
+      const raced = await this.versionsBetween(base, ours);
+      if (raced.length === 0) return next;
+      const records = (await Promise.all(raced.map(async (v) => (await this.read(v)).entry.pins))).flat();
+      const latest = await this.read();
+      next = withRecords(latest.entry, [...records, ...next.pins]);
+      if (next === latest.entry) return next;
+      base = latest.versionId;
+      await backoff(attempt);
+    }
+    throw this.exhausted();
+  }
+
+  /** The entry's versions stored after `base` (all older ones when it is undefined) and before `ours`. */
+  private async versionsBetween(base: string | undefined, ours: string | undefined): Promise<string[]> {
+    if (ours === undefined) throw new Error(`bucket ${this.bucket} gave no VersionId: enable versioning on it`);
+    // Newest first, and the racing versions are the newest: the first page holds them.
+    const page = await this.client.send(new ListObjectVersionsCommand({ Bucket: this.bucket, Prefix: this.key }));
+    const newestFirst = (page.Versions ?? []).filter((v) => v.Key === this.key && v.VersionId).map((v) => v.VersionId!);
+    const older = newestFirst.slice(newestFirst.indexOf(ours) + 1);
+    const end = base === undefined ? older.length : older.indexOf(base);
+    return older.slice(0, end < 0 ? older.length : end);
+  }
+}
+
+/**
+ * The If-Match of an entry read with `etag`: the ETag unquoted, then as the store gave it. Ceph RGW
+ * (16.2) compares the header's start with its unquoted ETag and refuses the quoted form alone;
+ * R2 and S3 take a list and match the quoted one.
+ */
+const ifMatch = (etag: string) => `${etag.replace(/"/g, "")}, ${etag}`;
