@@ -172,8 +172,8 @@ export class S3SourceCatalog implements SourceCatalog {
   async listSources(after: string | undefined, limit: number, signal?: AbortSignal): Promise<SourceListing> {
     const { bucket, prefix } = this.cfg;
     const startAfter = after === undefined ? undefined : prefix + listingStart(after);
-    const { places, entries, last, more } = await this.listPlaces(startAfter, limit, signal);
-    const horizon = more ? await this.placeUnreachedFolders(last, startAfter, places, signal) : undefined;
+    const { places, folderOnly, entries, last, more } = await this.listPlaces(startAfter, limit, signal);
+    const horizon = more ? await this.placeUnreachedFolders(last, startAfter, places, folderOnly, signal) : undefined;
     const ids = [...places]
       .filter(([, place]) => horizon === undefined || place < horizon)
       .sort(([, a], [, b]) => (a < b ? -1 : 1))
@@ -185,19 +185,22 @@ export class S3SourceCatalog implements SourceCatalog {
       limit = Math.min(limit, ids.length - 1);
     }
     const storedBefore = (id: string) => startAfter !== undefined && `${prefix}${id}${ENTRY_SUFFIX}` <= startAfter;
-    return listingPage(ids, limit, (id) => entries.has(id) || storedBefore(id), (id) => this.entryText(id, signal));
+    const hasEntry = (id: string) => entries.has(id) || storedBefore(id);
+    return listingPage(ids, limit, hasEntry, (id) => this.entryText(id, signal), (id) => folderOnly.has(id));
   }
 
   /** Where source `id` is in the order of the listing: its COG's key, `{prefix}{id}.tif`. */
   private placeOf = (id: string) => this.cfg.prefix + listingStart(id);
 
   /**
-   * The sources the listings after `startAfter` find (each with its place), the entries they name,
-   * the last key or folder they reached, and whether more listings follow.
+   * The sources the listings after `startAfter` find (each with its place; `folderOnly` those with
+   * content versions and no COG), the entries they name, the last key or folder they reached, and
+   * whether more listings follow.
    */
   private async listPlaces(startAfter: string | undefined, limit: number, signal?: AbortSignal) {
     const { prefix } = this.cfg;
     const places = new Map<string, string>();
+    const folderOnly = new Set<string>();
     const entries = new Set<string>();
     let last = "";
     let token: string | undefined;
@@ -216,13 +219,16 @@ export class S3SourceCatalog implements SourceCatalog {
         if (folder === undefined || !folder.startsWith(prefix)) continue;
         const id = idOfVersionsFolder(folder.slice(prefix.length));
         // A folder whose place is before the page was listed on an earlier page.
-        if (id !== undefined && (startAfter === undefined || this.placeOf(id) > startAfter)) places.set(id, this.placeOf(id));
+        if (id !== undefined && !places.has(id) && (startAfter === undefined || this.placeOf(id) > startAfter)) {
+          places.set(id, this.placeOf(id));
+          folderOnly.add(id);
+        }
         if (folder > last) last = folder;
       }
       token = out.IsTruncated ? out.NextContinuationToken : undefined;
       if (places.size > limit || token === undefined) break;
     }
-    return { places, entries, last, more: token !== undefined };
+    return { places, folderOnly, entries, last, more: token !== undefined };
   }
 
   /**
@@ -232,7 +238,13 @@ export class S3SourceCatalog implements SourceCatalog {
    * name (MAX_FOLDER_LOOKUPS at most) and put in `places`; answers the place the page must end
    * before when more are left unlooked.
    */
-  private async placeUnreachedFolders(last: string, startAfter: string | undefined, places: Map<string, string>, signal?: AbortSignal): Promise<string | undefined> {
+  private async placeUnreachedFolders(
+    last: string,
+    startAfter: string | undefined,
+    places: Map<string, string>,
+    folderOnly: Set<string>,
+    signal?: AbortSignal,
+  ): Promise<string | undefined> {
     const { prefix } = this.cfg;
     const name = last.slice(prefix.length);
     const unreached: string[] = [];
@@ -246,7 +258,9 @@ export class S3SourceCatalog implements SourceCatalog {
     await Promise.all(
       unreached.slice(0, MAX_FOLDER_LOOKUPS).map(async (id) => {
         const out = await this.list({ Prefix: contentVersionsPrefix(prefix, id), MaxKeys: 1 }, signal);
-        if ((out.Contents ?? []).length > 0) places.set(id, this.placeOf(id));
+        if ((out.Contents ?? []).length === 0) return;
+        places.set(id, this.placeOf(id));
+        folderOnly.add(id);
       }),
     );
     return unreached.length > MAX_FOLDER_LOOKUPS ? this.placeOf(unreached[MAX_FOLDER_LOOKUPS]) : undefined;

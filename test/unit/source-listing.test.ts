@@ -196,9 +196,15 @@ describe("an S3 catalog's listing of a bucket without versions", () => {
     [`maps/b.versions/${version(3)}.tif`]: "",
     // An entry alone is no source.
     "maps/c.tessera.json": JSON.stringify({ pin: version(4) }),
+    // Versions none of which is pinned are served by no id: no entry, or an entry without a pin.
+    [`maps/d.versions/${version(8)}.tif`]: "",
+    "maps/g.tessera.json": JSON.stringify({ access: { profile: "active" } }),
+    [`maps/g.versions/${version(9)}.tif`]: "",
     // "e.v2.versions/" sorts before "e.versions/", but e's place, "e.tif", is before "e.v2.tif".
     [`maps/e.v2.versions/${version(5)}.tif`]: "",
+    "maps/e.v2.tessera.json": JSON.stringify({ pin: version(5) }),
     [`maps/e.versions/${version(6)}.tif`]: "",
+    "maps/e.tessera.json": JSON.stringify({ pin: version(6) }),
     "maps/m.mosaic.json": "",
     // A folder that is no source's versions (a mosaic's assets).
     "maps/assets/x.tif": "",
@@ -208,6 +214,7 @@ describe("an S3 catalog's listing of a bucket without versions", () => {
   objects["wide/f.a.tif"] = "";
   for (let i = 0; i < 1500; i++) objects[`wide/f.u${String(i).padStart(4, "0")}.tif`] = "";
   objects[`wide/f.versions/${version(7)}.tif`] = "";
+  objects["wide/f.tessera.json"] = JSON.stringify({ pin: version(7) });
 
   beforeAll(async () => {
     ({ server, calls } = standInBucket(objects));
@@ -218,7 +225,7 @@ describe("an S3 catalog's listing of a bucket without versions", () => {
   });
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-  it("lists each source once by its id at its COG's place, folders of content versions as their source; never a version's object, an entry alone or another folder", async () => {
+  it("lists each source once by its id at its COG's place, folders of content versions as their source when a version is pinned; never a version's object, an entry alone or another folder", async () => {
     expect(await catalog("maps/").listSources(undefined, 100)).toEqual({
       sources: [{ id: "a" }, { id: "a.u" }, { id: "b", label: { en: ["Bee"] } }, { id: "e" }, { id: "e.v2" }],
     });
