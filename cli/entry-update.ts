@@ -5,9 +5,9 @@
 //   ETag, If-None-Match: * for a new one); a 412 means another writer came first, and the change
 //   is made again on a fresh read.
 // - In a versioned bucket the entry's own versions tell: after writing, the versions stored between
-//   the one read and ours were written by racing writers, and the pins records they hold that the
-//   latest entry lacks are written into it again. Ceph RGW (16.2) honours neither header on a
-//   versioned bucket, so this works on any store; pins are only ever added, so the union loses none.
+//   the one read and ours were written by racing writers, and what they did is merged back into
+//   the latest entry (mergeRaced): pins are only ever added, so their union loses none. Ceph RGW
+//   (16.2) honours neither header on a versioned bucket, so this asks nothing of the store.
 // Either way a bounded number of attempts, then a clear error.
 import { GetObjectCommand, ListObjectVersionsCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { NO_ENTRY, parseCatalogEntry, type CatalogEntry } from "../shared/catalog";
@@ -32,7 +32,7 @@ interface ReadEntry {
 const recordKey = (p: CatalogEntry["pins"][number]) => `${p.version}\n${p.at}`;
 
 /** `entry` with `records` among its pins (those it lacks), in the order of their times. */
-export function withRecords(entry: CatalogEntry, records: CatalogEntry["pins"]): CatalogEntry {
+function withRecords(entry: CatalogEntry, records: CatalogEntry["pins"]): CatalogEntry {
   const known = new Set(entry.pins.map(recordKey));
   const missing: CatalogEntry["pins"] = [];
   for (const record of records) {
@@ -42,6 +42,37 @@ export function withRecords(entry: CatalogEntry, records: CatalogEntry["pins"]):
   }
   if (missing.length === 0) return entry;
   return { ...entry, pins: [...entry.pins, ...missing].sort((a, b) => a.at.localeCompare(b.at)) };
+}
+
+/** The fields other than the pin and its history, each merged as a whole. */
+const FIELDS: (keyof CatalogEntry)[] = ["access", "description", "policy"];
+
+const same = (a: CatalogEntry, b: CatalogEntry, field: keyof CatalogEntry) => JSON.stringify(a[field]) === JSON.stringify(b[field]);
+
+/**
+ * The `latest` entry with what racing writers did that a write made on `base` (ours) undid: the
+ * pins records of every version in `raced` (oldest first); the pin the newest record names, as
+ * every pin and rollback appends its own; and each other field that one of them changed from
+ * `base` while we left it, unless a later write changed it since. (A later write made on an entry
+ * older still may undo such a field unseen: only a conditional write, which RGW's versioned
+ * buckets do not honour, could tell.)
+ */
+export function mergeRaced(latest: CatalogEntry, base: CatalogEntry, ours: CatalogEntry, raced: CatalogEntry[]): CatalogEntry {
+  const recorded = withRecords(latest, [...raced.flatMap((r) => r.pins), ...ours.pins]);
+  const newest = recorded.pins.reduce<CatalogEntry["pins"][number] | undefined>((a, p) => (a && a.at > p.at ? a : p), undefined);
+  let merged = newest ? { ...recorded, pin: newest.version } : recorded;
+  for (const field of FIELDS) {
+    if (!same(ours, base, field) || !same(latest, ours, field)) continue;
+    const theirs = [...raced].reverse().find((r) => !same(r, base, field));
+    if (theirs) merged = withField(merged, theirs, field);
+  }
+  return merged;
+}
+
+/** `entry` with `field` as `from` has it (absent if absent there). */
+function withField(entry: CatalogEntry, from: CatalogEntry, field: keyof CatalogEntry): CatalogEntry {
+  const { [field]: _previous, ...rest } = entry;
+  return (from[field] === undefined ? rest : { ...rest, [field]: from[field] }) as CatalogEntry;
 }
 
 /** A short random pause growing with `attempt`, so racing writers stop meeting head on. */
@@ -106,27 +137,27 @@ export class EntryUpdate {
   }
 
   /**
-   * Writes, then merges back the pins records of the versions written between the one read and
-   * ours (racing writers' updates our write was not made on), until no version came between.
+   * Writes, then merges back what the versions written between the one read and ours did (racing
+   * writers' updates our write was not made on, mergeRaced), until no version came between.
    */
   private async applyVersioned(change: EntryChange): Promise<CatalogEntry> {
-    let { entry, versionId: base } = await this.read();
-    let next = change(entry);
+    let base = await this.read();
+    let next = change(base.entry);
     for (let attempt = 1; attempt <= ENTRY_ATTEMPTS; attempt++) {
       const ours = await this.put(next);
-      const raced = await this.versionsBetween(base, ours);
-      if (raced.length === 0) return next;
-      const records = (await Promise.all(raced.map(async (v) => (await this.read(v)).entry.pins))).flat();
+      const between = await this.versionsBetween(base.versionId, ours);
+      if (between.length === 0) return next;
+      const raced = await Promise.all(between.reverse().map(async (v) => (await this.read(v)).entry));
       const latest = await this.read();
-      next = withRecords(latest.entry, [...records, ...next.pins]);
-      if (next === latest.entry) return next;
-      base = latest.versionId;
+      const merged = mergeRaced(latest.entry, base.entry, next, raced);
+      if ((["pin", "etag", "pins", ...FIELDS] as const).every((f) => same(merged, latest.entry, f))) return latest.entry;
+      [base, next] = [latest, merged];
       await backoff(attempt);
     }
     throw this.exhausted();
   }
 
-  /** The entry's versions stored after `base` (all older ones when it is undefined) and before `ours`. */
+  /** The entry's versions stored after `base` (all older ones when it is undefined) and before `ours`, newest first. */
   private async versionsBetween(base: string | undefined, ours: string | undefined): Promise<string[]> {
     if (ours === undefined) throw new Error(`bucket ${this.bucket} gave no VersionId: enable versioning on it`);
     // Newest first, and the racing versions are the newest: the first page holds them.

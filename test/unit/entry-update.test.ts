@@ -1,12 +1,14 @@
 // A catalog entry's update when other writers keep winning: against a stand-in store (not the
 // project's code) that holds one entry and refuses every conditional PUT with 412, as S3 and R2
 // do when the entry changed since it was read. The update gives up after its bounded attempts
-// with an error that says why, having read the entry afresh before each.
+// with an error that says why, having read the entry afresh before each. And what a versioned
+// bucket's update merges back from the versions racing writers stored (mergeRaced).
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeS3Client } from "../../infra/local/s3";
-import { ENTRY_ATTEMPTS } from "../../cli/entry-update";
+import { ENTRY_ATTEMPTS, mergeRaced } from "../../cli/entry-update";
+import { NO_ENTRY, withAccess, withDescription, withPin, type CatalogEntry } from "../../shared/catalog";
 import { SourceStore } from "../../cli/source-store";
 
 const calls = { get: 0, put: 0, conditions: new Set<string>() };
@@ -37,4 +39,34 @@ it("gives up after its attempts with an error naming the entry, each attempt on 
   expect([calls.get, calls.put]).toEqual([ENTRY_ATTEMPTS, ENTRY_ATTEMPTS]);
   // Each PUT named the ETag its own read found, unquoted (as Ceph RGW compares it) and quoted.
   expect(calls.conditions).toEqual(new Set(Array.from({ length: ENTRY_ATTEMPTS }, (_, i) => `${String(i + 1).padStart(32, "0")}, "${String(i + 1).padStart(32, "0")}"`)));
+});
+
+describe("merging back what racing writers stored", () => {
+  const base = withPin(NO_ENTRY, "v0", "2026-12-07T10:00:00.000Z");
+  const theirs = withPin(base, "v1", "2026-12-07T10:00:01.000Z");
+  const ours = withPin(base, "v2", "2026-12-07T10:00:02.000Z");
+
+  it("keeps every pins record, in the order of their times, and pins the newest record's version", () => {
+    const merged = mergeRaced(ours, base, ours, [theirs]);
+    expect(merged.pins.map((p) => p.version)).toEqual(["v0", "v1", "v2"]);
+    expect(merged.pin).toBe("v2");
+    // Our write came first in time though stored last: the pin is the newer record's.
+    const earlier = withPin(base, "v3", "2026-12-07T09:59:59.000Z");
+    expect(mergeRaced(earlier, base, earlier, [ours]).pin).toBe("v2");
+    // A record two racing versions hold is kept once.
+    expect(mergeRaced(ours, base, ours, [theirs, withPin(theirs, "v4", "2026-12-07T10:00:01.500Z")]).pins).toHaveLength(4);
+  });
+
+  it("takes a field a racing writer changed and we left, unless a later write changed it; ours stays", () => {
+    const restricted = withAccess(theirs, { restriction: { profile: "kiosk" } });
+    expect(mergeRaced(ours, base, ours, [restricted]).access).toEqual({ profile: "kiosk" });
+    const ourRule = withAccess(ours, { restriction: { profile: "active" } });
+    expect(mergeRaced(ourRule, base, ourRule, [restricted]).access).toEqual({ profile: "active" });
+    const later: CatalogEntry = withDescription(ours, { label: { en: ["Later"] } });
+    expect(mergeRaced(later, base, ours, [withDescription(theirs, { label: { en: ["Raced"] } })]).description).toEqual({ label: { en: ["Later"] } });
+    // A field a racing writer removed is removed.
+    const described = withDescription(base, { label: { en: ["Old"] } });
+    const kept = withPin(described, "v2", "2026-12-07T10:00:02.000Z");
+    expect(mergeRaced(kept, described, kept, [withDescription(theirs, {})])).not.toHaveProperty("description");
+  });
 });
