@@ -44,35 +44,40 @@ function withRecords(entry: CatalogEntry, records: CatalogEntry["pins"]): Catalo
   return { ...entry, pins: [...entry.pins, ...missing].sort((a, b) => a.at.localeCompare(b.at)) };
 }
 
-/** The fields other than the pin and its history, each merged as a whole. */
-const FIELDS: (keyof CatalogEntry)[] = ["access", "description", "policy"];
+/** The fields other than the pin and its history, each merged as a whole by when it was set. */
+const FIELDS = ["access", "description", "policy"] as const;
+type Field = (typeof FIELDS)[number];
 
 const same = (a: CatalogEntry, b: CatalogEntry, field: keyof CatalogEntry) => JSON.stringify(a[field]) === JSON.stringify(b[field]);
 
+/** `next` (`entry` changed) with the time `at` for each field the change set. */
+function stamped(entry: CatalogEntry, next: CatalogEntry, at: string): CatalogEntry {
+  const set = FIELDS.filter((f) => !same(entry, next, f));
+  return set.length === 0 ? next : { ...next, changed: { ...next.changed, ...Object.fromEntries(set.map((f) => [f, at])) } };
+}
+
+/** `entry` with `field` as `from` has it (absent if absent there), and when it was set. */
+function withField(entry: CatalogEntry, from: CatalogEntry, field: Field): CatalogEntry {
+  const { [field]: _previous, ...rest } = entry;
+  const changed = { ...entry.changed, [field]: from.changed?.[field] ?? "" };
+  return { ...rest, ...(from[field] !== undefined && { [field]: from[field] }), changed } as CatalogEntry;
+}
+
 /**
- * The `latest` entry with what racing writers did that a write made on `base` (ours) undid: the
- * pins records of every version in `raced` (oldest first); the pin the newest record names, as
- * every pin and rollback appends its own; and each other field that one of them changed from
- * `base` while we left it, unless a later write changed it since. (A later write made on an entry
- * older still may undo such a field unseen: only a conditional write, which RGW's versioned
- * buckets do not honour, could tell.)
+ * The `latest` entry with what racing writers stored in `raced` that a later write undid: every
+ * pins record; the pin the newest record names, as every pin and rollback appends its own; and
+ * each other field as the version that set it last (by `changed`) has it.
  */
-export function mergeRaced(latest: CatalogEntry, base: CatalogEntry, ours: CatalogEntry, raced: CatalogEntry[]): CatalogEntry {
-  const recorded = withRecords(latest, [...raced.flatMap((r) => r.pins), ...ours.pins]);
+export function mergeRaced(latest: CatalogEntry, raced: CatalogEntry[]): CatalogEntry {
+  const recorded = withRecords(latest, raced.flatMap((r) => r.pins));
   const newest = recorded.pins.reduce<CatalogEntry["pins"][number] | undefined>((a, p) => (a && a.at > p.at ? a : p), undefined);
   let merged = newest ? { ...recorded, pin: newest.version } : recorded;
   for (const field of FIELDS) {
-    if (!same(ours, base, field) || !same(latest, ours, field)) continue;
-    const theirs = [...raced].reverse().find((r) => !same(r, base, field));
-    if (theirs) merged = withField(merged, theirs, field);
+    const setAt = (e: CatalogEntry) => e.changed?.[field] ?? "";
+    const last = raced.reduce((a, r) => (setAt(r) > setAt(a) ? r : a), latest);
+    if (last !== latest) merged = withField(merged, last, field);
   }
   return merged;
-}
-
-/** `entry` with `field` as `from` has it (absent if absent there). */
-function withField(entry: CatalogEntry, from: CatalogEntry, field: keyof CatalogEntry): CatalogEntry {
-  const { [field]: _previous, ...rest } = entry;
-  return (from[field] === undefined ? rest : { ...rest, [field]: from[field] }) as CatalogEntry;
 }
 
 /** A short random pause growing with `attempt`, so racing writers stop meeting head on. */
@@ -103,7 +108,9 @@ export class EntryUpdate {
 
   /** Makes `change` to the entry as `layout` keeps it safe from racing writers; returns the entry written. */
   apply(layout: VersionLayout, change: EntryChange): Promise<CatalogEntry> {
-    return layout === "versioned" ? this.applyVersioned(change) : this.applyConditionally(change);
+    const at = new Date().toISOString();
+    const timed: EntryChange = (entry) => stamped(entry, change(entry), at);
+    return layout === "versioned" ? this.applyVersioned(timed) : this.applyConditionally(timed);
   }
 
   private async put(entry: CatalogEntry, condition: { IfMatch?: string; IfNoneMatch?: string } = {}): Promise<string | undefined> {
@@ -147,10 +154,10 @@ export class EntryUpdate {
       const ours = await this.put(next);
       const between = await this.versionsBetween(base.versionId, ours);
       if (between.length === 0) return next;
-      const raced = await Promise.all(between.reverse().map(async (v) => (await this.read(v)).entry));
+      const raced = await Promise.all(between.map(async (v) => (await this.read(v)).entry));
       const latest = await this.read();
-      const merged = mergeRaced(latest.entry, base.entry, next, raced);
-      if ((["pin", "etag", "pins", ...FIELDS] as const).every((f) => same(merged, latest.entry, f))) return latest.entry;
+      const merged = mergeRaced(latest.entry, [...raced, next]);
+      if ((["pin", "pins", ...FIELDS] as const).every((f) => same(merged, latest.entry, f))) return latest.entry;
       [base, next] = [latest, merged];
       await backoff(attempt);
     }

@@ -110,7 +110,7 @@ describe.each<BucketKind>(["versioned", "unversioned"])("the publisher's store o
     expect(await store.versions("twice")).toHaveLength(kind === "versioned" ? 2 : 1);
   });
 
-  it("racing pins, publishes and an access change of one source: every pin is in the entry's history afterwards, none dropped by a writer that read the entry before it; without versions the access rule stays", async () => {
+  it("racing pins, publishes and an access change of one source: every pin is in the entry's history afterwards and the access rule stays, none undone by a writer that read the entry before it", async () => {
     const RACERS = 12;
     const files = await Promise.all(Array.from({ length: RACERS }, (_, i) => fileOf(`racer-${i}.tif`, 2000, 20 + i)));
     const uploaded = await Promise.all(files.slice(0, RACERS / 2).map((file) => store.upload("contended", file)));
@@ -125,10 +125,7 @@ describe.each<BucketKind>(["versioned", "unversioned"])("the publisher's store o
     const entry = await store.entry("contended");
     expect(entry.pins.map((p) => p.version).sort()).toEqual([...pinned].sort());
     expect(pinned).toContain(entry.pin);
-    // Without versions every write is conditional: the rule stays. A versioned bucket on RGW
-    // honours no condition, and a write made on an entry older than the rule may undo it
-    // (docs/publishers.md, Publishers at once).
-    if (kind === "unversioned") expect(entry.access).toEqual({ profile: "kiosk" });
+    expect(entry.access).toEqual({ profile: "kiosk" });
   });
 
   it.runIf(kind === "unversioned")("the entry pins a content version's strong ETag: bytes written over it out of band are refused (502), never served", async () => {

@@ -45,28 +45,29 @@ describe("merging back what racing writers stored", () => {
   const base = withPin(NO_ENTRY, "v0", "2026-12-07T10:00:00.000Z");
   const theirs = withPin(base, "v1", "2026-12-07T10:00:01.000Z");
   const ours = withPin(base, "v2", "2026-12-07T10:00:02.000Z");
+  const setAt = (entry: CatalogEntry, field: string, at: string): CatalogEntry => ({ ...entry, changed: { ...entry.changed, [field]: at } });
 
   it("keeps every pins record, in the order of their times, and pins the newest record's version", () => {
-    const merged = mergeRaced(ours, base, ours, [theirs]);
+    const merged = mergeRaced(ours, [theirs]);
     expect(merged.pins.map((p) => p.version)).toEqual(["v0", "v1", "v2"]);
     expect(merged.pin).toBe("v2");
-    // Our write came first in time though stored last: the pin is the newer record's.
+    // A write stored last whose pin is older than a racing one's: the pin is the newer record's.
     const earlier = withPin(base, "v3", "2026-12-07T09:59:59.000Z");
-    expect(mergeRaced(earlier, base, earlier, [ours]).pin).toBe("v2");
+    expect(mergeRaced(earlier, [ours]).pin).toBe("v2");
     // A record two racing versions hold is kept once.
-    expect(mergeRaced(ours, base, ours, [theirs, withPin(theirs, "v4", "2026-12-07T10:00:01.500Z")]).pins).toHaveLength(4);
+    expect(mergeRaced(ours, [theirs, withPin(theirs, "v4", "2026-12-07T10:00:01.500Z")]).pins).toHaveLength(4);
   });
 
-  it("takes a field a racing writer changed and we left, unless a later write changed it; ours stays", () => {
-    const restricted = withAccess(theirs, { restriction: { profile: "kiosk" } });
-    expect(mergeRaced(ours, base, ours, [restricted]).access).toEqual({ profile: "kiosk" });
-    const ourRule = withAccess(ours, { restriction: { profile: "active" } });
-    expect(mergeRaced(ourRule, base, ourRule, [restricted]).access).toEqual({ profile: "active" });
-    const later: CatalogEntry = withDescription(ours, { label: { en: ["Later"] } });
-    expect(mergeRaced(later, base, ours, [withDescription(theirs, { label: { en: ["Raced"] } })]).description).toEqual({ label: { en: ["Later"] } });
-    // A field a racing writer removed is removed.
-    const described = withDescription(base, { label: { en: ["Old"] } });
-    const kept = withPin(described, "v2", "2026-12-07T10:00:02.000Z");
-    expect(mergeRaced(kept, described, kept, [withDescription(theirs, {})])).not.toHaveProperty("description");
+  it("takes each other field from the version that set it last, by when it was set: a write made on an older entry does not undo it", () => {
+    const restricted = setAt(withAccess(theirs, { restriction: { profile: "kiosk" } }), "access", "2026-12-07T10:00:01.000Z");
+    // Ours was made on an entry older than the rule and stored after it.
+    expect(mergeRaced(ours, [restricted])).toMatchObject({ access: { profile: "kiosk" }, changed: { access: "2026-12-07T10:00:01.000Z" } });
+    // A rule set later (opening the source: no field) wins over one set before.
+    const opened = setAt(withAccess(restricted, { open: true }), "access", "2026-12-07T10:00:03.000Z");
+    expect(mergeRaced(restricted, [opened])).not.toHaveProperty("access");
+    expect(mergeRaced(opened, [restricted])).not.toHaveProperty("access");
+    const described = setAt(withDescription(ours, { label: { en: ["Later"] } }), "description", "2026-12-07T10:00:05.000Z");
+    const raced = setAt(withDescription(theirs, { label: { en: ["Raced"] } }), "description", "2026-12-07T10:00:04.000Z");
+    expect(mergeRaced(described, [raced]).description).toEqual({ label: { en: ["Later"] } });
   });
 });

@@ -65,6 +65,9 @@ describe("catalog entries", () => {
     expect(rollbackVersion(e)).toBe("B");
     expect(() => rollbackVersion(withPin(parseCatalogEntry("{}", "t"), "A", "t1"))).toThrow(/no earlier pin/);
     expect(() => parseCatalogEntry("[]", "t")).toThrow(/not an object/);
+    // When each field was set is the publisher's bookkeeping: kept when readable, else left out, never refused.
+    expect(parseCatalogEntry('{"changed":{"access":"t1"}}', "t").changed).toEqual({ access: "t1" });
+    for (const changed of ['"t1"', "[]", '{"access":1}', "null"]) expect(parseCatalogEntry(`{"changed":${changed}}`, "t")).not.toHaveProperty("changed");
     expect(() => parseCatalogEntry('{"pins":[{"version":1}]}', "t")).toThrow(/pins/);
   });
 
