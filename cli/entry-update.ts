@@ -132,15 +132,24 @@ export class EntryUpdate {
     for (let attempt = 1; attempt <= ENTRY_ATTEMPTS; attempt++) {
       const { entry, etag } = await this.read();
       const next = change(entry);
-      try {
-        await this.put(next, etag === undefined ? { IfNoneMatch: "*" } : { IfMatch: ifMatch(etag) });
-        return next;
-      } catch (e) {
-        if (statusOf(e) !== 412 && statusOf(e) !== 409) throw e;
-      }
+      const conditions = etag === undefined ? [{ IfNoneMatch: "*" }] : ifMatchForms(etag).map((IfMatch) => ({ IfMatch }));
+      if (await this.putIfAny(next, conditions)) return next;
       await backoff(attempt);
     }
     throw this.exhausted();
+  }
+
+  /** Puts `entry` under the first of `conditions` the store finds true; false when it refused every one. */
+  private async putIfAny(entry: CatalogEntry, conditions: { IfMatch?: string; IfNoneMatch?: string }[]): Promise<boolean> {
+    for (const condition of conditions) {
+      try {
+        await this.put(entry, condition);
+        return true;
+      } catch (e) {
+        if (statusOf(e) !== 412 && statusOf(e) !== 409) throw e;
+      }
+    }
+    return false;
   }
 
   /**
@@ -177,8 +186,8 @@ export class EntryUpdate {
 }
 
 /**
- * The If-Match of an entry read with `etag`: the ETag unquoted, then as the store gave it. Ceph RGW
- * (16.2) compares the header's start with its unquoted ETag and refuses the quoted form alone;
- * R2 and S3 take a list and match the quoted one.
+ * The If-Match an entry read with `etag` is written under: the ETag as the store gave it (quoted,
+ * RFC 7232's form, which S3 and R2 match), then unquoted, the only form Ceph RGW (16.2) matches:
+ * it compares the header with its ETag unquoted. Either is true only while the entry keeps that ETag.
  */
-const ifMatch = (etag: string) => `${etag.replace(/"/g, "")}, ${etag}`;
+const ifMatchForms = (etag: string): string[] => [...new Set([etag, etag.replace(/"/g, "")])];

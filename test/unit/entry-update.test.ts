@@ -1,8 +1,9 @@
-// A catalog entry's update when other writers keep winning: against a stand-in store (not the
-// project's code) that holds one entry and refuses every conditional PUT with 412, as S3 and R2
-// do when the entry changed since it was read. The update gives up after its bounded attempts
-// with an error that says why, having read the entry afresh before each. And what a versioned
-// bucket's update merges back from the versions racing writers stored (mergeRaced).
+// A catalog entry's conditional update against a stand-in store (not the project's code): when
+// other writers keep winning (every PUT refused with 412, the entry's ETag new at each read, as S3
+// and R2 answer when the entry changed since it was read), it gives up after its bounded attempts
+// with an error that says why, having read the entry afresh before each; against a store that
+// refuses the quoted ETag as Ceph RGW does, it is written under the unquoted one. And what a versioned bucket's
+// update merges back from the versions racing writers stored (mergeRaced).
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,19 +13,28 @@ import { NO_ENTRY, withAccess, withDescription, withPin, type CatalogEntry } fro
 import { SourceStore } from "../../cli/source-store";
 
 const calls = { get: 0, put: 0, conditions: new Set<string>() };
+const RGW_ETAG = "0123456789abcdef0123456789abcdef";
+/** If-Match of each PUT of "rgw"'s entry, whose ETag never changes and which takes it only unquoted. */
+const rgwConditions: string[] = [];
 let server: Server;
 let store: SourceStore;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
+    const rgw = req.url!.includes("rgw.tessera.json");
     if (req.method === "PUT") {
-      calls.put++;
-      calls.conditions.add(String(req.headers["if-match"]));
       req.resume();
+      const ifMatch = String(req.headers["if-match"]);
+      if (rgw) rgwConditions.push(ifMatch);
+      else {
+        calls.put++;
+        calls.conditions.add(ifMatch);
+      }
+      if (rgw && ifMatch === RGW_ETAG) return void res.writeHead(200, { etag: `"${RGW_ETAG}"` }).end();
       return void res.writeHead(412, { "content-type": "application/xml" }).end("<Error><Code>PreconditionFailed</Code></Error>");
     }
-    calls.get++;
-    res.writeHead(200, { etag: `"${String(calls.get).padStart(32, "0")}"` }).end(JSON.stringify({ pins: [] }));
+    if (!rgw) calls.get++;
+    res.writeHead(200, { etag: rgw ? `"${RGW_ETAG}"` : `"${String(calls.get).padStart(32, "0")}"` }).end(JSON.stringify({ pins: [] }));
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -36,9 +46,15 @@ it("gives up after its attempts with an error naming the entry, each attempt on 
   await expect(store.amend("busy", (entry) => ({ ...entry, policy: "AssumeImmutable" }))).rejects.toThrow(
     `the catalog entry s3://bucket/busy.tessera.json was changed by other writers ${ENTRY_ATTEMPTS} times while this command updated it: run the command again`,
   );
-  expect([calls.get, calls.put]).toEqual([ENTRY_ATTEMPTS, ENTRY_ATTEMPTS]);
-  // Each PUT named the ETag its own read found, unquoted (as Ceph RGW compares it) and quoted.
-  expect(calls.conditions).toEqual(new Set(Array.from({ length: ENTRY_ATTEMPTS }, (_, i) => `${String(i + 1).padStart(32, "0")}, "${String(i + 1).padStart(32, "0")}"`)));
+  // Each attempt's PUTs named the ETag its own read found, as the store gave it, then unquoted.
+  expect([calls.get, calls.put]).toEqual([ENTRY_ATTEMPTS, 2 * ENTRY_ATTEMPTS]);
+  const etags = Array.from({ length: ENTRY_ATTEMPTS }, (_, i) => String(i + 1).padStart(32, "0"));
+  expect(calls.conditions).toEqual(new Set(etags.flatMap((etag) => [`"${etag}"`, etag])));
+});
+
+it("sends the ETag unquoted when the store refuses it quoted, as Ceph RGW does", async () => {
+  await store.amend("rgw", (entry) => ({ ...entry, policy: "AssumeImmutable" }));
+  expect(rgwConditions).toEqual([`"${RGW_ETAG}"`, RGW_ETAG]);
 });
 
 describe("merging back what racing writers stored", () => {
