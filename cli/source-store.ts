@@ -10,23 +10,19 @@ import { createHash } from "node:crypto";
 import {
   AbortMultipartUploadCommand,
   DeleteObjectCommand,
-  GetObjectCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
   ListObjectVersionsCommand,
-  PutObjectCommand,
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { contentVersionKey, contentVersionOfKey, contentVersionsPrefix, isContentVersion } from "../regional/source/content-versions";
 import { sourceFileKeys } from "../regional/source/source";
-import { catalogKey, NO_ENTRY, parseCatalogEntry, rolledBack, rollbackVersion, withAccess, withPin, type CatalogEntry } from "../shared/catalog";
+import { catalogKey, rollbackVersion, withAccess, withPin, type CatalogEntry } from "../shared/catalog";
 import { HttpError, notFound, versionGone } from "../shared/errors";
 import type { AccessRule } from "./access-rule";
-
-/** What a command makes of a source's entry, given it as stored. */
-export type EntryChange = (entry: CatalogEntry) => CatalogEntry;
+import { EntryUpdate, type EntryChange } from "./entry-update";
 
 /** Parts of this size (S3's minimum is 5 MiB); files up to one part are a single PUT. */
 export const PART_BYTES = 8 * 1024 * 1024;
@@ -218,22 +214,18 @@ export class SourceStore {
     return { removed, kept: versions.filter((v) => !removed.includes(v)) };
   }
 
+  private entryOf = (id: string) => new EntryUpdate(this.client, this.bucket, catalogKey(this.prefix, id));
+
   /** The source's catalog entry (the default one when none is stored). */
   async entry(id: string): Promise<CatalogEntry> {
-    const key = catalogKey(this.prefix, id);
-    try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      return parseCatalogEntry((await out.Body?.transformToString()) ?? "", `s3://${this.bucket}/${key}`);
-    } catch (e) {
-      if ((e as { name?: string }).name === "NoSuchKey") return NO_ENTRY;
-      throw e;
-    }
+    return (await this.entryOf(id).read()).entry;
   }
 
   /** Pins `version` of `id` (it must exist), making `change` to its entry too; returns the new entry. */
   async pin(id: string, version: string, change: EntryChange = (entry) => entry): Promise<CatalogEntry> {
     const etag = await this.requireVersion(id, version);
-    return this.save(id, withPin(change(await this.entry(id)), version, new Date().toISOString(), etag));
+    const at = new Date().toISOString();
+    return this.amend(id, (entry) => withPin(change(entry), version, at, etag));
   }
 
   /** Gives `id` the access rule `access`, its pin, pins and policy kept; returns the new entry. */
@@ -241,9 +233,12 @@ export class SourceStore {
     return this.amend(id, (entry) => withAccess(entry, access));
   }
 
-  /** Makes `change` to `id`'s entry (one that throws writes nothing); returns the new entry. */
+  /**
+   * Makes `change` to `id`'s entry (one that throws writes nothing), safe from racing writers
+   * (cli/entry-update.ts): made again on a fresh read when another writer came first. Returns the new entry.
+   */
   async amend(id: string, change: EntryChange): Promise<CatalogEntry> {
-    return this.save(id, change(await this.entry(id)));
+    return this.entryOf(id).apply(this.layout, change);
   }
 
   /** Throws not_found unless one of `id`'s files (a COG, a mosaic's document) is in the store. */
@@ -268,9 +263,11 @@ export class SourceStore {
 
   /** Pins the version pinned before the current one; returns the new entry. */
   async rollback(id: string): Promise<CatalogEntry> {
-    const entry = await this.entry(id);
-    const etag = await this.requireVersion(id, rollbackVersion(entry));
-    return this.save(id, rolledBack(entry, new Date().toISOString(), etag));
+    const version = rollbackVersion(await this.entry(id));
+    const etag = await this.requireVersion(id, version);
+    const at = new Date().toISOString();
+    // The version found here, whose ETag was read, even if a racing pin changes the entry meanwhile.
+    return this.amend(id, (entry) => withPin(entry, version, at, etag));
   }
 
   /** Throws version_gone unless `id` has `version`; resolves to its ETag where that is what pins it. */
@@ -284,13 +281,5 @@ export class SourceStore {
       if (status === 404 || status === 400 || status === 405) throw versionGone(`source "${id}" has no version "${version}"`);
       throw e;
     }
-  }
-
-  private async save(id: string, entry: CatalogEntry): Promise<CatalogEntry> {
-    const body = JSON.stringify(entry, null, 2) + "\n";
-    await this.client.send(
-      new PutObjectCommand({ Bucket: this.bucket, Key: catalogKey(this.prefix, id), Body: body, ContentType: "application/json" }),
-    );
-    return entry;
   }
 }

@@ -2,7 +2,8 @@
 // (`{prefix}{id}.tessera.json`; in a versioned bucket it is versioned too), so decoders stay
 // stateless and every decoder and edge location reads the same pin, access rule and description:
 //   { "pin": "<version>", "policy": "RequireValidator", "pins": [{ "version": "…", "at": "…" }],
-//     "access": { "profile": "active", "degradedWidth": 800 }, "description": { "label": { "en": ["…"] } } }
+//     "access": { "profile": "active", "degradedWidth": 800 }, "description": { "label": { "en": ["…"] } },
+//     "changed": { "access": "<ISO time>" } }
 // No entry, or no pin, means the latest version under RequireValidator, open to anyone. Rolling
 // back re-points the pin to the one before it; no bytes are copied.
 import { readAccess, type Access, type Restriction } from "./access";
@@ -36,6 +37,12 @@ export interface CatalogEntry {
   etag?: string;
   /** Every pin so far, oldest first. */
   pins: { version: string; at: string }[];
+  /**
+   * When a command last set each other field (`access`, `description`, `policy`: ISO times), by
+   * which racing writes to a versioned bucket are merged. The publisher's bookkeeping: one that
+   * cannot be read is left out, never a reason to refuse the entry.
+   */
+  changed?: Record<string, string>;
 }
 
 export const catalogKey = (prefix: string, id: string) => `${prefix}${id}.tessera.json`;
@@ -52,7 +59,7 @@ export function parseCatalogEntry(text: string, label: string): CatalogEntry {
     throw bad("is not JSON");
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw bad("is not an object");
-  const { pin, policy = NO_ENTRY.policy, pins = [], access, description, etag } = value as Record<string, unknown>;
+  const { pin, policy = NO_ENTRY.policy, pins = [], access, description, etag, changed } = value as Record<string, unknown>;
   if (pin !== undefined && (typeof pin !== "string" || pin === "")) throw bad("has a pin that is not a version");
   if (etag !== undefined && (typeof etag !== "string" || !etag.startsWith('"'))) throw bad("has an etag that is not a strong ETag");
   if (!POLICIES.includes(policy as SnapshotPolicy)) throw bad(`has policy ${JSON.stringify(policy)}, not ${POLICIES.join(" or ")}`);
@@ -66,8 +73,12 @@ export function parseCatalogEntry(text: string, label: string): CatalogEntry {
     ...(etag !== undefined && { etag }),
     ...(access !== undefined && { access }),
     ...(description !== undefined && { description }),
+    ...(isTimes(changed) && { changed }),
   };
 }
+
+const isTimes = (value: unknown): value is Record<string, string> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && Object.values(value).every((t) => typeof t === "string");
 
 /**
  * The restriction source `id` is served under (undefined: open to anyone), which the decoder
@@ -114,14 +125,10 @@ export function withPin(entry: CatalogEntry, version: string, at: string, etag?:
   return { ...rest, pin: version, pins: [...entry.pins, { version, at }], ...(etag !== undefined && { etag }) };
 }
 
-/** The version pinned before the current one, which a rollback pins. */
+/** The version pinned before the current one, which a rollback pins (withPin). */
 export function rollbackVersion(entry: CatalogEntry): string {
   const previous = [...entry.pins].reverse().find((p) => p.version !== entry.pin);
   if (!previous) throw new HttpError("not_found", "no earlier pin to roll back to");
   return previous.version;
 }
 
-/** The entry pinned back to the version pinned before the current one. */
-export function rolledBack(entry: CatalogEntry, at: string, etag?: string): CatalogEntry {
-  return withPin(entry, rollbackVersion(entry), at, etag);
-}

@@ -2,14 +2,23 @@
 // version is an immutable object named by the SHA-256 of its bytes,
 // `{prefix}{id}.versions/{sha256}.tif`, written only if absent. The hash is the version's
 // identity everywhere a version is named: the catalog entry's pin, `tessera versions`, and
-// snapshot URLs (`{id}@{sha256}`). A folder per source keeps these objects out of the listing of
-// sources (it folds folders) and apart from every other source's files.
+// snapshot URLs (`{id}@{sha256}`). A folder per source keeps these objects apart from every
+// other source's files; the listing of sources, which folds folders, lists the folder as its source.
+import { isValidSourceId } from "../../shared/source-id.js";
+
+const FOLDER_SUFFIX = ".versions/";
 
 /** A content version: 64 lowercase hex digits. Nothing else (no "/", no "..") reaches a key. */
 export const isContentVersion = (version: string): boolean => /^[0-9a-f]{64}$/.test(version);
 
 /** The folder of `id`'s content versions. */
-export const contentVersionsPrefix = (prefix: string, id: string): string => `${prefix}${id}.versions/`;
+export const contentVersionsPrefix = (prefix: string, id: string): string => `${prefix}${id}${FOLDER_SUFFIX}`;
+
+/** The source whose folder of content versions `name` (a listed folder, after the prefix) is, if it is one. */
+export function idOfVersionsFolder(name: string): string | undefined {
+  const id = name.endsWith(FOLDER_SUFFIX) ? name.slice(0, -FOLDER_SUFFIX.length) : undefined;
+  return id !== undefined && isValidSourceId(id) ? id : undefined;
+}
 
 /** The key of `id`'s version `sha256` (which must be a content version). */
 export function contentVersionKey(prefix: string, id: string, sha256: string): string {

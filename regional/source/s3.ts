@@ -13,6 +13,8 @@ import {
   HeadObjectCommand,
   ListObjectsV2Command,
   type GetObjectCommandInput,
+  type ListObjectsV2CommandInput,
+  type ListObjectsV2CommandOutput,
   type HeadObjectCommandOutput,
   type S3Client,
 } from "@aws-sdk/client-s3";
@@ -21,9 +23,10 @@ import { catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry, type Snapsh
 import type { Description } from "../../shared/description.js";
 import { HttpError, notFound, versionGone } from "../../shared/errors.js";
 import { parseContentRange } from "./content-range.js";
-import { contentVersionKey, isContentVersion } from "./content-versions.js";
+import { contentVersionKey, contentVersionsPrefix, idOfVersionsFolder, isContentVersion } from "./content-versions.js";
 import { assertOpenFile } from "./restricted-files.js";
 import type { SourceListing } from "../../shared/protocol.js";
+import { isValidSourceId } from "../../shared/source-id.js";
 import { entryTerms, imageIdOfName, listingPage, listingStart, SOURCE_FILES, sourceFault, sourceIdOfKey, type EntryTerms, type Source, type SourceCatalog, type SourceDocument } from "./source.js";
 
 export interface S3CatalogConfig {
@@ -39,6 +42,8 @@ export interface S3CatalogConfig {
 const KEYS_PER_LISTING = 1000;
 /** The listings one page of sources may take: a page is a bounded number of store calls. */
 const MAX_LISTINGS_PER_PAGE = 3;
+/** Folders of content versions one page looks up by name (placeUnreachedFolders). */
+const MAX_FOLDER_LOOKUPS = 4;
 /** The name ending of a source's catalog entry (catalogKey). */
 const ENTRY_SUFFIX = ".tessera.json";
 
@@ -157,44 +162,119 @@ export class S3SourceCatalog implements SourceCatalog {
 
   /**
    * ListObjectsV2 from `{prefix}{after}.tif`, a thousand keys a call and at most
-   * MAX_LISTINGS_PER_PAGE calls, until `limit` + 1 COGs are seen (the one past says more follow).
-   * The Delimiter folds each folder under the prefix (a mosaic's assets) into one key. The same
-   * listing names the entries (`{id}.tessera.json`), so only those are read; an entry stored
-   * before where the listing starts (an id such as `b` after `b.th`) is read by its key.
+   * MAX_LISTINGS_PER_PAGE calls, until `limit` + 1 sources are seen (the one past says more follow).
+   * The Delimiter folds each folder under the prefix into one key: a mosaic's assets, or a source's
+   * content versions (`{id}.versions/`, a bucket without versions), listed as that source at the
+   * place its COG's key would have, `{id}.tif`, and once when it has both. The same listing names
+   * the entries (`{id}.tessera.json`), so only those are read; an entry stored before where the
+   * listing starts (an id such as `b` after `b.th`) is read by its key.
    */
   async listSources(after: string | undefined, limit: number, signal?: AbortSignal): Promise<SourceListing> {
-    const { client, bucket, prefix } = this.cfg;
+    const { bucket, prefix } = this.cfg;
     const startAfter = after === undefined ? undefined : prefix + listingStart(after);
-    const ids: string[] = [];
+    const { places, folderOnly, entries, last, more } = await this.listPlaces(startAfter, limit, signal);
+    const horizon = more ? await this.placeUnreachedFolders(last, startAfter, places, folderOnly, signal) : undefined;
+    const ids = [...places]
+      .filter(([, place]) => horizon === undefined || place < horizon)
+      .sort(([, a], [, b]) => (a < b ? -1 : 1))
+      .map(([id]) => id);
+    // Listings left over: the page ends at its last source, and the next one starts after it.
+    if (more && ids.length <= limit) {
+      if (ids.length === 0) throw sourceFault(`s3://${bucket}/${prefix}`, `${MAX_LISTINGS_PER_PAGE * KEYS_PER_LISTING} keys in a row hold no image: the listing stops there`);
+      ids.push(""); // stands for the sources past the last listing; never in the page
+      limit = Math.min(limit, ids.length - 1);
+    }
+    const storedBefore = (id: string) => startAfter !== undefined && `${prefix}${id}${ENTRY_SUFFIX}` <= startAfter;
+    const hasEntry = (id: string) => entries.has(id) || storedBefore(id);
+    return listingPage(ids, limit, hasEntry, (id) => this.entryText(id, signal), (id) => folderOnly.has(id));
+  }
+
+  /** Where source `id` is in the order of the listing: its COG's key, `{prefix}{id}.tif`. */
+  private placeOf = (id: string) => this.cfg.prefix + listingStart(id);
+
+  /**
+   * The sources the listings after `startAfter` find (each with its place; `folderOnly` those with
+   * content versions and no COG), the entries they name, the last key or folder they reached, and
+   * whether more listings follow.
+   */
+  private async listPlaces(startAfter: string | undefined, limit: number, signal?: AbortSignal) {
+    const { prefix } = this.cfg;
+    const places = new Map<string, string>();
+    const folderOnly = new Set<string>();
     const entries = new Set<string>();
+    let last = "";
     let token: string | undefined;
     for (let call = 0; call < MAX_LISTINGS_PER_PAGE; call++) {
-      let out;
-      try {
-        const from = token !== undefined ? { ContinuationToken: token } : startAfter !== undefined ? { StartAfter: startAfter } : {};
-        out = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: "/", MaxKeys: KEYS_PER_LISTING, ...from }), { abortSignal: signal });
-      } catch (e) {
-        rethrowIfAborted(signal, e);
-        throw storeFailure("ListObjectsV2", `s3://${bucket}/${prefix}`, e);
-      }
+      const from = token !== undefined ? { ContinuationToken: token } : startAfter !== undefined ? { StartAfter: startAfter } : {};
+      const out = await this.list({ Delimiter: "/", MaxKeys: KEYS_PER_LISTING, ...from }, signal);
       for (const { Key } of out.Contents ?? []) {
         if (Key === undefined || !Key.startsWith(prefix)) continue;
         const name = Key.slice(prefix.length);
         if (name.endsWith(ENTRY_SUFFIX)) entries.add(name.slice(0, -ENTRY_SUFFIX.length));
         const id = imageIdOfName(name);
-        if (id !== undefined) ids.push(id);
+        if (id !== undefined) places.set(id, Key);
+        if (Key > last) last = Key;
+      }
+      for (const { Prefix: folder } of out.CommonPrefixes ?? []) {
+        if (folder === undefined || !folder.startsWith(prefix)) continue;
+        const id = idOfVersionsFolder(folder.slice(prefix.length));
+        // A folder whose place is before the page was listed on an earlier page.
+        if (id !== undefined && !places.has(id) && (startAfter === undefined || this.placeOf(id) > startAfter)) {
+          places.set(id, this.placeOf(id));
+          folderOnly.add(id);
+        }
+        if (folder > last) last = folder;
       }
       token = out.IsTruncated ? out.NextContinuationToken : undefined;
-      if (ids.length > limit || token === undefined) break;
+      if (places.size > limit || token === undefined) break;
     }
-    // Listings left over: the page ends at its last image, and the next one starts after it.
-    if (token !== undefined && ids.length <= limit) {
-      if (ids.length === 0) throw sourceFault(`s3://${bucket}/${prefix}`, `${MAX_LISTINGS_PER_PAGE * KEYS_PER_LISTING} keys in a row hold no image: the listing stops there`);
-      ids.push(""); // stands for the images past the last listing; never in the page
-      limit = Math.min(limit, ids.length - 1);
+    return { places, folderOnly, entries, last, more: token !== undefined };
+  }
+
+  /**
+   * A folder of content versions comes after its place in the order (`a.versions/` after
+   * `a.u.tif`): one whose place is before `last` and whose folder is after it, unreached by the
+   * listings, belongs to an id that `last`'s name begins with up to a dot. Those are looked up by
+   * name (MAX_FOLDER_LOOKUPS at most) and put in `places`; answers the place the page must end
+   * before when more are left unlooked.
+   */
+  private async placeUnreachedFolders(
+    last: string,
+    startAfter: string | undefined,
+    places: Map<string, string>,
+    folderOnly: Set<string>,
+    signal?: AbortSignal,
+  ): Promise<string | undefined> {
+    const { prefix } = this.cfg;
+    const name = last.slice(prefix.length);
+    const unreached: string[] = [];
+    for (let dot = name.indexOf("."); dot > 0; dot = name.indexOf(".", dot + 1)) {
+      const id = name.slice(0, dot);
+      const place = this.placeOf(id);
+      const afterPage = startAfter === undefined || place > startAfter;
+      if (isValidSourceId(id) && !places.has(id) && afterPage && place <= last && contentVersionsPrefix(prefix, id) > last) unreached.push(id);
     }
-    const storedBefore = (id: string) => startAfter !== undefined && `${prefix}${id}${ENTRY_SUFFIX}` <= startAfter;
-    return listingPage(ids, limit, (id) => entries.has(id) || storedBefore(id), (id) => this.entryText(id, signal));
+    unreached.sort((a, b) => (this.placeOf(a) < this.placeOf(b) ? -1 : 1));
+    await Promise.all(
+      unreached.slice(0, MAX_FOLDER_LOOKUPS).map(async (id) => {
+        const out = await this.list({ Prefix: contentVersionsPrefix(prefix, id), MaxKeys: 1 }, signal);
+        if ((out.Contents ?? []).length === 0) return;
+        places.set(id, this.placeOf(id));
+        folderOnly.add(id);
+      }),
+    );
+    return unreached.length > MAX_FOLDER_LOOKUPS ? this.placeOf(unreached[MAX_FOLDER_LOOKUPS]) : undefined;
+  }
+
+  /** One ListObjectsV2 of the bucket, under the prefix unless `input` names another. */
+  private async list(input: Omit<ListObjectsV2CommandInput, "Bucket">, signal?: AbortSignal): Promise<ListObjectsV2CommandOutput> {
+    const { client, bucket, prefix } = this.cfg;
+    try {
+      return await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...input }), { abortSignal: signal });
+    } catch (e) {
+      rethrowIfAborted(signal, e);
+      throw storeFailure("ListObjectsV2", `s3://${bucket}/${input.Prefix ?? prefix}`, e);
+    }
   }
 
   /** Entry `id`'s text, undefined when it has none. */

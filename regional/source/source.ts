@@ -3,7 +3,6 @@
 
 import type { Restriction } from "../../shared/access";
 import { descriptionOf, parseCatalogEntry, restrictionOf, type CatalogEntry, type EntryDescription } from "../../shared/catalog";
-import type { LanguageMap } from "../../shared/description";
 import { badGateway, HttpError } from "../../shared/errors";
 import type { SourceListing } from "../../shared/protocol";
 import { isValidSourceId } from "../../shared/source-id";
@@ -97,39 +96,42 @@ const ENTRY_READS_AT_ONCE = 8;
  * label its catalog entry gives it: `entryText` is called only for the ids `hasEntry` says have
  * one, a few at a time, and answers the entry's text (undefined: gone since). An entry or a
  * description that cannot be read gives no label (the manifest's info says why, in the log); a
- * store failure fails the page.
+ * store failure fails the page. An id that `needsPin` names (content versions and no COG, which
+ * only a pin serves) is left out unless its entry pins a version.
  */
 export async function listingPage(
   ids: string[],
   limit: number,
   hasEntry: (id: string) => boolean,
   entryText: (id: string) => Promise<string | undefined>,
+  needsPin: (id: string) => boolean = () => false,
 ): Promise<SourceListing> {
   const page = ids.slice(0, limit);
-  const labels = new Map<string, LanguageMap>();
+  const entries = new Map<string, CatalogEntry | undefined>();
   const wanted = page.filter(hasEntry);
   for (let i = 0; i < wanted.length; i += ENTRY_READS_AT_ONCE) {
     await Promise.all(
       wanted.slice(i, i + ENTRY_READS_AT_ONCE).map(async (id) => {
         const text = await entryText(id);
-        const label = text === undefined ? undefined : entryLabel(text, id);
-        if (label) labels.set(id, label);
+        entries.set(id, text === undefined ? undefined : readableEntry(text, id));
       }),
     );
   }
+  const served = page.filter((id) => !needsPin(id) || entries.get(id)?.pin !== undefined);
   return {
-    sources: page.map((id) => {
-      const label = labels.get(id);
+    sources: served.map((id) => {
+      const entry = entries.get(id);
+      const label = entry && descriptionOf(entry).description?.label;
       return label ? { id, label } : { id };
     }),
     ...(ids.length > limit && page.length > 0 && { next: page[page.length - 1] }),
   };
 }
 
-/** The label entry `text` gives source `id`, if it can be read. */
-function entryLabel(text: string, id: string): LanguageMap | undefined {
+/** Source `id`'s entry from `text`, undefined when it cannot be read. */
+function readableEntry(text: string, id: string): CatalogEntry | undefined {
   try {
-    return descriptionOf(parseCatalogEntry(text, id)).description?.label;
+    return parseCatalogEntry(text, id);
   } catch (e) {
     if (e instanceof HttpError) return undefined;
     throw e;

@@ -110,6 +110,24 @@ describe.each<BucketKind>(["versioned", "unversioned"])("the publisher's store o
     expect(await store.versions("twice")).toHaveLength(kind === "versioned" ? 2 : 1);
   });
 
+  it("racing pins, publishes and an access change of one source: every pin is in the entry's history afterwards and the access rule stays, none undone by a writer that read the entry before it", async () => {
+    const RACERS = 12;
+    const files = await Promise.all(Array.from({ length: RACERS }, (_, i) => fileOf(`racer-${i}.tif`, 2000, 20 + i)));
+    const uploaded = await Promise.all(files.slice(0, RACERS / 2).map((file) => store.upload("contended", file)));
+    // Half pin a version uploaded before, half publish (upload, then pin) one of their own, and
+    // one restricts the source, all at once.
+    const pin = async (version: string) => (await store.pin("contended", version), version);
+    const publish = async (file: string) => pin(await store.upload("contended", file));
+    const restrict = store.setAccess("contended", { restriction: { profile: "kiosk" } });
+    const pinned = await Promise.all([...uploaded.map(pin), ...files.slice(RACERS / 2).map(publish)]);
+    await restrict;
+    expect(new Set(pinned).size).toBe(RACERS);
+    const entry = await store.entry("contended");
+    expect(entry.pins.map((p) => p.version).sort()).toEqual([...pinned].sort());
+    expect(pinned).toContain(entry.pin);
+    expect(entry.access).toEqual({ profile: "kiosk" });
+  });
+
   it.runIf(kind === "unversioned")("the entry pins a content version's strong ETag: bytes written over it out of band are refused (502), never served", async () => {
     const version = await store.upload("guarded", await fileOf("guarded.tif", 3000, 7));
     const entry = await store.pin("guarded", version);

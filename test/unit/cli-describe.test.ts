@@ -43,7 +43,7 @@ describe("tessera describe", { timeout: 20_000 }, () => {
       ],
     };
     expect(JSON.parse(run.stdout)).toEqual({ id: "city", description, edge: { id: "city", decoders: 2, invalidated: 2, dropped: 1 } });
-    expect(fake.entryOf("city")).toEqual({ ...ENTRY, description });
+    expect(fake.entryOf("city")).toEqual({ ...ENTRY, description, changed: { description: expect.any(String) } });
     expect(fake.invalidated).toEqual([EDGE_CALL("city")]);
 
     // Metadata given replaces the list; --clear removes a field; all of it cleared, no field at all.
@@ -52,7 +52,7 @@ describe("tessera describe", { timeout: 20_000 }, () => {
     const cleared = await tessera(["describe", "city", "--clear", "label", "--clear", "rights", "--clear", "metadata"]);
     expect(cleared.stdout).toBe("city is now described as (edge invalidated):\n  (none)\n");
     const { description: _gone, ...rest } = ENTRY;
-    expect(fake.entryOf("city")).toEqual(rest);
+    expect(fake.entryOf("city")).toEqual({ ...rest, changed: { description: expect.any(String) } });
   });
 
   it("with no option prints the description, writing nothing and asking no edge", async () => {
@@ -70,7 +70,7 @@ describe("tessera describe", { timeout: 20_000 }, () => {
   it("describes a mosaic, whose entry it writes from none", async () => {
     const run = await tessera(["describe", "town", "--summary", 'The "old" town </script>\u2028']);
     expect(run.code, run.stderr).toBe(0);
-    expect(fake.entryOf("town")).toEqual({ policy: "RequireValidator", pins: [], description: { summary: { en: ['The "old" town </script>\u2028'] } } });
+    expect(fake.entryOf("town")).toEqual({ policy: "RequireValidator", pins: [], description: { summary: { en: ['The "old" town </script>\u2028'] } }, changed: { description: expect.any(String) } });
   });
 
   it("refuses an id that names no source (exit 1), writing nothing and asking no edge", async () => {
@@ -99,7 +99,7 @@ describe("tessera publish --label --summary --rights", { timeout: 30_000 }, () =
     const description = { label: { en: ["Graz"] }, summary: { en: ["Survey of 1850"] }, rights: "http://creativecommons.org/publicdomain/mark/1.0/" };
     expect(JSON.parse(run.stdout)).toMatchObject({ id: "city", version: "v2", description });
     expect(fake.writes.map((w) => w.key)).toEqual(["city.tif", "city.tessera.json"]);
-    expect(fake.entryOf("city")).toEqual({ ...ENTRY, pin: "v2", pins: [...ENTRY.pins, { version: "v2", at: expect.any(String) }], description });
+    expect(fake.entryOf("city")).toEqual({ ...ENTRY, pin: "v2", pins: [...ENTRY.pins, { version: "v2", at: expect.any(String) }], description, changed: { description: expect.any(String) } });
 
     const again = await tessera(["publish", SAMPLE, "--id", "city", "--no-invalidate"]);
     expect(again.code, again.stderr).toBe(0);

@@ -72,14 +72,24 @@ async function fakeStoreAndEdge(): Promise<FakeStoreAndEdge> {
       edge.close();
     },
   };
+  // The VersionId of each key's current object: a write's is `v{n}`, n counting the writes.
+  const versionIds = new Map<string, string>();
   const store = createServer(async (req, res) => {
+    const url = new URL(req.url!, "http://x");
     // tessera asks first whether the bucket keeps versions: this one does.
-    if (new URL(req.url!, "http://x").searchParams.has("versioning")) return void res.end("<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>");
-    const key = decodeURIComponent(new URL(req.url!, "http://x").pathname.replace(/^\/b\//, ""));
+    if (url.searchParams.has("versioning")) return void res.end("<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>");
+    // After writing an entry, tessera lists its versions: no one else writes here, so only the current one.
+    if (url.searchParams.has("versions")) {
+      const key = url.searchParams.get("prefix")!;
+      const version = versionIds.has(key) ? `<Version><Key>${key}</Key><VersionId>${versionIds.get(key)}</VersionId><IsLatest>true</IsLatest></Version>` : "";
+      return void res.end(`<ListVersionsResult><Name>b</Name><Prefix>${key}</Prefix><IsTruncated>false</IsTruncated>${version}</ListVersionsResult>`);
+    }
+    const key = decodeURIComponent(url.pathname.replace(/^\/b\//, ""));
     if (req.method === "PUT") {
       fake.writes.push({ key, body: await bodyOf(req) });
       fake.objects.set(key, fake.writes.at(-1)!.body);
-      return void res.writeHead(200, { etag: '"e"', "x-amz-version-id": `v${fake.writes.length + 1}` }).end();
+      versionIds.set(key, `v${fake.writes.length + 1}`);
+      return void res.writeHead(200, { etag: '"e"', "x-amz-version-id": versionIds.get(key)! }).end();
     }
     const body = fake.objects.get(key);
     if (body === undefined) return void res.writeHead(404, { "content-type": "application/xml" }).end(req.method === "HEAD" ? undefined : "<Error><Code>NoSuchKey</Code></Error>");

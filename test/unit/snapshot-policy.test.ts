@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeS3Client } from "../../infra/local/s3";
 import { S3SourceCatalog } from "../../regional/source/s3";
-import { catalogKey, NO_ENTRY, parseCatalogEntry, rolledBack, withAccess, withPin } from "../../shared/catalog";
+import { catalogKey, NO_ENTRY, parseCatalogEntry, rollbackVersion, withAccess, withPin } from "../../shared/catalog";
 import { HttpError } from "../../shared/errors";
 
 const BODY = Buffer.from("0123456789abcdef");
@@ -60,11 +60,14 @@ describe("catalog entries", () => {
     expect(e).toEqual({ policy: "RequireValidator", pins: [] });
     e = withPin(withPin(e, "A", "t1"), "B", "t2");
     expect(e.pin).toBe("B");
-    e = rolledBack(e, "t3");
+    e = withPin(e, rollbackVersion(e), "t3");
     expect([e.pin, e.pins.length]).toEqual(["A", 3]);
-    expect(rolledBack(e, "t4").pin).toBe("B");
-    expect(() => rolledBack(withPin(parseCatalogEntry("{}", "t"), "A", "t1"), "t2")).toThrow(/no earlier pin/);
+    expect(rollbackVersion(e)).toBe("B");
+    expect(() => rollbackVersion(withPin(parseCatalogEntry("{}", "t"), "A", "t1"))).toThrow(/no earlier pin/);
     expect(() => parseCatalogEntry("[]", "t")).toThrow(/not an object/);
+    // When each field was set is the publisher's bookkeeping: kept when readable, else left out, never refused.
+    expect(parseCatalogEntry('{"changed":{"access":"t1"}}', "t").changed).toEqual({ access: "t1" });
+    for (const changed of ['"t1"', "[]", '{"access":1}', "null"]) expect(parseCatalogEntry(`{"changed":${changed}}`, "t")).not.toHaveProperty("changed");
     expect(() => parseCatalogEntry('{"pins":[{"version":1}]}', "t")).toThrow(/pins/);
   });
 
@@ -72,7 +75,7 @@ describe("catalog entries", () => {
     const e = withPin(parseCatalogEntry("{}", "t"), "A", "t1", '"abc"');
     expect(parseCatalogEntry(JSON.stringify(e), "t")).toMatchObject({ pin: "A", etag: '"abc"' });
     expect(withPin(e, "B", "t2")).not.toHaveProperty("etag");
-    expect(rolledBack(withPin(e, "B", "t2"), "t3", '"abc"')).toMatchObject({ pin: "A", etag: '"abc"' });
+    expect(withPin(withPin(e, "B", "t2"), "A", "t3", '"abc"')).toMatchObject({ pin: "A", etag: '"abc"' });
     for (const etag of ['W/"abc"', "abc", 1]) expect(() => parseCatalogEntry(JSON.stringify({ pin: "A", etag }), "t")).toThrow(/etag/);
   });
 

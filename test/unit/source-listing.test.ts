@@ -179,3 +179,78 @@ describe("an S3 catalog's listing", () => {
     expect(await s3.listSources("c3400.style", 100)).toEqual({ sources: [{ id: "d" }] });
   });
 });
+
+describe("an S3 catalog's listing of a bucket without versions", () => {
+  let server: Server;
+  let calls: { list: number; get: number };
+  let catalog: (prefix: string) => S3SourceCatalog;
+  const version = (n: number) => String(n).repeat(64);
+  const objects: Record<string, string> = {
+    // Both a COG and content versions (versioning turned off after publishing): one source.
+    "maps/a.tif": "",
+    [`maps/a.versions/${version(1)}.tif`]: "",
+    // A COG whose key is between a's COG and a's folder.
+    "maps/a.u.tif": "",
+    "maps/b.tessera.json": JSON.stringify({ pin: version(2), description: { label: { en: ["Bee"] } } }),
+    [`maps/b.versions/${version(2)}.tif`]: "",
+    [`maps/b.versions/${version(3)}.tif`]: "",
+    // An entry alone is no source.
+    "maps/c.tessera.json": JSON.stringify({ pin: version(4) }),
+    // Versions none of which is pinned are served by no id: no entry, or an entry without a pin.
+    [`maps/d.versions/${version(8)}.tif`]: "",
+    "maps/g.tessera.json": JSON.stringify({ access: { profile: "active" } }),
+    [`maps/g.versions/${version(9)}.tif`]: "",
+    // "e.v2.versions/" sorts before "e.versions/", but e's place, "e.tif", is before "e.v2.tif".
+    [`maps/e.v2.versions/${version(5)}.tif`]: "",
+    "maps/e.v2.tessera.json": JSON.stringify({ pin: version(5) }),
+    [`maps/e.versions/${version(6)}.tif`]: "",
+    "maps/e.tessera.json": JSON.stringify({ pin: version(6) }),
+    "maps/m.mosaic.json": "",
+    // A folder that is no source's versions (a mosaic's assets).
+    "maps/assets/x.tif": "",
+  };
+  // Under "wide/": a source whose folder the first listing does not reach, after a thousand COGs
+  // whose keys are before it though their places are after its place, "f.tif".
+  objects["wide/f.a.tif"] = "";
+  for (let i = 0; i < 1500; i++) objects[`wide/f.u${String(i).padStart(4, "0")}.tif`] = "";
+  objects[`wide/f.versions/${version(7)}.tif`] = "";
+  objects["wide/f.tessera.json"] = JSON.stringify({ pin: version(7) });
+
+  beforeAll(async () => {
+    ({ server, calls } = standInBucket(objects));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const client = makeS3Client({ endpoint, accessKeyId: "k", secretAccessKey: "s" });
+    catalog = (prefix) => new S3SourceCatalog({ client, bucket: "bucket", prefix });
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  it("lists each source once by its id at its COG's place, folders of content versions as their source when a version is pinned; never a version's object, an entry alone or another folder", async () => {
+    expect(await catalog("maps/").listSources(undefined, 100)).toEqual({
+      sources: [{ id: "a" }, { id: "a.u" }, { id: "b", label: { en: ["Bee"] } }, { id: "e" }, { id: "e.v2" }],
+    });
+  });
+
+  it("pages by the last id without losing or repeating a source, whatever page a folder falls on", async () => {
+    for (const limit of [1, 2, 3]) {
+      const ids: string[] = [];
+      let after: string | undefined;
+      for (let i = 0; i < 10; i++) {
+        const page = await catalog("maps/").listSources(after, limit);
+        ids.push(...page.sources.map((s) => s.id));
+        if (!page.next) break;
+        after = page.next;
+      }
+      expect(ids, `limit ${limit}`).toEqual(["a", "a.u", "b", "e", "e.v2"]);
+    }
+  });
+
+  it("looks up by name a folder the listings have not reached whose place is in the page", async () => {
+    calls.list = 0;
+    const first = await catalog("wide/").listSources(undefined, 3);
+    expect(first).toEqual({ sources: [{ id: "f.a" }, { id: "f" }, { id: "f.u0000" }], next: "f.u0000" });
+    expect(calls.list).toBe(2); // one listing of a thousand keys, one lookup of f's folder
+    const second = await catalog("wide/").listSources("f.u0000", 2);
+    expect(second.sources).toEqual([{ id: "f.u0001" }, { id: "f.u0002" }]);
+  });
+});
