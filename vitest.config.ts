@@ -1,5 +1,5 @@
-// The projects: plain Node unit tests, Worker + DO tests inside workerd (one region, and four
-// regions of two shards), end-to-end tests that start the real stack (RGW, decoders, Miniflare)
+// The projects: plain Node unit tests, Worker + DO tests inside workerd (one region, four
+// regions of two shards, and decoders run as containers), end-to-end tests that start the real stack (RGW, decoders, Miniflare)
 // and drive it over HTTP, and the deployable artifacts built and run as deployed.
 // A test file of unit, workers and deploy runs in a fresh worker (isolate, chosen, not
 // defaulted): the decoder's modules keep process-wide caches and libvips settings that one file
@@ -80,7 +80,7 @@ export default defineConfig({
           // retry. A test that fails for its code fails both times.
           retry: 1,
           include: ["test/workers/**/*.test.ts"],
-          exclude: ["test/workers/regions/**"],
+          exclude: ["test/workers/regions/**", "test/workers/containers/**"],
           globalSetup: ["test/support/workers-global-setup.ts"],
         },
       },
@@ -113,6 +113,37 @@ export default defineConfig({
           include: ["test/workers/regions/**/*.test.ts"],
           globalSetup: ["test/support/workers-regions-setup.ts"],
           testTimeout: 60_000,
+        },
+      },
+      // The same Worker and DO with two decoders run as Cloudflare Containers (standard-2): their
+      // Durable Object class bound as in [env.containers], the container runtime stood in by local
+      // processes running the real decoder (test/support/container-stand-in.ts), no decoder
+      // registered otherwise.
+      {
+        plugins: [
+          cloudflareTest(({ inject }) => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              durableObjects: { DECODER_CONTAINER: "DecoderContainer" },
+              bindings: {
+                DECODER_SECRET: WORKERS_TEST_SECRET,
+                DECODER_CONTAINER_COUNT: "2",
+                DECODER_CONTAINER_INSTANCE: "standard-2",
+                TEST_CONTAINER_STAND_IN: inject("containerStandInUrl"),
+                // Passed on to each container's decoder, as the operator's own would be.
+                TESSERA_METRICS_TOKEN: "containers-metrics-token",
+                DECODER_TTL: "3",
+                ADMIN_TOKEN: "admin-test-token",
+              },
+            },
+          })),
+        ],
+        test: {
+          name: "workers-containers",
+          isolate: true,
+          include: ["test/workers/containers/**/*.test.ts"],
+          globalSetup: ["test/support/container-stand-in.ts"],
+          testTimeout: 30_000,
         },
       },
       // What an operator deploys, built and run as deployed: the decoder's bundle, its image, a

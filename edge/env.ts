@@ -6,9 +6,13 @@ import type { AdmissionDO } from "./admission/admission-do";
 import type { SizeLimits } from "../shared/iiif/info";
 import { accessConfig, type AccessConfig, type AccessVars } from "./access/config";
 import { CLOUDFLARE_API, type PurgeConfig } from "./cache-purge";
+import type { DecoderContainer } from "./containers/decoder-container";
+import { containerSettings, type ContainerSettings, type ContainerVars } from "./containers/settings";
 
-export interface Env extends AdmissionVars, PlacementVars, AccessVars {
+export interface Env extends AdmissionVars, PlacementVars, AccessVars, ContainerVars {
   ADMISSION: DurableObjectNamespace<AdmissionDO>;
+  /** The decoders' containers' Durable Objects, where the deployment runs them (wrangler deploy --env containers). */
+  DECODER_CONTAINER?: DurableObjectNamespace<DecoderContainer>;
   DECODER_SECRET: string;
   METRICS_TOKEN?: string;
   ADMIN_TOKEN?: string;
@@ -33,6 +37,8 @@ export interface Env extends AdmissionVars, PlacementVars, AccessVars {
   CLOUDFLARE_API_BASE?: string;
   /** Tests only: the admission shard ("region/shard") that throws on every call, to show what else keeps working. */
   TEST_THROWING_SHARD?: string;
+  /** Tests only: the stand-in that runs each container's decoder as a local process, where Cloudflare's container runtime cannot exist. */
+  TEST_CONTAINER_STAND_IN?: string;
   /** Tests and bench:pops only: "true" keeps decoded answers in a cache namespace per request.cf.colo, each standing for a location. */
   TEST_LOCATION_CACHES?: string;
 }
@@ -85,6 +91,8 @@ export interface EdgeConfig {
   upperTier: boolean;
   /** Who may see restricted sources; undefined (no AUTH_SECRET): they are withheld. */
   access?: AccessConfig;
+  /** The decoders run as Cloudflare Containers; undefined: none (containers/settings.ts). */
+  containers?: ContainerSettings;
 }
 
 /** Parsed once per bindings object: an isolate keeps the same one for every request it serves. */
@@ -101,7 +109,10 @@ export function edgeConfig(env: Env): EdgeConfig {
 
 function parseConfig(env: Env): EdgeConfig {
   if (!env.DECODER_SECRET) throw badConfig("DECODER_SECRET", "is not set (wrangler secret put DECODER_SECRET)");
+  const containers = containerSettings(env);
+  if (containers && !env.DECODER_CONTAINER) throw badConfig("DECODER_CONTAINER_COUNT", "is above 0 but the DecoderContainer binding is missing: deploy with --env containers");
   return {
+    containers,
     decoderSecret: env.DECODER_SECRET,
     metricsToken: env.METRICS_TOKEN || undefined,
     adminToken: env.ADMIN_TOKEN || undefined,

@@ -5,6 +5,7 @@ import { ConfigError } from "../shared/config";
 import { errorResponse, HttpError, notFound } from "../shared/errors";
 import { HEARTBEAT_PATH } from "../shared/registration";
 import { AdmissionDO } from "./admission/admission-do";
+import { DecoderContainer } from "./containers/decoder-container";
 import { heartbeatHandler } from "./admission/heartbeat-route";
 import { shardMetrics } from "./admission/shard-metrics";
 import { unauthorized } from "./auth";
@@ -35,7 +36,7 @@ import { errorCacheControl, isPermanentError } from "./http-cache";
 import { stampRequestId, withRequestId } from "./request-id";
 import { cacheTagged } from "./cache-purge";
 
-export { AdmissionDO };
+export { AdmissionDO, DecoderContainer };
 
 type Args = [Env, ExecutionContext];
 

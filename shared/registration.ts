@@ -10,6 +10,14 @@ import { badRequest } from "./errors";
 
 export const HEARTBEAT_PATH = "/__decoders/heartbeat";
 
+/**
+ * The URL of a decoder run as a Cloudflare Container: no address the DO could fetch, but the name
+ * of the container's Durable Object, which reaches it. Only that DO registers such a decoder; a
+ * heartbeat over HTTP naming one is refused.
+ */
+export const CONTAINER_URL_PREFIX = "container://";
+const CONTAINER_URL = /^container:\/\/[a-z0-9-]{1,63}$/;
+
 export interface Heartbeat {
   /** Base URL the DO forwards to. */
   url: string;
@@ -31,8 +39,8 @@ export async function sha256Hex(text: string): Promise<string> {
 /** The path and query a heartbeat with this body is signed over. */
 export const heartbeatTarget = async (body: string) => `${HEARTBEAT_PATH}?digest=${await sha256Hex(body)}`;
 
-/** Validates a heartbeat body; 400 naming the bad field. */
-export function parseHeartbeat(body: string): Heartbeat {
+/** Validates a heartbeat body; 400 naming the bad field. `containers`: a container's URL is allowed. */
+export function parseHeartbeat(body: string, { containers = false } = {}): Heartbeat {
   let value: Partial<Heartbeat>;
   try {
     value = JSON.parse(body);
@@ -40,7 +48,8 @@ export function parseHeartbeat(body: string): Heartbeat {
     throw badRequest("heartbeat body is not JSON");
   }
   const { url, capacity, memoryBytes, region, leaving } = value;
-  if (typeof url !== "string" || !/^https?:\/\/[^/?#]+/.test(url)) {
+  const container = containers && typeof url === "string" && CONTAINER_URL.test(url);
+  if (!container && (typeof url !== "string" || !/^https?:\/\/[^/?#]+/.test(url))) {
     throw badRequest("heartbeat url must be an http(s) URL");
   }
   if (!Number.isInteger(capacity) || capacity! < 1) throw badRequest("heartbeat capacity must be a whole number ≥ 1");

@@ -11,7 +11,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 
-const STREAMS = [["e2e", "deploy"], ["unit", "workers", "workers-regions"]];
+const STREAMS = [["e2e", "deploy"], ["unit", "workers", "workers-regions", "workers-containers"]];
 
 interface Outcome {
   projects: string[];

@@ -24,6 +24,7 @@ import { edgeConfig, type EdgeConfig, type Env } from "../env";
 import { answerResponse, type DecodedAnswer } from "./answers";
 import { Flights } from "./coalesce";
 import { DecoderCalls } from "./decoder-calls";
+import { decoderFetch } from "./decoder-link";
 import { DecoderRegistry } from "./decoders";
 import { failing } from "./faults";
 import { invalidate } from "./invalidate";
@@ -33,6 +34,7 @@ import { NO_DECODERS_HEADER } from "./placement";
 import { AdmissionModel } from "./model";
 import { FileTransfers } from "./transfer";
 import { tierEntryOf, UpperTier, type TierEntry } from "./upper-tier";
+import { wakeContainers } from "../containers/wake";
 import { imageCacheControl } from "../http-cache";
 
 /** DO-internal paths the edge uses for the metrics page and decoder heartbeats. */
@@ -40,6 +42,8 @@ export const METRICS_PATH = "/__admission/metrics";
 export const HEARTBEAT_DO_PATH = "/__admission/heartbeat";
 /** The edge's admin route hands a source's invalidation here: `${INVALIDATE_DO_PATH}{id}`. */
 export const INVALIDATE_DO_PATH = "/__admission/invalidate/";
+/** How often an admission DO without live decoders may wake the decoder containers. */
+const WAKE_INTERVAL_MS = 5000;
 
 export class AdmissionDO extends DurableObject<Env> {
   readonly config: EdgeConfig;
@@ -57,6 +61,8 @@ export class AdmissionDO extends DurableObject<Env> {
   readonly tier: UpperTier;
   /** This DO's shard of its region ("region/shard" names it; "default" is shard 0 of 1). */
   private readonly shard: number;
+  /** When this DO last woke the decoder containers (epoch ms). */
+  private wokenAt = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -81,7 +87,8 @@ export class AdmissionDO extends DurableObject<Env> {
     const setAlarm = (at: number) => this.ctx.storage.setAlarm(at);
     this.leases = new Leases({ admission: a, model: this.model, stats: this.stats, resize, setAlarm });
     const { decoderSecret, streamAnswerBytes } = this.config;
-    this.calls = new DecoderCalls({ decoderSecret, admission: a, decoders: this.decoders, streamAnswerBytes, stats: this.stats, resize, waitUntil });
+    const fetchDecoder = decoderFetch(env.DECODER_CONTAINER);
+    this.calls = new DecoderCalls({ decoderSecret, fetchDecoder, admission: a, decoders: this.decoders, streamAnswerBytes, stats: this.stats, resize, waitUntil });
     this.tier = new UpperTier(ctx.storage, imageCacheControl(this.config));
     this.transfers = new FileTransfers(this.config, this.calls, waitUntil, (at) => this.leases.deadline(at));
     this.resize();
@@ -107,7 +114,10 @@ export class AdmissionDO extends DurableObject<Env> {
       // A client that went away is not a DO failure (and reads no answer).
       const res = errorResponse(err instanceof HttpError || request.signal.aborted ? err : failing(err, requestId));
       // Another region that serves the source may have decoders: the edge tries it next.
-      if (res.status === 503 && this.decoders.live(Date.now()).length === 0) res.headers.set(NO_DECODERS_HEADER, "1");
+      if (res.status === 503 && this.decoders.live(Date.now()).length === 0) {
+        res.headers.set(NO_DECODERS_HEADER, "1");
+        this.wakeContainers();
+      }
       return res;
     }
   }
@@ -120,7 +130,7 @@ export class AdmissionDO extends DurableObject<Env> {
     if (pathname.startsWith(INVALIDATE_DO_PATH)) {
       const id = decodeURIComponent(pathname.slice(INVALIDATE_DO_PATH.length));
       await this.tier.invalidate(id);
-      const host = { decoderSecret: this.config.decoderSecret, decoders: this.decoders, leases: this.leases };
+      const host = { decoderSecret: this.config.decoderSecret, fetchDecoder: this.calls.fetchDecoder, decoders: this.decoders, leases: this.leases };
       return await invalidate(host, id, url.searchParams.get("member") ?? undefined, request.signal, requestId);
     }
     const deadlineAt = deadlineFrom(request.headers.get(TIME_LEFT_HEADER), this.config.admission.requestTimeoutMs);
@@ -141,7 +151,8 @@ export class AdmissionDO extends DurableObject<Env> {
   }
 
   private async heartbeat(body: string): Promise<Response> {
-    const report = parseHeartbeat(body);
+    // Heartbeats come only from the edge's route, which refuses containers' URLs, and from the containers' own DOs.
+    const report = parseHeartbeat(body, { containers: true });
     if (report.leaving) console.log(JSON.stringify({ level: "info", msg: "decoder leaving", decoder: report.url }));
     const now = Date.now();
     this.decoders.heartbeat(report, now);
@@ -197,6 +208,18 @@ export class AdmissionDO extends DurableObject<Env> {
   /** Admits a request and leases what it was granted until `release` or the alarm at `deadlineAt`. */
   lease(partition: Partition, estimate: number, clientSignal: AbortSignal, deadlineAt?: number): Promise<Lease> {
     return this.leases.lease(partition, estimate, clientSignal, deadlineAt);
+  }
+
+  /**
+   * With no live decoder, the deployment's decoder containers are started (each heartbeats once
+   * its decoder answers): at most once every WAKE_INTERVAL_MS, for a client retrying after a 503.
+   */
+  private wakeContainers(): void {
+    const { containers } = this.config;
+    const now = Date.now();
+    if (!containers || now - this.wokenAt < WAKE_INTERVAL_MS) return;
+    this.wokenAt = now;
+    this.ctx.waitUntil(wakeContainers(this.env, containers));
   }
 
   /** Reclaims the leases past their deadline and grace. */

@@ -13,6 +13,7 @@ import { DECODER, signedHeaders, type SignedLimits } from "../../shared/protocol
 import { X_REQUEST_ID } from "../../shared/request-id";
 import { declaredLength, lengthPipe, relay, streamedBody, type DecodedAnswer } from "./answers";
 import { ANSWER_VOUCHES_MS, type Decoder, type DecoderRegistry } from "./decoders";
+import { isContainerUrl, type DecoderFetch } from "./decoder-link";
 import { DecoderDraining, isDrainingAnswer } from "./draining";
 import { checkAnswer, failedWhileAnswering, failing, logDecoderFailure } from "./faults";
 import type { Lease } from "./leases";
@@ -21,6 +22,7 @@ import type { DoStats } from "./metrics";
 /** What calling decoders takes from the DO. */
 export interface CallHost {
   decoderSecret: string;
+  fetchDecoder: DecoderFetch;
   admission: Pick<AdmissionConfig, "leaseGraceMs" | "largeDecodeThresholdBytes" | "largeDecodeThresholdWork">;
   decoders: DecoderRegistry;
   /** Answers of at least this many bytes (or of no declared length) are streamed, not read whole. */
@@ -46,7 +48,12 @@ interface OnDecoder {
 }
 
 export class DecoderCalls {
-  constructor(private readonly host: CallHost) {}
+  /** How a decoder is reached, by HTTP or through its container's DO: transfers reach them alike. */
+  readonly fetchDecoder: DecoderFetch;
+
+  constructor(private readonly host: CallHost) {
+    this.fetchDecoder = host.fetchDecoder;
+  }
 
   /**
    * Forwards one admitted decode to the least loaded live decoder that accepts a connection (a
@@ -145,7 +152,7 @@ export class DecoderCalls {
       const headers = await decoderHeaders(this.host.decoderSecret, method, path, limits, requestId);
       // Not tied to the client: only the decoder's answer says when its work is over. A
       // decoder that never answers is cut off when the alarm ends the lease.
-      answer = fetch(decoder.url + path, { method, headers, body, signal: lease.ended });
+      answer = this.host.fetchDecoder(decoder.url, path, { method, headers, body, signal: lease.ended });
     } catch (err) {
       on.finish();
       throw failing(err, requestId);
@@ -241,7 +248,7 @@ export class DecoderCalls {
   private cancel({ decoder, cancelId, requestId }: OnDecoder): void {
     const path = DECODER.cancel(cancelId);
     const sent = decoderHeaders(this.host.decoderSecret, "POST", path, undefined, requestId).then((headers) =>
-      fetch(decoder.url + path, { method: "POST", headers, signal: AbortSignal.timeout(this.host.admission.leaseGraceMs) }),
+      this.host.fetchDecoder(decoder.url, path, { method: "POST", headers, signal: AbortSignal.timeout(this.host.admission.leaseGraceMs) }),
     );
     this.host.waitUntil(sent.then((res) => res.body?.cancel(), () => {}));
   }
@@ -278,9 +285,11 @@ function occupy(decoder: Decoder, lease: Lease): OnDecoder["finish"] {
 /**
  * Whether a TCP connection to the decoder opens now; nothing is sent on it. fetch() reports a
  * refused connection and a reset mid-answer alike, so this is how the DO knows that a retry
- * cannot repeat a request a decoder has already received.
+ * cannot repeat a request a decoder has already received. A container's DO makes that check
+ * itself: while its container is not ready it answers as a draining decoder, having done nothing.
  */
 async function connectable(decoderUrl: string, signal: AbortSignal): Promise<boolean> {
+  if (isContainerUrl(decoderUrl)) return true;
   const { hostname, port, protocol } = new URL(decoderUrl);
   const socket = connect({ hostname, port: Number(port) || (protocol === "https:" ? 443 : 80) });
   const giveUp = () => void socket.close().catch(() => {});

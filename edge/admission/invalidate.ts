@@ -3,6 +3,7 @@
 import { HttpError } from "../../shared/errors";
 import { DECODER } from "../../shared/protocol";
 import { decoderHeaders } from "./decoder-calls";
+import type { DecoderFetch } from "./decoder-link";
 import type { Decoder, DecoderRegistry } from "./decoders";
 import { logDecoderFailure } from "./faults";
 import type { Leases } from "./leases";
@@ -10,6 +11,7 @@ import type { Leases } from "./leases";
 /** What the fan-out takes from the DO. */
 export interface InvalidateHost {
   decoderSecret: string;
+  fetchDecoder: DecoderFetch;
   decoders: DecoderRegistry;
   leases: Pick<Leases, "lease">;
 }
@@ -27,7 +29,7 @@ export async function invalidate(host: InvalidateHost, id: string, member: strin
   try {
     const path = DECODER.invalidate(id, member);
     const live = host.decoders.live(Date.now());
-    const dropped = await Promise.all(live.map((decoder) => tell(host.decoderSecret, decoder, path, lease.signal, requestId)));
+    const dropped = await Promise.all(live.map((decoder) => tell(host, decoder, path, lease.signal, requestId)));
     const confirmed = dropped.filter((n) => n !== undefined);
     if (live.length > 0 && confirmed.length === 0) throw new HttpError("bad_gateway", "no decoder confirmed the invalidation");
     return Response.json({
@@ -43,10 +45,10 @@ export async function invalidate(host: InvalidateHost, id: string, member: strin
 }
 
 /** How many snapshots `decoder` dropped; undefined (logged) when it did not confirm. */
-async function tell(secret: string, decoder: Decoder, path: string, signal: AbortSignal, requestId?: string): Promise<number | undefined> {
+async function tell(host: InvalidateHost, decoder: Decoder, path: string, signal: AbortSignal, requestId?: string): Promise<number | undefined> {
   try {
-    const headers = await decoderHeaders(secret, "POST", path, undefined, requestId);
-    const res = await fetch(decoder.url + path, { method: "POST", headers, signal });
+    const headers = await decoderHeaders(host.decoderSecret, "POST", path, undefined, requestId);
+    const res = await host.fetchDecoder(decoder.url, path, { method: "POST", headers, signal });
     if (res.ok) return ((await res.json()) as { dropped: number }).dropped;
     logDecoderFailure(decoder.url, `invalidate answered ${res.status}: ${await res.text()}`, requestId);
   } catch (err) {

@@ -21,7 +21,7 @@ export class FileTransfers {
 
   constructor(
     private readonly config: Pick<EdgeConfig, "maxFileTransfers" | "fileMinRate" | "decoderSecret" | "admission">,
-    private readonly calls: Pick<DecoderCalls, "reachableDecoder" | "resendFromDraining">,
+    private readonly calls: Pick<DecoderCalls, "reachableDecoder" | "resendFromDraining" | "fetchDecoder">,
     private readonly waitUntil: (promise: Promise<unknown>) => void,
     /** The request's deadline, counted when it passes (Leases.deadline). */
     private readonly deadline: (at: number) => Deadline,
@@ -81,7 +81,7 @@ export class FileTransfers {
       const decoder = await this.calls.reachableDecoder(cut, requestId);
       const limits: SignedLimits = { timeoutMs: String(Math.max(1, deadlineAt - Date.now())) };
       const headers = await decoderHeaders(this.config.decoderSecret, "GET", path, limits, requestId); // a fresh id for each decoder tried
-      const upstream = await fetch(decoder.url + path, { headers, signal: cut }).catch((err) => {
+      const upstream = await this.calls.fetchDecoder(decoder.url, path, { headers, signal: cut }).catch((err) => {
         if (cut.aborted) throw cut.reason;
         throw failedWhileAnswering(decoder.url, String(err), requestId);
       });

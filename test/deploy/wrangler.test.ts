@@ -29,11 +29,24 @@ async function freePort(): Promise<number> {
 it("wrangler deploy --dry-run bundles the Worker and the admission DO, without a warning", async () => {
   const outdir = await mkdtemp(path.join(tmpdir(), "tessera-deploy-"));
   dirs.push(outdir);
-  const run = spawnSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", outdir], { cwd: ROOT, env, encoding: "utf8" });
+  // --env=: the top-level Worker (wrangler.toml has the containers environment too), as npm run deploy targets it.
+  const run = spawnSync("npx", ["wrangler", "deploy", "--env=", "--dry-run", "--outdir", outdir], { cwd: ROOT, env, encoding: "utf8" });
   expect(run.status, run.stderr).toBe(0);
   expect(run.stdout).toMatch(/env\.ADMISSION \(AdmissionDO\)\s+Durable Object/);
+  expect(run.stdout).not.toMatch(/env\.DECODER_CONTAINER \(|containers are available/);
   expect(run.stdout + run.stderr).not.toMatch(/WARNING|deprecat/i);
   expect(existsSync(path.join(outdir, "index.js"))).toBe(true);
+});
+
+it("wrangler deploy --dry-run --env containers bundles the Worker with the decoder's container and its DO, without a warning", async () => {
+  const outdir = await mkdtemp(path.join(tmpdir(), "tessera-deploy-"));
+  dirs.push(outdir);
+  // --containers-rollout=none: the configuration checked and the Worker bundled, the image not built (that needs a Docker engine).
+  const run = spawnSync("npx", ["wrangler", "deploy", "--dry-run", "--env", "containers", "--containers-rollout=none", "--outdir", outdir], { cwd: ROOT, env, encoding: "utf8" });
+  expect(run.status, run.stderr).toBe(0);
+  expect(run.stdout).toMatch(/env\.DECODER_CONTAINER \(DecoderContainer\)\s+Durable Object/);
+  expect(run.stdout).toMatch(/The following containers are available:\n- tessera-decodercontainer-containers \(.*infra\/image\/Containerfile\)/);
+  expect(run.stdout + run.stderr).not.toMatch(/WARNING|deprecat/i);
 });
 
 it("wrangler dev serves the Worker: a decoder registers and a tile comes back", { timeout: 90_000 }, async () => {

@@ -29,6 +29,8 @@ declare namespace Cloudflare {
     TEST_FAR_DECODER_URLS: string;
     /** POST: starts a real decoder that is draining (503 + x-tessera-draining to every new request); answers its URL. */
     TEST_DRAINING_DECODER_CONTROL_URL: string;
+    /** The stand-in for Cloudflare's container runtime (test/support/container-stand-in.ts). */
+    TEST_CONTAINER_STAND_IN: string;
   }
   interface GlobalProps {
     mainModule: TesseraWorker;
