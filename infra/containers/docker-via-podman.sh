@@ -4,7 +4,8 @@
 # {{json .SecurityOptions}}`; everything else goes to podman unchanged. What differs:
 # - build: wrangler passes `--load` and `--provenance=false` (BuildKit's) and the Dockerfile on
 #   stdin (`-f -`); podman build knows neither flag and wants a file. The build runs with the
-#   host's network (RUN steps that fetch from Debian's archive) and never pulls a base.
+#   host's network (RUN steps that fetch from Debian's archive), never pulls a base, and makes
+#   Docker's image format (OCI's has no HEALTHCHECK).
 # - pull: an image already in podman's store (a local build, the egress stand-in) is not pulled:
 #   no registry is reachable for it, and podman would try one.
 # - info --format {{json .SecurityOptions}}: podman's info has other fields; wrangler only looks
@@ -40,7 +41,7 @@ build() {
     esac
     shift
   done
-  "${podman[@]}" build --network host --pull=never "${args[@]}"
+  "${podman[@]}" build --network host --pull=never --format docker "${args[@]}"
 }
 
 case "${1:-}" in

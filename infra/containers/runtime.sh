@@ -6,7 +6,9 @@
 # - Debian's podman, runc, debootstrap and curl, when missing;
 # - podman's Docker-compatible API service on TESSERA_PODMAN_SOCKET (/run/tessera/podman.sock),
 #   with containers.conf beside this script, unless one already answers there;
-# - the Debian base images start FROM (infra/image/base.sh), when missing;
+# - the Debian base images start FROM (infra/image/base.sh), when missing, also tagged as the
+#   Docker Hub image wrangler.toml builds the decoder on (image_vars BASE, debian:bookworm-slim):
+#   a stand-in for it, as Docker Hub cannot be reached;
 # - the stand-in for Cloudflare's networking sidecar (egress-stand-in.py), rebuilt when its files
 #   change: its real image, cloudflare/proxy-everything, comes from Docker Hub.
 # Idempotent. Run as root, as infra/image/build.sh (rootless podman needs subordinate ids).
@@ -17,6 +19,7 @@ HERE=$PWD/infra/containers
 
 SOCKET=${TESSERA_PODMAN_SOCKET:-/run/tessera/podman.sock}
 STAND_IN=localhost/tessera-egress-stand-in:latest
+HUB_BASE=docker.io/library/debian:bookworm-slim
 export CONTAINERS_CONF=$HERE/containers.conf
 
 # Each package is named after the binary it provides (runc and debootstrap are in /usr/sbin).
@@ -58,6 +61,7 @@ build_stand_in() {
 install_packages
 start_service
 bash infra/image/base.sh
+podman image exists "$HUB_BASE" || podman tag localhost/bookworm-min:latest "$HUB_BASE"
 build_stand_in
 
 cat <<EOF

@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 eval "$(bash infra/containers/runtime.sh)"
+# wrangler builds the decoder's image from the context build.sh stages.
+bash infra/image/build.sh --context-only >/dev/null
 export WRANGLER_SEND_METRICS=${WRANGLER_SEND_METRICS:-false}
 
 # workerd labels each run's containers with a session of its own.

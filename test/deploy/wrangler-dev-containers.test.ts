@@ -1,0 +1,99 @@
+// The decoder as a Cloudflare Container under `wrangler dev`, as an operator runs it locally:
+// infra/containers/wrangler-dev.sh sets up podman's Docker-compatible service and the stand-in
+// for Cloudflare's networking sidecar, and wrangler builds the decoder's image and serves
+// [env.containers]. The containers' DOs start the image in podman, register their decoders, and
+// the admission DO's requests reach them through the stand-in. Skipped, saying why, where podman
+// cannot run containers.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import path from "node:path";
+import sharp from "sharp";
+import { expect, it } from "vitest";
+import { ROOT } from "../../infra/root";
+import { untilRegistered } from "../../infra/local/stack";
+
+const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", NO_COLOR: "1" };
+/** What the containers of `wrangler dev --env containers` are named after (workerd adds a session and a hash). */
+const CONTAINER_NAMES = "tessera-containers-DecoderContainer";
+/** The first run makes the Debian base (debootstrap), the sidecar stand-in and the decoder's image. */
+const START_TIMEOUT_MS = 600_000;
+
+/** Why podman cannot run containers here, or undefined when it can. */
+function podmanUnavailable(): string | undefined {
+  if (process.getuid?.() !== 0) return "needs root: rootless podman needs subordinate ids that infra/containers/runtime.sh does not set up";
+  const info = spawnSync("podman", ["--runtime", "runc", "info"], { encoding: "utf8" });
+  if (info.error) return `no podman (${info.error.message}): bash infra/local/install-deps.sh installs it`;
+  if (info.status !== 0) return `podman cannot run here: ${info.stderr.trim().split("\n").pop()}`;
+  return undefined;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+const decoderContainers = () =>
+  spawnSync("podman", ["ps", "--all", "--quiet", "--filter", `name=${CONTAINER_NAMES}`], { encoding: "utf8" }).stdout.split("\n").filter(Boolean);
+
+/** Starts the operator's wrapper; resolves once wrangler dev is ready, with everything it printed so far. */
+function startWranglerDev(port: number, inspector: number, secret: string): { dev: ChildProcess; ready: Promise<void>; output: () => string } {
+  let output = "";
+  const args = ["--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector), "--var", `DECODER_SECRET:${secret}`];
+  const dev = spawn("bash", ["infra/containers/wrangler-dev.sh", ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const ready = new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk;
+      if (/Ready on/.test(output)) resolve();
+    };
+    dev.stdout!.on("data", onData);
+    dev.stderr!.on("data", onData);
+    dev.once("exit", (code) => reject(new Error(`wrangler-dev.sh exited with ${code}: ${output}`)));
+  });
+  return { dev, ready, output: () => output };
+}
+
+/** info.json, asked until the containers' decoders answer: until then the edge answers 503 + Retry-After. */
+async function untilServed(url: string, timeoutMs: number): Promise<{ first: Response; served: Response }> {
+  const first = await fetch(url);
+  await first.body?.cancel();
+  for (const until = Date.now() + timeoutMs; ; ) {
+    const res = await fetch(url);
+    if (res.status === 200 || Date.now() > until) return { first, served: res };
+    await res.body?.cancel();
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+it("wrangler dev --env containers runs the decoder's image in podman: both containers register and a tile comes back through one", { timeout: START_TIMEOUT_MS + 120_000 }, async (ctx) => {
+  const unavailable = podmanUnavailable();
+  ctx.skip(unavailable !== undefined, unavailable);
+  const before = new Set(decoderContainers());
+  const [port, inspector] = [await freePort(), await freePort()];
+  const { dev, ready, output } = startWranglerDev(port, inspector, "wrangler-dev-containers-test");
+  const exited = new Promise((resolve) => dev.once("exit", resolve));
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await ready;
+    // No decoder registers until an admission DO wakes the containers: the first request does.
+    const { first, served } = await untilServed(`${url}/iiif/3/test-pattern/info.json`, 60_000);
+    expect([first.status, first.headers.get("retry-after")]).toEqual([503, "1"]);
+    expect(served.status).toBe(200);
+    expect(await served.json()).toMatchObject({ width: 1000, height: 1000 });
+    await untilRegistered(url, 2, 30_000);
+
+    // Lossless source, lossless answer: the tile is the reference PNG's pixels exactly.
+    const res = await fetch(`${url}/iiif/3/test-pattern-deflate/0,0,256,256/max/0/default.png`);
+    expect([res.status, res.headers.get("content-type")]).toEqual([200, "image/png"]);
+    const tile = await sharp(Buffer.from(await res.arrayBuffer())).removeAlpha().raw().toBuffer();
+    const reference = await sharp(path.join(ROOT, "samples/test-pattern.png")).extract({ left: 0, top: 0, width: 256, height: 256 }).removeAlpha().raw().toBuffer();
+    expect(tile.equals(reference)).toBe(true);
+  } finally {
+    dev.kill("SIGTERM");
+    await exited;
+  }
+  // The wrapper removes the containers it started, sidecars included.
+  expect(decoderContainers().filter((id) => !before.has(id))).toEqual([]);
+});
