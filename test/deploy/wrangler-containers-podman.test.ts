@@ -1,16 +1,16 @@
-// The decoder as a Cloudflare Container under `wrangler dev`, as an operator runs it locally:
-// infra/containers/wrangler-dev.sh sets up podman's Docker-compatible service and the stand-in
-// for Cloudflare's networking sidecar, and wrangler builds the decoder's image and serves
-// [env.containers]. The containers' DOs start the image in podman, register their decoders, and
-// the admission DO's requests reach them through the stand-in. Skipped, saying why, where podman
-// cannot run containers.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+// The decoder as a Cloudflare Container with wrangler on podman (infra/containers/), as an
+// operator runs it locally: `wrangler deploy --dry-run --env containers` builds the decoder's
+// image, and under `wrangler dev` (infra/containers/wrangler-dev.sh: podman's Docker-compatible
+// service and the stand-in for Cloudflare's networking sidecar) the containers' DOs start the image
+// in podman, register their decoders, and the admission DO's requests reach them through the
+// stand-in. Skipped, saying why, where podman cannot run containers.
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
-import { expect, it } from "vitest";
+import { expect, it, type TestContext } from "vitest";
 import { ROOT } from "../../infra/root";
 import { untilRegistered } from "../../infra/local/stack";
 
@@ -27,6 +27,13 @@ function podmanUnavailable(): string | undefined {
   if (info.error) return `no podman (${info.error.message}): bash infra/local/install-deps.sh installs it`;
   if (info.status !== 0) return `podman cannot run here: ${info.stderr.trim().split("\n").pop()}`;
   return undefined;
+}
+
+function skipWithoutPodman(ctx: TestContext): void {
+  const unavailable = podmanUnavailable();
+  // The default reporter does not print a skip's note.
+  if (unavailable) process.stderr.write(`${ctx.task.name}: skipped: ${unavailable}\n`);
+  ctx.skip(unavailable !== undefined, unavailable);
 }
 
 async function freePort(): Promise<number> {
@@ -71,11 +78,22 @@ async function untilServed(url: string, timeoutMs: number): Promise<{ first: Res
   }
 }
 
+it("wrangler deploy --dry-run --env containers builds the decoder's image with podman", { timeout: START_TIMEOUT_MS }, async (ctx) => {
+  skipWithoutPodman(ctx);
+  // What wrangler-dev.sh does first: the machine set up (its variables printed), the image's context staged.
+  const printed = execFileSync("bash", ["infra/containers/runtime.sh"], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  const runtime = Object.fromEntries([...printed.matchAll(/^export (\w+)=(.*)$/gm)].map(([, name, value]) => [name, value]));
+  execFileSync("bash", ["infra/image/build.sh", "--context-only"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  const outdir = await mkdtemp(path.join(tmpdir(), "tessera-deploy-"));
+  const run = spawnSync("npx", ["wrangler", "deploy", "--dry-run", "--env", "containers", "--outdir", outdir], { cwd: ROOT, env: { ...env, ...runtime }, encoding: "utf8" });
+  await rm(outdir, { recursive: true, force: true });
+  expect(run.status, run.stdout + run.stderr).toBe(0);
+  expect(run.stdout + run.stderr).toMatch(/Building image tessera-decodercontainer-containers:\S+\n[^]*Successfully tagged localhost\/tessera-decodercontainer-containers:/);
+  expect(run.stdout).toMatch(/--dry-run: exiting now\./);
+});
+
 it("wrangler dev --env containers runs the decoder's image in podman: both containers register and a tile comes back through one", { timeout: START_TIMEOUT_MS + 120_000 }, async (ctx) => {
-  const unavailable = podmanUnavailable();
-  // The default reporter does not print a skip's note.
-  if (unavailable) process.stderr.write(`wrangler-dev-containers: skipped: ${unavailable}\n`);
-  ctx.skip(unavailable !== undefined, unavailable);
+  skipWithoutPodman(ctx);
   const before = new Set(decoderContainers());
   const [port, inspector] = [await freePort(), await freePort()];
   const state = await mkdtemp(path.join(tmpdir(), "tessera-containers-"));
