@@ -6,13 +6,13 @@
 // stand-in. Skipped, saying why, where podman cannot run containers.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { expect, it, type TestContext } from "vitest";
 import { ROOT } from "../../infra/root";
 import { untilRegistered } from "../../infra/local/stack";
+import { freePort, whenReady } from "../support/wrangler-dev";
 
 const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", NO_COLOR: "1" };
 /** What the containers of `wrangler dev --env containers` are named after (workerd adds a session and a hash). */
@@ -36,34 +36,16 @@ function skipWithoutPodman(ctx: TestContext): void {
   ctx.skip(unavailable !== undefined, unavailable);
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 const decoderContainers = () =>
   spawnSync("podman", ["ps", "--all", "--quiet", "--filter", `name=${CONTAINER_NAMES}`], { encoding: "utf8" }).stdout.split("\n").filter(Boolean);
 
 /** Starts the operator's wrapper; `ready` once wrangler dev serves, rejected with its output if it exits first. */
 function startWranglerDev(port: number, inspector: number, state: string): { dev: ChildProcess; ready: Promise<void> } {
-  let output = "";
   const ports = ["--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector)];
   // A state of its own: the DOs of an earlier run would start their containers by their alarms.
   const args = [...ports, "--persist-to", state, "--var", "DECODER_SECRET:wrangler-dev-containers-test"];
   const dev = spawn("bash", ["infra/containers/wrangler-dev.sh", ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-  const ready = new Promise<void>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk;
-      if (/Ready on/.test(output)) resolve();
-    };
-    dev.stdout!.on("data", onData);
-    dev.stderr!.on("data", onData);
-    dev.once("exit", (code) => reject(new Error(`wrangler-dev.sh exited with ${code}: ${output}`)));
-  });
-  return { dev, ready };
+  return { dev, ready: whenReady(dev, "wrangler-dev.sh").ready };
 }
 
 /** info.json, asked until the containers' decoders answer: until then the edge answers 503 + Retry-After. */
