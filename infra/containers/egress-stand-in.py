@@ -192,7 +192,8 @@ def gateway_address(network):
 
 def is_address(text):
     try:
-        return bool(ipaddress.ip_address(text))
+        ipaddress.ip_address(text)
+        return True
     except ValueError:
         return False
 
