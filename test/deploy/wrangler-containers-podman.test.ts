@@ -9,9 +9,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
-import { expect, it, type TestContext } from "vitest";
+import { expect, it } from "vitest";
 import { ROOT } from "../../infra/root";
 import { untilRegistered } from "../../infra/local/stack";
+import { containersRuntimeEnv, skipWithoutPodman } from "../support/podman-runtime";
 import { freePort, whenReady } from "../support/wrangler-dev";
 
 const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", NO_COLOR: "1" };
@@ -19,22 +20,6 @@ const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETC
 const CONTAINER_NAMES = "tessera-containers-DecoderContainer";
 /** The first run makes the Debian base (debootstrap), the sidecar stand-in and the decoder's image. */
 const START_TIMEOUT_MS = 600_000;
-
-/** Why podman cannot run containers here, or undefined when it can. */
-function podmanUnavailable(): string | undefined {
-  if (process.getuid?.() !== 0) return "needs root: rootless podman needs subordinate ids that infra/containers/runtime.sh does not set up";
-  const info = spawnSync("podman", ["--runtime", "runc", "info"], { encoding: "utf8" });
-  if (info.error) return `no podman (${info.error.message}): bash infra/local/install-deps.sh installs it`;
-  if (info.status !== 0) return `podman cannot run here: ${info.stderr.trim().split("\n").pop()}`;
-  return undefined;
-}
-
-function skipWithoutPodman(ctx: TestContext): void {
-  const unavailable = podmanUnavailable();
-  // The default reporter does not print a skip's note.
-  if (unavailable) process.stderr.write(`${ctx.task.name}: skipped: ${unavailable}\n`);
-  ctx.skip(unavailable !== undefined, unavailable);
-}
 
 const decoderContainers = () =>
   spawnSync("podman", ["ps", "--all", "--quiet", "--filter", `name=${CONTAINER_NAMES}`], { encoding: "utf8" }).stdout.split("\n").filter(Boolean);
@@ -62,9 +47,8 @@ async function untilServed(url: string, timeoutMs: number): Promise<{ first: Res
 
 it("wrangler deploy --dry-run --env containers builds the decoder's image with podman", { timeout: START_TIMEOUT_MS }, async (ctx) => {
   skipWithoutPodman(ctx);
-  // What wrangler-dev.sh does first: the machine set up (its variables printed), the image's context staged.
-  const printed = execFileSync("bash", ["infra/containers/runtime.sh"], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
-  const runtime = Object.fromEntries([...printed.matchAll(/^export (\w+)=(.*)$/gm)].map(([, name, value]) => [name, value]));
+  // What wrangler-dev.sh does first: the machine set up, the image's context staged.
+  const runtime = containersRuntimeEnv();
   execFileSync("bash", ["infra/image/build.sh", "--context-only"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
   const outdir = await mkdtemp(path.join(tmpdir(), "tessera-deploy-"));
   const run = spawnSync("npx", ["wrangler", "deploy", "--dry-run", "--env", "containers", "--outdir", outdir], { cwd: ROOT, env: { ...env, ...runtime }, encoding: "utf8" });
