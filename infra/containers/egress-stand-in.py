@@ -1,8 +1,11 @@
 """A stand-in for Cloudflare's networking sidecar (the image cloudflare/proxy-everything), which
 `wrangler dev` starts beside every Container and which cannot be pulled on a machine without
-Docker Hub. It does what workerd asks of that sidecar, and no more:
+Docker Hub. workerd creates it on the bridge network with NET_ADMIN, its port 39001 published on
+the host, started with --http-egress-port P --http-ingress-address 0.0.0.0:39001
+--docker-gateway-cidr CIDR --dns-enabled --tls-intercept --disable-ipv6, and the app container
+joins its network namespace. This stand-in does what workerd then asks of it, and no more:
 
-- ingress, on --http-ingress-address (workerd publishes its port 39001 on the host): an HTTP
+- ingress, on --http-ingress-address: an HTTP
   CONNECT whose X-Dst-Addr names 127.0.0.1:PORT is a TCP connection to the app container, which
   shares this container's network namespace (400 when nothing listens there); PUT /egress carries
   workerd's egress settings (its listener's port, the hostnames the Worker intercepts, whether the
