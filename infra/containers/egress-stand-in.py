@@ -5,9 +5,9 @@ the host, started with --http-egress-port P --http-ingress-address 0.0.0.0:39001
 --docker-gateway-cidr CIDR --dns-enabled --tls-intercept --disable-ipv6, and the app container
 joins its network namespace. This stand-in does what workerd then asks of it, and no more:
 
-- ingress, on --http-ingress-address: an HTTP
-  CONNECT whose X-Dst-Addr names 127.0.0.1:PORT is a TCP connection to the app container, which
-  shares this container's network namespace (400 when nothing listens there); PUT /egress carries
+- ingress, on --http-ingress-address: an HTTP CONNECT whose X-Dst-Addr names 127.0.0.1:PORT is
+  a TCP connection to the app container, which shares this container's network namespace (400
+  when nothing listens there); PUT /egress carries
   workerd's egress settings (its listener's port, the hostnames the Worker intercepts, whether the
   container may reach the internet); GET /ca answers the certificate workerd would put into the
   container for HTTPS interception (empty here: this stand-in intercepts no TLS).
