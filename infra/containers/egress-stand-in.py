@@ -7,10 +7,10 @@ joins its network namespace. This stand-in does what workerd then asks of it, an
 
 - ingress, on --http-ingress-address: an HTTP CONNECT whose X-Dst-Addr names 127.0.0.1:PORT is
   a TCP connection to the app container, which shares this container's network namespace (400
-  when nothing listens there); PUT /egress carries
-  workerd's egress settings (its listener's port, the hostnames the Worker intercepts, whether the
-  container may reach the internet); GET /ca answers the certificate workerd would put into the
-  container for HTTPS interception (empty here: this stand-in intercepts no TLS).
+  when nothing listens there); PUT /egress carries workerd's egress settings (its listener's
+  port, the hostnames the Worker intercepts, whether the container may reach the internet); GET
+  /ca answers the certificate workerd would put into the container for HTTPS interception (empty
+  here: this stand-in intercepts no TLS).
 - egress: every TCP connection the app container opens to an address outside loopback and the
   container network is redirected here (iptables, with the NET_ADMIN capability workerd grants)
   and handed to workerd's egress listener as a CONNECT to its original address, with the HTTP
