@@ -48,14 +48,17 @@ start_service() {
   exit 1
 }
 
-# Labelled with its files' digest, so a change to them rebuilds it and nothing else does.
+# Labelled with its files' digest, so a change to them rebuilds it and nothing else does; the
+# build it replaces is removed, unless a container still uses it.
 build_stand_in() {
-  local digest
+  local digest previous
   digest=$(cat "$HERE/egress-stand-in.py" "$HERE/egress-stand-in.Containerfile" | sha256sum | cut -c1-16)
   [ "$(podman image inspect --format '{{index .Labels "tessera.digest"}}' "$STAND_IN" 2>/dev/null)" = "$digest" ] && return
   echo "runtime.sh: building $STAND_IN" >&2
+  previous=$(podman image inspect --format '{{.Id}}' "$STAND_IN" 2>/dev/null || true)
   podman build --network host --pull=never --label "tessera.digest=$digest" \
     -f "$HERE/egress-stand-in.Containerfile" -t "$STAND_IN" "$HERE" >&2
+  [ -z "$previous" ] || podman rmi "$previous" >/dev/null 2>&1 || true
 }
 
 install_packages
