@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # Builds the decoder's OCI image with Debian's podman (no Docker engine, no image registry
-# needed): a Debian bookworm base made from Debian's archive with debootstrap (once; it is cached
-# in TESSERA_IMAGE_BASE_DIR and in podman's store), then the Containerfile beside this script on
-# a staged context: the pinned Node, the built decoder and the sample images.
+# needed): on the Debian bookworm base base.sh makes (once), the Containerfile beside this script
+# on a staged context: the pinned Node, the built decoder and the sample images.
 #
 #   TESSERA_IMAGE           the image's name                   (localhost/tessera-decoder:latest)
-#   TESSERA_IMAGE_BASE_DIR  where the base's root file system is kept   (/var/tmp/tessera-image-base)
+#   TESSERA_IMAGE_BASE_DIR  where the base's root file system is kept   (base.sh)
 #
 # `build.sh --context-only` stages the context in dist/image-context and stops there: wrangler
 # builds the image from it for Cloudflare Containers (npm run deploy:containers).
@@ -16,8 +15,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 IMAGE=${TESSERA_IMAGE:-localhost/tessera-decoder:latest}
-BASE=localhost/bookworm-min:latest
-BASE_DIR=${TESSERA_IMAGE_BASE_DIR:-/var/tmp/tessera-image-base}
 # What works on these machines: runc (crun refuses hybrid cgroups), explicit limits (the runtime
 # may not raise its own), the host's network (for RUN steps that fetch).
 PODMAN=(podman --runtime runc)
@@ -44,17 +41,7 @@ if [ "${1:-}" = "--context-only" ]; then
   exit 0
 fi
 
-if ! podman image exists "$BASE"; then
-  if [ ! -e "$BASE_DIR/.complete" ]; then
-    echo "build.sh: debootstrap bookworm into $BASE_DIR (about a minute, once)"
-    rm -rf "$BASE_DIR"
-    debootstrap --variant=minbase bookworm "$BASE_DIR" http://deb.debian.org/debian >/dev/null
-    # Nothing in the image reads documentation, manuals, translations or apt's downloads.
-    rm -rf "$BASE_DIR"/usr/share/{doc,man,info,locale}/* "$BASE_DIR"/var/cache/apt/* "$BASE_DIR"/var/lib/apt/lists/*
-    touch "$BASE_DIR/.complete"
-  fi
-  tar -C "$BASE_DIR" --exclude=./.complete -c . | podman import - "$BASE" >/dev/null
-fi
+bash infra/image/base.sh
 
 stage_context
 trap 'rm -rf "$CONTEXT"' EXIT

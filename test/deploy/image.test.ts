@@ -2,12 +2,12 @@
 // the base is made once and cached), started with podman on the host's network beside a local
 // edge it registers with, then stopped as an orchestrator stops it.
 import { execFileSync, spawnSync } from "node:child_process";
-import { createServer } from "node:net";
 import sharp from "sharp";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ROOT } from "../../infra/root";
 import { startStack, untilRegistered, type Stack } from "../../infra/local/stack";
 import { sumMetric } from "../support/metrics";
+import { freePort } from "../support/wrangler-dev";
 
 const IMAGE = "localhost/tessera-decoder:e2e";
 const CONTAINER = `tessera-image-test-${process.pid}`;
@@ -21,14 +21,6 @@ const podman = (...args: string[]) => execFileSync("podman", ["--runtime", "runc
 
 let stack: Stack;
 let port: number;
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, "127.0.0.1");
-  await new Promise((r) => server.once("listening", r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 beforeAll(async () => {
   execFileSync("bash", ["infra/image/build.sh"], { cwd: ROOT, env: { ...process.env, TESSERA_IMAGE: IMAGE }, stdio: ["ignore", "ignore", "inherit"] });

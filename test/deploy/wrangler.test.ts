@@ -6,25 +6,17 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { ROOT } from "../../infra/root";
 import { startDecoder, stopDecoder } from "../../infra/local/decoders";
 import { untilRegistered } from "../../infra/local/stack";
+import { freePort, whenReady } from "../support/wrangler-dev";
 
 const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", NO_COLOR: "1" };
 const dirs: string[] = [];
 afterAll(() => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 it("wrangler deploy --dry-run bundles the Worker and the admission DO, without a warning", async () => {
   const outdir = await mkdtemp(path.join(tmpdir(), "tessera-deploy-"));
@@ -52,21 +44,12 @@ it("wrangler deploy --dry-run --env containers bundles the Worker with the decod
 it("wrangler dev serves the Worker: a decoder registers and a tile comes back", { timeout: 90_000 }, async () => {
   const [port, inspector] = [await freePort(), await freePort()];
   const secret = "wrangler-dev-test";
-  let output = "";
   const dev = spawn(
     "npx",
     ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector), "--var", `DECODER_SECRET:${secret}`],
     { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true },
   );
-  const ready = new Promise<void>((resolve, reject) => {
-    const onData = (c: Buffer) => {
-      output += c;
-      if (/Ready on/.test(output)) resolve();
-    };
-    dev.stdout!.on("data", onData);
-    dev.stderr!.on("data", onData);
-    dev.once("exit", (code) => reject(new Error(`wrangler dev exited with ${code}: ${output}`)));
-  });
+  const { ready, output } = whenReady(dev, "wrangler dev");
   const url = `http://127.0.0.1:${port}`;
   let decoder: Awaited<ReturnType<typeof startDecoder>> | undefined;
   try {
@@ -77,7 +60,7 @@ it("wrangler dev serves the Worker: a decoder registers and a tile comes back", 
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("image/jpeg");
     expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(1000);
-    expect(output).not.toMatch(/WARNING|deprecat|became the default/i);
+    expect(output()).not.toMatch(/WARNING|deprecat|became the default/i);
   } finally {
     if (decoder) await stopDecoder(decoder);
     process.kill(-dev.pid!, "SIGTERM");
