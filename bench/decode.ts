@@ -4,11 +4,12 @@
 // JPEG q85 COG with 512² blocks and overviews (not committed; cached under BENCH_DIR). Both
 // servers serve that same file and run at the same time, both pinned to core 0 (taskset;
 // iipsrv with OMP_NUM_THREADS=1 behind lighttpd, Tessera's decoder with a 1-thread libuv pool);
-// this client runs on core 1 with 8 requests in flight and sends both the same URL lists:
+// this client runs on core 1 with 8 requests in flight (32 for aligned) and sends both the same
+// URL lists:
 //   native   random distinct 256² tiles at full resolution (256² out of 512² blocks)
 //   lower    random distinct 256² tiles one zoom level down (512² regions → 256²)
-//   aligned  random distinct 512² tiles at full resolution (one stored block each:
-//            Tessera answers these by codec passthrough)
+//   aligned  every 512² tile at full resolution four times, in random order (one stored block
+//            each: Tessera answers these by codec passthrough)
 // Each list is cut into ROUNDS chunks run alternately on the two servers, after an untimed
 // warm-up on a copy of the file: every native and one-zoom-down tile of it, which fills the
 // decoder's block cache, so the timed phases see a decoder in its steady state (each new block
@@ -53,6 +54,14 @@ export const SIZE = 8192;
  * stays well under 1.0 while the other's does not, and a larger figure measures capacity.
  */
 export const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 8);
+/**
+ * Requests in flight in the tile-aligned phase (BENCH_ALIGNED_IN_FLIGHT, default 32). Passthrough
+ * answers ~190 KB without decoding: at 8 in flight the decoder's core idled (cpu 0.66–0.86) while
+ * requests waited on the client's round trips, so the phase measured the client. Its lines print
+ * both sides' CPU: the server's near 1.0 and the client's below it show the server is the limit.
+ */
+const ALIGNED_IN_FLIGHT = Number(process.env.BENCH_ALIGNED_IN_FLIGHT ?? 32);
+const inFlightOf = (phase: string) => (phase === "aligned" ? ALIGNED_IN_FLIGHT : IN_FLIGHT);
 const DECODER_PORT = 9190;
 const IIP_PORT = 9191;
 const LIGHTTPD_PORT = 9192;
@@ -114,7 +123,9 @@ export function grid(step: number, regionSize: number, out: number): Tile[] {
 const ALL_PHASES: Record<Phase, Tile[]> = {
   native: shuffled(grid(256, 256, 256), 1),
   lower: shuffled(grid(512, 512, 256), 2),
-  aligned: shuffled(grid(512, 512, 512), 3),
+  // The 256 stored blocks four times over (passthrough caches nothing, so a repeat costs what the
+  // first did): at ~1,700 a second one pass lasted 150 ms, its chunks too short to time steadily.
+  aligned: [1, 2, 3, 4].flatMap((round) => shuffled(grid(512, 512, 512), 3 + round)),
 };
 // BENCH_PHASES=aligned (comma-separated) runs only those, e.g. to profile one path.
 const PHASES = Object.fromEntries(
@@ -130,7 +141,7 @@ export const WARM_ID = `${ID}-warm`;
 /** Requests of each phase's list the warm-up sends (all, unless BENCH_COLD_CACHE=1). */
 const WARM_UP = process.env.BENCH_COLD_CACHE === "1" ? 96 : Infinity;
 
-const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
+const agent = new Agent({ keepAlive: true, maxSockets: Math.max(IN_FLIGHT, ALIGNED_IN_FLIGHT) });
 
 /**
  * Closes the client's idle connections: a server closes one it has kept idle for its keep-alive
@@ -154,12 +165,12 @@ export function get(port: number, pathAndQuery: string, headers: Record<string, 
   });
 }
 
-/** Runs every request with IN_FLIGHT at once; returns requests per second. */
-export async function drive(requests: (() => Promise<number>)[]): Promise<number> {
+/** Runs every request with `inFlight` at once; returns requests per second. */
+export async function drive(requests: (() => Promise<number>)[], inFlight = IN_FLIGHT): Promise<number> {
   let next = 0;
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
+    Array.from({ length: inFlight }, async () => {
       while (next < requests.length) await requests[next++]();
     }),
   );
@@ -367,17 +378,29 @@ async function cpuSplits(tessera: Server & { pid: number }): Promise<Partial<Rec
     const requests = await Promise.all(tiles.map((t) => tessera.request(WARM_ID, t)));
     const stop = samplePerf(tessera.pid, path.join(DIR, `decoder-${phase}.perf.data`));
     await new Promise((r) => setTimeout(r, 500)); // perf attaches; the idle decoder adds no samples
-    await drive(requests);
+    await drive(requests, inFlightOf(phase));
     const split = await stop();
     if (split) splits[phase] = split;
   }
   return splits;
 }
 
+/** A server's phase: tiles a second, the cores it used, and the cores this client used driving it. */
+interface PhaseResult {
+  rate: number;
+  cpu: number;
+  clientCpu: number;
+}
+
 /** Each server's rate and CPU use per phase, its chunks interleaved with the other servers'. */
-async function measure(servers: Server[]): Promise<Record<string, Record<Phase, { rate: number; cpu: number }>>> {
+async function measure(servers: Server[]): Promise<Record<string, Record<Phase, PhaseResult>>> {
   const seconds: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
   const cpu: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
+  const client: Record<string, Record<string, number>> = Object.fromEntries(servers.map((s) => [s.name, {}]));
+  const clientCpu = () => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1e6;
+  };
   const cpuOf = (s: Server) => s.pids.reduce((n, pid) => n + cpuSeconds(pid), 0);
   for (const phase of Object.keys(PHASES) as Phase[]) {
     const tiles = PHASES[phase];
@@ -387,11 +410,12 @@ async function measure(servers: Server[]): Promise<Record<string, Record<Phase, 
       const order = [...servers.slice(r % servers.length), ...servers.slice(0, r % servers.length)];
       for (const server of order) {
         const requests = await Promise.all(tiles.slice(r * chunk, (r + 1) * chunk).map((t) => server.request(ID, t)));
-        const cpuBefore = cpuOf(server);
+        const [cpuBefore, clientBefore] = [cpuOf(server), clientCpu()];
         const started = performance.now();
-        await drive(requests);
+        await drive(requests, inFlightOf(phase));
         seconds[server.name][phase] = (seconds[server.name][phase] ?? 0) + (performance.now() - started) / 1000;
         cpu[server.name][phase] = (cpu[server.name][phase] ?? 0) + cpuOf(server) - cpuBefore;
+        client[server.name][phase] = (client[server.name][phase] ?? 0) + clientCpu() - clientBefore;
       }
     }
   }
@@ -399,10 +423,13 @@ async function measure(servers: Server[]): Promise<Record<string, Record<Phase, 
     servers.map((s) => [
       s.name,
       Object.fromEntries(
-        Object.keys(PHASES).map((p) => [p, { rate: PHASES[p as Phase].length / seconds[s.name][p], cpu: cpu[s.name][p] / seconds[s.name][p] }]),
+        Object.keys(PHASES).map((p) => [
+          p,
+          { rate: PHASES[p as Phase].length / seconds[s.name][p], cpu: cpu[s.name][p] / seconds[s.name][p], clientCpu: client[s.name][p] / seconds[s.name][p] },
+        ]),
       ),
     ]),
-  ) as Record<string, Record<Phase, { rate: number; cpu: number }>>;
+  ) as Record<string, Record<Phase, PhaseResult>>;
 }
 
 async function main(): Promise<void> {
@@ -424,7 +451,7 @@ async function main(): Promise<void> {
     for (const server of servers) {
       for (const [phase, tiles] of Object.entries(ALL_PHASES)) {
         const count = phase === "aligned" ? 96 : WARM_UP; // passthrough caches nothing
-        await drive(await Promise.all(tiles.slice(0, count).map((t) => server.request(WARM_ID, t))));
+        await drive(await Promise.all(tiles.slice(0, count).map((t) => server.request(WARM_ID, t))), inFlightOf(phase));
       }
     }
     const results = await measure(servers);
@@ -441,7 +468,7 @@ async function main(): Promise<void> {
       // load on a shared machine moves much less than tiles per wall-second.
       const perCpu = (r: { rate: number; cpu: number }) => r.rate / r.cpu;
       log(
-        `${phase.padEnd(8)} tessera=${t.rate.toFixed(0)}/s (cpu ${t.cpu.toFixed(2)}) iipsrv=${y.rate.toFixed(0)}/s (cpu ${y.cpu.toFixed(2)}) ratio=${(t.rate / y.rate).toFixed(2)} per_cpu_second_ratio=${(perCpu(t) / perCpu(y)).toFixed(2)} (${PHASES[phase].length} distinct tiles, ${IN_FLIGHT} in flight)`,
+        `${phase.padEnd(8)} tessera=${t.rate.toFixed(0)}/s (cpu ${t.cpu.toFixed(2)}, client cpu ${t.clientCpu.toFixed(2)}) iipsrv=${y.rate.toFixed(0)}/s (cpu ${y.cpu.toFixed(2)}, client cpu ${y.clientCpu.toFixed(2)}) ratio=${(t.rate / y.rate).toFixed(2)} per_cpu_second_ratio=${(perCpu(t) / perCpu(y)).toFixed(2)} (${new Set(PHASES[phase].map((t) => t.region.join())).size} distinct tiles, ${PHASES[phase].length} requests, ${inFlightOf(phase)} in flight)`,
       );
     }
     for (const phase of other ? (Object.keys(PHASES) as Phase[]) : []) {
