@@ -113,6 +113,33 @@ function tapsOf({ scaleX, scaleY }: Sampling, kernel: Exclude<Resampling, "neare
   return { kernel, sx, sy, rx, ry, nx: 2 * rx, ny: 2 * ry, wx: new Float64Array(2 * rx), wy: new Float64Array(2 * ry) };
 }
 
+/**
+ * The weighted sum of the taps' box from window index `row` (its top-left pixel) of a plane
+ * `width` wide, every pixel in it valid. The 2 × 2 of bilinear and the 4 × 4 of cubic at scale
+ * 1 or more (most tiles) are written out: a loop of two or four steps costs more than its sums.
+ */
+function boxSum(src: Float32Array, row: number, width: number, { nx, ny, wx, wy }: Taps): number {
+  if (nx === 2 && ny === 2) {
+    const below = row + width;
+    return wy[0] * (wx[0] * src[row] + wx[1] * src[row + 1]) + wy[1] * (wx[0] * src[below] + wx[1] * src[below + 1]);
+  }
+  let sum = 0;
+  if (nx === 4) {
+    const w0 = wx[0];
+    const w1 = wx[1];
+    const w2 = wx[2];
+    const w3 = wx[3];
+    for (let j = 0; j < ny; j++, row += width) sum += wy[j] * (w0 * src[row] + w1 * src[row + 1] + w2 * src[row + 2] + w3 * src[row + 3]);
+    return sum;
+  }
+  for (let j = 0; j < ny; j++, row += width) {
+    let line = 0;
+    for (let i = 0; i < nx; i++) line += wx[i] * src[row + i];
+    sum += wy[j] * line;
+  }
+  return sum;
+}
+
 function convolve(planes: Plane[], sampling: Sampling, taps: Taps, wholly: boolean[], { values, valid }: Resampled, start: number, end: number): void {
   const { xs, ys } = sampling;
   const { width, height } = planes[0];
@@ -140,11 +167,7 @@ function convolve(planes: Plane[], sampling: Sampling, taps: Taps, wholly: boole
       let sum = 0;
       let weights = 0;
       if (inside && wholly[b]) {
-        for (let j = 0, row = y0 * width + x0; j < ny; j++, row += width) {
-          let line = 0;
-          for (let i = 0; i < nx; i++) line += wx[i] * src[row + i];
-          sum += wy[j] * line;
-        }
+        sum = boxSum(src, y0 * width + x0, width, taps);
         weights = sumX * sumY;
       } else {
         // At the window's edge or near an invalid pixel: only the band's valid pixels count.
