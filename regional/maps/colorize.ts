@@ -151,7 +151,15 @@ function opaqueWhere(opaque: Uint8Array, valid: Uint8Array, start: number, end: 
 
 /** Channel `b`'s levels into its byte of each opaque pixel. */
 function levelRange({ data, stride, opaque }: Out, b: number, values: Float32Array, min: number, span: number, exponent: number, start: number, end: number): void {
-  for (let i = start, at = start * stride + b; i < end; i++, at += stride) if (opaque[i]) data[at] = toLevel(values[i], min, span, exponent);
+  if (exponent !== 1) {
+    for (let i = start, at = start * stride + b; i < end; i++, at += stride) if (opaque[i]) data[at] = toLevel(values[i], min, span, exponent);
+    return;
+  }
+  for (let i = start, at = start * stride + b; i < end; i++, at += stride) {
+    const scaled = ((values[i] - min) * 255) / span;
+    // Math.round of the clamped level: floor(x + 0.5) for x ≥ 0. A pixel not opaque stays 0.
+    data[at] = opaque[i] * (scaled < 0 ? 0 : scaled > 255 ? 255 : Math.floor(scaled + 0.5));
+  }
 }
 
 function alphaRange({ data, stride, opaque }: Out, offset: number, alpha: number, start: number, end: number): void {
