@@ -10,7 +10,7 @@ import type { GeoTIFFImage } from "geotiff";
 import { heldRead } from "./geotiff-source";
 import type { Reservation } from "../runtime/work-budget";
 import { asHttpError, type Cog, type LevelWindow } from "./cog";
-import type { BlockView } from "./pixels";
+import { compactWindow, copyWindow, type BlockView, type PixelView } from "./pixels";
 
 export type SampleKind = "uint" | "int" | "float";
 
@@ -108,7 +108,7 @@ async function readSamples(cog: Cog, index: number, window: LevelWindow, samples
 /** The level's transparency mask over the window (0 where hidden), through the block cache when it can. */
 async function readMask(cog: Cog, index: number, window: LevelWindow, signal: AbortSignal, work: Reservation): Promise<ArrayLike<number> | undefined> {
   const { mask, maskBlocks } = cog.levels[index];
-  if (maskBlocks) return planesOf(await maskBlocks.read(window, signal, work), [0])[0];
+  if (maskBlocks) return maskBytes(await maskBlocks.read(window, signal, work));
   if (mask) return (await heldRead((options) => mask.readRasters({ window, samples: [0], ...options }), signal, work.share()))[0] as ArrayLike<number>;
   return undefined;
 }
@@ -142,6 +142,16 @@ function typedSamples(bytes: Uint8Array, { kind, bits }: SampleType): ArrayLike<
   const size = bits / 8;
   const aligned = bytes.byteOffset % size === 0 ? bytes : bytes.slice();
   return new TYPED[kind][bits](aligned.buffer, aligned.byteOffset, aligned.byteLength / size);
+}
+
+/** A mask window's bytes as they are (no float plane: they are only tested against 0), copied out of a cached block. */
+function maskBytes(view: BlockView): Uint8Array {
+  const pixels = view as PixelView; // a mask reader's windows are one 8-bit channel (cog.ts)
+  try {
+    return (view.release ? copyWindow(pixels) : compactWindow(pixels)).data;
+  } finally {
+    view.release?.();
+  }
 }
 
 function and(valid: Uint8Array, plane: ArrayLike<number>): void {
