@@ -1,15 +1,16 @@
 // Raw band reads for map tiles: the samples of the bands a tile renders over one level's window,
 // as float planes, each with its validity. A pixel is invalid where the level's transparency
 // mask (GDAL writes one per level) or an alpha band says so, where its value is the nodata
-// value (the request's, else the file's GDAL_NODATA), or where it is NaN. 8-bit chunky levels
-// go through the block reader (decoded-block cache, coalesced reads); everything else through
-// geotiff.js's readRasters with the bounded codecs. Every read goes through the Source and
+// value (the request's, else the file's GDAL_NODATA), or where it is NaN. Tiled chunky levels
+// of every sample type go through the block readers (decoded-block cache, coalesced reads);
+// everything else (strips, planar, big-endian) through geotiff.js's readRasters with the
+// bounded codecs. Every read goes through the Source and
 // stops at the signal.
 import type { GeoTIFFImage } from "geotiff";
 import { heldRead } from "./geotiff-source";
 import type { Reservation } from "../runtime/work-budget";
 import { asHttpError, type Cog, type LevelWindow } from "./cog";
-import type { PixelView } from "./pixels";
+import { compactWindow, copyWindow, type BlockView, type PixelView } from "./pixels";
 
 export type SampleKind = "uint" | "int" | "float";
 
@@ -94,11 +95,12 @@ export async function readBands(
   }
 }
 
-/** The samples' planes: through the cached block reader when the level has one that holds them all. */
+/** The samples' planes: through a cached block reader when the level has one that holds them all. */
 async function readSamples(cog: Cog, index: number, window: LevelWindow, samples: number[], signal: AbortSignal, work: Reservation): Promise<ArrayLike<number>[]> {
   const level = cog.levels[index];
   const channels = level.blocks?.layout.channels ?? 0;
   if (samples.every((s) => s < channels)) return planesOf(await cog.readLevelWindow(index, window, signal, work), samples);
+  if (level.samples) return planesOf(await level.samples.read(window, signal, work), samples, sampleType(level.image));
   const rasters = await heldRead((options) => level.image.readRasters({ window, samples, ...options }), signal, work.share());
   return Array.from({ length: samples.length }, (_, i) => rasters[i] as ArrayLike<number>);
 }
@@ -106,14 +108,15 @@ async function readSamples(cog: Cog, index: number, window: LevelWindow, samples
 /** The level's transparency mask over the window (0 where hidden), through the block cache when it can. */
 async function readMask(cog: Cog, index: number, window: LevelWindow, signal: AbortSignal, work: Reservation): Promise<ArrayLike<number> | undefined> {
   const { mask, maskBlocks } = cog.levels[index];
-  if (maskBlocks) return planesOf(await maskBlocks.read(window, signal, work), [0])[0];
+  if (maskBlocks) return maskBytes(await maskBlocks.read(window, signal, work));
   if (mask) return (await heldRead((options) => mask.readRasters({ window, samples: [0], ...options }), signal, work.share()))[0] as ArrayLike<number>;
   return undefined;
 }
 
-/** Samples `samples` of a window's pixels as float planes, deinterleaved in one pass. */
-function planesOf(pixels: PixelView, samples: number[]): Float32Array[] {
-  const { data, width: stride, channels, crop } = pixels;
+/** Samples `samples` of a window's pixels (8-bit unless `type` says) as float planes, deinterleaved in one pass. */
+function planesOf(pixels: BlockView, samples: number[], type?: SampleType): Float32Array[] {
+  const { width: stride, channels, crop } = pixels;
+  const data = type ? typedSamples(pixels.data, type) : pixels.data;
   const planes = samples.map(() => new Float32Array(crop.width * crop.height));
   const n = samples.length;
   let to = 0;
@@ -125,6 +128,30 @@ function planesOf(pixels: PixelView, samples: number[]): Float32Array[] {
   }
   pixels.release?.(); // copied: a cached block's memory may be reused once evicted
   return planes;
+}
+
+/** The constructors of typed arrays over samples of each kind and size, as a file stores them. */
+const TYPED: Record<SampleKind, Record<number, new (buffer: ArrayBufferLike, offset: number, length: number) => ArrayLike<number>>> = {
+  uint: { 8: Uint8Array, 16: Uint16Array, 32: Uint32Array },
+  int: { 8: Int8Array, 16: Int16Array, 32: Int32Array },
+  float: { 32: Float32Array, 64: Float64Array },
+};
+
+/** `bytes` viewed as samples of `type`, in place (the block cache aligns its blocks), else copied first. */
+function typedSamples(bytes: Uint8Array, { kind, bits }: SampleType): ArrayLike<number> {
+  const size = bits / 8;
+  const aligned = bytes.byteOffset % size === 0 ? bytes : bytes.slice();
+  return new TYPED[kind][bits](aligned.buffer, aligned.byteOffset, aligned.byteLength / size);
+}
+
+/** A mask window's bytes as they are (no float plane: they are only tested against 0), copied out of a cached block. */
+function maskBytes(view: BlockView): Uint8Array {
+  const pixels = view as PixelView; // a mask reader's windows are one 8-bit channel (cog.ts)
+  try {
+    return (view.release ? copyWindow(pixels) : compactWindow(pixels)).data;
+  } finally {
+    view.release?.();
+  }
 }
 
 function and(valid: Uint8Array, plane: ArrayLike<number>): void {

@@ -16,7 +16,7 @@
 import { Arena } from "./arena";
 
 export interface DecodedBlock {
-  /** Interleaved samples, `width * height * channels` bytes. */
+  /** Interleaved samples, `width * height * channels` of them, of one or more bytes each. */
   data: Uint8Array;
   width: number;
   height: number;
@@ -100,11 +100,14 @@ export class DecodedBlockCache {
   }
 
   /**
-   * `bytes` of memory to decode a block into: a free run of the arena, else one freed by evicting
+   * `wanted` bytes (or a few more) of memory to decode a block into: a free run of the arena, else one freed by evicting
    * the least recently used blocks nothing reads, else (every block in the arena is being read)
    * memory of its own. Uninitialised: the decoder writes every byte a reader sees.
    */
-  memory(bytes: number): Uint8Array {
+  memory(wanted: number): Uint8Array {
+    // Whole multiples of 8 bytes: every slot then starts aligned for samples of any type, which
+    // map reads view in place (a Float64Array needs an offset that is a multiple of 8).
+    const bytes = Math.ceil(wanted / 8) * 8;
     this.arena ??= new Arena(reserveArena(this.maxBytes));
     const slot = this.arena.take(bytes) ?? this.makeRoom(this.arena, bytes);
     if (slot) return slot;

@@ -16,7 +16,7 @@ import type { Source } from "../source/source";
 import type { Reservation } from "../runtime/work-budget";
 import type { DecodedBlock, DecodedBlockCache } from "./block-cache";
 import { blockBytes, COMPRESSION, decodeJpegBlock, type BlockParameters } from "./codecs";
-import type { PixelView } from "./pixels";
+import type { BlockView } from "./pixels";
 import { malformed } from "./tiff-guard";
 
 /** Largest gap (bytes) between two blocks' ranges that still joins them into one read. */
@@ -32,8 +32,10 @@ export interface LevelLayout {
   params: BlockParameters;
   /** TIFF Compression tag value. */
   compression: number;
-  /** Channels the window has: colour (+ alpha), a prefix of the stored samples. */
-  channels: 1 | 2 | 3 | 4;
+  /** Channels the window has: colour (+ alpha), a prefix of the stored samples; or every stored sample. */
+  channels: number;
+  /** Bytes a sample takes: 1 for colour, more for 16-, 32- or 64-bit samples. */
+  sampleBytes: number;
 }
 
 
@@ -93,9 +95,9 @@ export class BlockReader {
   }
 
   /** Pixels of window [x0, y0, x1, y1) of this level, copied into `into` when given. */
-  async read(window: [number, number, number, number], signal: AbortSignal, work: Reservation, into?: Uint8Array): Promise<PixelView> {
+  async read(window: [number, number, number, number], signal: AbortSignal, work: Reservation, into?: Uint8Array): Promise<BlockView> {
     const [x0, y0, x1, y1] = window;
-    const { tileWidth: tw, tileHeight: th, channels } = this.layout;
+    const { tileWidth: tw, tileHeight: th, channels, sampleBytes } = this.layout;
     const bx0 = Math.floor(x0 / tw);
     const by0 = Math.floor(y0 / th);
     const bx1 = Math.ceil(x1 / tw);
@@ -111,13 +113,14 @@ export class BlockReader {
     // marked as read until the caller releases it.
     if (!signal.aborted && !into && blocks.length === 1 && blocks[0].channels === channels) {
       const { data, width: bw, height: bh } = blocks[0];
-      return { data, width: bw, height: bh, channels, crop: { left: x0 - bx0 * tw, top: y0 - by0 * th, width, height }, release: once(done) };
+      return { data, width: bw, height: bh, channels, sampleBytes, crop: { left: x0 - bx0 * tw, top: y0 - by0 * th, width, height }, release: once(done) };
     }
     try {
       signal.throwIfAborted();
-      const out = into ? into.subarray(0, width * height * channels) : new Uint8Array(width * height * channels);
-      indices.forEach((index, i) => copyInto(out, window, blocks[i], (index % this.tilesAcross) * tw, Math.floor(index / this.tilesAcross) * th, channels));
-      return { data: out, width, height, channels, crop: { left: 0, top: 0, width, height } };
+      const bytes = width * height * channels * sampleBytes;
+      const out = into ? into.subarray(0, bytes) : new Uint8Array(bytes);
+      indices.forEach((index, i) => copyInto(out, window, blocks[i], (index % this.tilesAcross) * tw, Math.floor(index / this.tilesAcross) * th, this.layout));
+      return { data: out, width, height, channels, sampleBytes, crop: { left: 0, top: 0, width, height } };
     } finally {
       done();
     }
@@ -340,22 +343,24 @@ function unpackBits(packed: Uint8Array, out: Uint8Array, width: number, height: 
   }
 }
 
-/** Copies the part of `block` (placed at bx, by in level pixels) inside `window` into `out`. */
-function copyInto(out: Uint8Array, window: [number, number, number, number], block: DecodedBlock, bx: number, by: number, channels: number): void {
+/** Copies the part of `block` (placed at bx, by in level pixels) inside `window` into `out`, as `layout`'s samples. */
+function copyInto(out: Uint8Array, window: [number, number, number, number], block: DecodedBlock, bx: number, by: number, { channels, sampleBytes }: LevelLayout): void {
   const [x0, y0, x1, y1] = window;
   const left = Math.max(x0, bx);
   const right = Math.min(x1, bx + block.width);
   const top = Math.max(y0, by);
   const bottom = Math.min(y1, by + block.height);
   if (right <= left || bottom <= top) return;
-  const outStride = (x1 - x0) * channels;
+  const pixel = channels * sampleBytes;
+  const outStride = (x1 - x0) * pixel;
   const s = block.channels;
   for (let y = top; y < bottom; y++) {
-    const src = ((y - by) * block.width + (left - bx)) * s;
-    const dst = (y - y0) * outStride + (left - x0) * channels;
+    const src = ((y - by) * block.width + (left - bx)) * s * sampleBytes;
+    const dst = (y - y0) * outStride + (left - x0) * pixel;
     if (s === channels) {
-      out.set(block.data.subarray(src, src + (right - left) * s), dst);
+      out.set(block.data.subarray(src, src + (right - left) * pixel), dst);
     } else {
+      // Only colour readers (8-bit samples) take a prefix of the stored samples.
       // Extra stored samples beyond colour and alpha are dropped.
       for (let x = 0; x < right - left; x++) for (let c = 0; c < channels; c++) out[dst + x * channels + c] = block.data[src + x * s + c];
     }

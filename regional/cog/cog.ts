@@ -76,6 +76,11 @@ export interface CogLevel extends LevelSize {
   mask?: GeoTIFFImage;
   /** The mask's blocks through the decoded-block cache, when it is tiled as GDAL writes it. */
   maskBlocks?: BlockReader;
+  /**
+   * Every stored sample, of any type, through the decoded-block cache: what map reads take
+   * where `blocks` does not hold their samples (16-bit, float, more bands than colour + alpha).
+   */
+  samples?: BlockReader;
 }
 
 export class Cog {
@@ -123,6 +128,7 @@ export class Cog {
           level.blocks = await blockReaderFor(source, `${identity}/${i}`, level, cache);
           if (!level.blocks) await checkRasterRanges(source, level);
           level.maskBlocks = level.mask && (await maskReaderFor(source, `${identity}/${i}/mask`, level, level.mask, cache));
+          level.samples = await samplesReaderFor(source, `${identity}/${i}/samples`, level, cache);
         }),
       );
     } catch (e) {
@@ -256,7 +262,8 @@ export class Cog {
     const width = window[2] - window[0];
     const height = window[3] - window[1];
     try {
-      if (level.blocks) return await level.blocks.read(window, signal, (work ?? own)!, into);
+      // A colour reader's windows are 8-bit pixels of 1 to 4 channels (blockReaderFor).
+      if (level.blocks) return (await level.blocks.read(window, signal, (work ?? own)!, into)) as PixelView;
       // Tile reads abort on the signal; shared header reads (tile tables) finish for the
       // next request, but this caller stops waiting for them at once. The read keeps a share of
       // the reservation until what it started has settled.
@@ -266,7 +273,7 @@ export class Cog {
         throw malformed(this.source.label, "a decoded block has the wrong size");
       }
       into?.set(data);
-      return { data: into ? into.subarray(0, data.length) : data, width, height, channels, crop: { left: 0, top: 0, width, height } };
+      return { data: into ? into.subarray(0, data.length) : data, width, height, channels, sampleBytes: 1, crop: { left: 0, top: 0, width, height } };
     } catch (e) {
       if (signal.aborted) throw signal.reason ?? e;
       throw asHttpError(e, this.source);
@@ -413,6 +420,24 @@ async function blockReaderFor(source: Source, keyPrefix: string, level: CogLevel
 }
 
 /**
+ * A reader of every stored sample of a tiled, chunky level (any sample type) for map reads,
+ * when the colour reader does not hold them all: a DEM's or a 16-bit source's blocks are then
+ * inflated once and kept, not decoded again by every tile through geotiff.js. Samples wider
+ * than a byte are viewed in place, so only little-endian files (GDAL's on every common
+ * machine) take it; JPEG levels have the colour reader.
+ */
+async function samplesReaderFor(source: Source, keyPrefix: string, level: CogLevel, cache: DecodedBlockCache): Promise<BlockReader | undefined> {
+  const dir = level.image.getFileDirectory();
+  const compression = (dir.getValue("Compression") as number | undefined) ?? COMPRESSION.none;
+  const params = await blockParameters(dir);
+  const bits = params.bitsPerSample[0];
+  const chunky = params.planarConfiguration === 1 || params.samplesPerPixel === 1;
+  const held = (level.blocks?.layout.channels ?? 0) >= params.samplesPerPixel;
+  if (held || !dir.hasTag("TileWidth") || !chunky || compression === COMPRESSION.jpeg || bits % 8 !== 0 || (bits > 8 && !level.image.littleEndian)) return undefined;
+  return readerOf(source, keyPrefix, level, dir, params, compression, params.samplesPerPixel, cache, bits / 8);
+}
+
+/**
  * A block reader for a level's transparency mask, so that a tile's mask blocks are inflated
  * once and kept with the image's: GDAL writes masks tiled, one sample of 1 bit (unpacked to a
  * byte a pixel when decoded) or 8 bits. Else undefined, and the mask is read through geotiff.js.
@@ -435,10 +460,11 @@ async function readerOf(
   compression: number,
   channels: LevelLayout["channels"],
   cache: DecodedBlockCache,
+  sampleBytes = 1,
 ): Promise<BlockReader> {
   const decoder = await getDecoder(compression, params as never);
   const { width, height, tileWidth, tileHeight } = size;
-  return new BlockReader(source, keyPrefix, { width, height, tileWidth, tileHeight, params, compression, channels }, dir, decoder, cache);
+  return new BlockReader(source, keyPrefix, { width, height, tileWidth, tileHeight, params, compression, channels, sampleBytes }, dir, decoder, cache);
 }
 
 /**

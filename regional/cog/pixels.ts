@@ -1,5 +1,6 @@
 // Decoded pixels as the decoder passes them around: interleaved 8-bit samples, 1 (gray),
-// 2 (gray+alpha), 3 (RGB) or 4 (RGBA) channels.
+// 2 (gray+alpha), 3 (RGB) or 4 (RGBA) channels; and windows of decoded blocks of any sample
+// type, as map reads take them.
 
 export interface Pixels {
   /** `width` × `height` × `channels` samples. */
@@ -12,9 +13,15 @@ export interface Pixels {
 /**
  * A window as read: when it lies inside one decoded block, `data` is that whole (cached) block
  * and the window is `crop` of it, so fast paths can use it in place; otherwise `crop` is all of
- * `data`.
+ * `data`. `data` holds `width` × `height` × `channels` samples of `sampleBytes` bytes each, in
+ * the file's (little-endian) byte order.
  */
-export interface PixelView extends Pixels {
+export interface BlockView {
+  data: Uint8Array;
+  width: number;
+  height: number;
+  channels: number;
+  sampleBytes: number;
   crop: { left: number; top: number; width: number; height: number };
   /**
    * When `data` is a cached block's: the reader is done with it (its memory may be reused once
@@ -22,6 +29,11 @@ export interface PixelView extends Pixels {
    * block's memory out of reuse for good.
    */
   release?: () => void;
+}
+
+/** A window of 8-bit pixels as read. */
+export interface PixelView extends BlockView, Pixels {
+  channels: 1 | 2 | 3 | 4;
 }
 
 /** The window of `view` as compact pixels (its rows copied out unless it is all of `data`). */

@@ -7,8 +7,9 @@
 // another band, nor into its own neighbours' values.
 //
 // This is most of a tile's time, so the loops are written for speed: an output pixel's weights
-// are computed once for all its bands, and a band whose window is valid everywhere, at a pixel
-// whose whole neighbourhood lies in the window, is summed without any per-neighbour test.
+// are computed once for all its bands, and at a pixel whose whole neighbourhood lies in the
+// window and is valid (the whole window is, or a summed-area table of its invalid pixels says
+// so in four reads), a band is summed without any per-neighbour test.
 import type { Resampling } from "../../shared/maps/tile-request";
 import type { Plane } from "../cog/bands";
 import type { Slices } from "../runtime/slices";
@@ -60,8 +61,30 @@ export async function resample(planes: Plane[], sampling: Sampling, values: Floa
   if (sampling.resampling === "nearest") return slices.each(pixels, 2 * planes.length, (start, end) => nearest(planes, sampling, out, start, end));
   const taps = tapsOf(sampling, sampling.resampling);
   // Bands valid over the whole window never need their neighbours' validity looked at.
-  const wholly = planes.map((p) => !p.valid.includes(0));
-  await slices.each(pixels, taps.nx + taps.ny + taps.nx * taps.ny * planes.length, (start, end) => convolve(planes, sampling, taps, wholly, out, start, end));
+  const invalid = planes.map((p) => (p.valid.includes(0) ? invalidSums(p) : undefined));
+  await slices.each(pixels, taps.nx + taps.ny + taps.nx * taps.ny * planes.length, (start, end) => convolve(planes, sampling, taps, invalid, out, start, end));
+}
+
+/** A summed-area table of `plane`'s invalid pixels: entry (x, y) of a (width + 1)-wide grid counts those above and left of it. */
+function invalidSums({ valid, width, height }: Plane): Int32Array {
+  const stride = width + 1;
+  const sums = new Int32Array(stride * (height + 1));
+  for (let y = 0; y < height; y++) {
+    let row = 0;
+    for (let x = 0; x < width; x++) {
+      row += 1 - valid[y * width + x];
+      sums[(y + 1) * stride + x + 1] = sums[y * stride + x + 1] + row;
+    }
+  }
+  return sums;
+}
+
+/** Whether the box of `nx` × `ny` pixels from (x0, y0) holds no invalid pixel, by `sums` (invalidSums) of a `width`-wide plane. */
+function allValid(sums: Int32Array, width: number, x0: number, y0: number, nx: number, ny: number): boolean {
+  const stride = width + 1;
+  const top = y0 * stride;
+  const bottom = (y0 + ny) * stride;
+  return sums[bottom + x0 + nx] - sums[top + x0 + nx] - sums[bottom + x0] + sums[top + x0] === 0;
 }
 
 /** Each band's output values and validity. */
@@ -113,7 +136,34 @@ function tapsOf({ scaleX, scaleY }: Sampling, kernel: Exclude<Resampling, "neare
   return { kernel, sx, sy, rx, ry, nx: 2 * rx, ny: 2 * ry, wx: new Float64Array(2 * rx), wy: new Float64Array(2 * ry) };
 }
 
-function convolve(planes: Plane[], sampling: Sampling, taps: Taps, wholly: boolean[], { values, valid }: Resampled, start: number, end: number): void {
+/**
+ * The weighted sum of the taps' box from window index `row` (its top-left pixel) of a plane
+ * `width` wide, every pixel in it valid. The 2 × 2 of bilinear and the 4 × 4 of cubic at scale
+ * 1 or more (most tiles) are written out: a loop of two or four steps costs more than its sums.
+ */
+function boxSum(src: Float32Array, row: number, width: number, { nx, ny, wx, wy }: Taps): number {
+  if (nx === 2 && ny === 2) {
+    const below = row + width;
+    return wy[0] * (wx[0] * src[row] + wx[1] * src[row + 1]) + wy[1] * (wx[0] * src[below] + wx[1] * src[below + 1]);
+  }
+  let sum = 0;
+  if (nx === 4) {
+    const w0 = wx[0];
+    const w1 = wx[1];
+    const w2 = wx[2];
+    const w3 = wx[3];
+    for (let j = 0; j < ny; j++, row += width) sum += wy[j] * (w0 * src[row] + w1 * src[row + 1] + w2 * src[row + 2] + w3 * src[row + 3]);
+    return sum;
+  }
+  for (let j = 0; j < ny; j++, row += width) {
+    let line = 0;
+    for (let i = 0; i < nx; i++) line += wx[i] * src[row + i];
+    sum += wy[j] * line;
+  }
+  return sum;
+}
+
+function convolve(planes: Plane[], sampling: Sampling, taps: Taps, invalid: (Int32Array | undefined)[], { values, valid }: Resampled, start: number, end: number): void {
   const { xs, ys } = sampling;
   const { width, height } = planes[0];
   const { kernel, sx, sy, rx, ry, nx, ny, wx, wy } = taps;
@@ -139,12 +189,9 @@ function convolve(planes: Plane[], sampling: Sampling, taps: Taps, wholly: boole
       if (!ok[centre]) continue;
       let sum = 0;
       let weights = 0;
-      if (inside && wholly[b]) {
-        for (let j = 0, row = y0 * width + x0; j < ny; j++, row += width) {
-          let line = 0;
-          for (let i = 0; i < nx; i++) line += wx[i] * src[row + i];
-          sum += wy[j] * line;
-        }
+      const sums = invalid[b];
+      if (inside && (!sums || allValid(sums, width, x0, y0, nx, ny))) {
+        sum = boxSum(src, y0 * width + x0, width, taps);
         weights = sumX * sumY;
       } else {
         // At the window's edge or near an invalid pixel: only the band's valid pixels count.

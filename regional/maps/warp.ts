@@ -18,7 +18,7 @@ import { Slices } from "../runtime/slices";
 import type { Reservation } from "../runtime/work-budget";
 import { sameCrs, setCrs, type Crs } from "./crs";
 import { kernelReach, resample, type Sampling } from "./kernels";
-import { applyAffine, invertAffine, sourceCoordinates, type Affine } from "./transformer";
+import { applyAffine, invertAffine, recyclePositions, sourceCoordinates, type Affine } from "./transformer";
 
 export interface WarpedTile {
   width: number;
@@ -244,10 +244,17 @@ export async function warpPlanned(cog: Cog, plan: WarpPlan, req: Pick<TileReques
   try {
     const planes = await readBands(cog, read.level, read.window, plan.bands, req.nodata, slices.signal, (work ?? own)!);
     await resample(planes, plan, bands, valid, slices);
+    spend(plan);
     return { width, height, bands, valid };
   } finally {
     own?.release();
   }
+}
+
+/** A warped plan's positions given back for the next plan's: the plan is warped once, and reads none after. */
+function spend(plan: WarpPlan): void {
+  recyclePositions(plan.xs, plan.ys);
+  plan.xs = plan.ys = new Float64Array(0);
 }
 
 /** Plans and warps `req`: its bands over the tile grid, with their validity. */

@@ -5,6 +5,7 @@ import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { Cog } from "../../regional/cog/cog";
 import { readBands } from "../../regional/cog/bands";
+import { DecodedBlockCache } from "../../regional/cog/block-cache";
 import { LocalCatalog } from "../../regional/source/local";
 import { WorkBudget } from "../../regional/runtime/work-budget";
 import { DECODER, type SourceInfo } from "../../shared/protocol";
@@ -84,6 +85,36 @@ describe("band reads", () => {
     const gdal = await gdalWindow(file("u16"), 0, window, [4, 2]);
     planes.forEach((p, i) => expect(differences(p.values, gdal.values[i]), `band ${[4, 2][i]}`).toBe(0));
     expect(planes[0].values.some((v) => v > 255)).toBe(true);
+  });
+});
+
+describe("decoded blocks of every sample type", () => {
+  it("are decoded once: the same float and 16-bit windows again decode no block and read no byte, as GDAL reads them", async () => {
+    for (const [id, window, bands] of [["dem", [180, 80, 330, 180], [1]], ["u16", [250, 100, 400, 300], [4, 2]]] as const) {
+      const cache = new DecodedBlockCache();
+      const recording = new RecordingCatalog(catalog);
+      const cog = await Cog.open(await recording.open(id, undefined), { cache });
+      const work = new WorkBudget().tryReserve(1, "test");
+      const read = () => readBands(cog, 0, [...window], [...bands], undefined, new AbortController().signal, work);
+      try {
+        const first = await read();
+        expect(cache.decoded, `${id}: blocks decoded into the cache`).toBeGreaterThan(0);
+        const [decoded, bytes] = [cache.decoded, recording.bytesRead()];
+        const again = await read();
+        expect(cache.decoded - decoded, `${id}: blocks decoded again`).toBe(0);
+        expect(recording.bytesRead() - bytes, `${id}: bytes read again`).toBe(0);
+        const gdal = await gdalWindow(file(id), 0, [...window], [...bands]);
+        for (const planes of [first, again]) {
+          planes.forEach((p, i) => {
+            expect(differences(p.values, Float32Array.from(gdal.values[i])), `${id} band ${bands[i]} values`).toBe(0);
+            expect(differences(p.valid, gdal.mask[i]), `${id} band ${bands[i]} validity`).toBe(0);
+          });
+        }
+      } finally {
+        work.release();
+        await cog.close();
+      }
+    }
   });
 });
 

@@ -36,7 +36,7 @@ describe("GET /v1/tiles", () => {
     expect(estimate).toBeGreaterThan(0);
     expect(estimate).toBeLessThan(ADMISSION_DEFAULTS.LARGE_DECODE_THRESHOLD_BYTES); // a tile, not a full
     const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
-    expect([meta.width, meta.height, meta.channels]).toEqual([256, 256, 4]);
+    expect([meta.width, meta.height, meta.channels]).toEqual([256, 256, 3]); // inside the data: opaque, no alpha
   });
 
   it("answers jpg and webp @2x with their types and sizes, and takes the query", async () => {

@@ -122,6 +122,22 @@ describe("rendered tiles", () => {
     expect(body.length / unfiltered.length).toBeLessThan(0.8);
   });
 
+  it("carry alpha only where some pixel is transparent: a tile wholly inside the data is RGB, its pixels the same, and smaller", async () => {
+    const cog = await open("rgb-utm");
+    const inside = request(tileAt(cog, "WebMercatorQuad", 12), "resampling=bilinear");
+    const { data, info } = await sharp((await renderTile(cog, inside)).body).raw().toBuffer({ resolveWithObject: true });
+    expect(info.channels).toBe(3);
+    const warped = await warpTile(cog, inside);
+    expect(warped.valid.every((v) => !v.includes(0)), "every pixel is valid").toBe(true);
+    for (const i of [0, 1000, 30000, 65535]) {
+      expect([...data.subarray(i * 3, i * 3 + 3)]).toEqual(warped.bands.map((b) => Math.round(b[i])));
+    }
+    const withAlpha = await sharp(Buffer.concat(Array.from({ length: 65536 }, (_, i) => Buffer.from([...data.subarray(i * 3, i * 3 + 3), 255]))), { raw: { width: 256, height: 256, channels: 4 } })
+      .png({ adaptiveFiltering: true, compressionLevel: 5 })
+      .toBuffer();
+    expect((await renderTile(cog, inside)).body.length).toBeLessThan(withAlpha.length);
+  });
+
   it("are transparent where the data is not, in png; black there in jpg; 512² at @2x", async () => {
     const cog = await open("rgb-utm");
     const edge = tileAt(cog, "WebMercatorQuad", 9, 0.02, 0.5);
@@ -142,7 +158,7 @@ describe("rendered tiles", () => {
     const req = request(tile, "rescale=100,200");
     const warped = await warpTile(cog, req);
     const body = (await renderTile(cog, req)).body;
-    expect((await sharp(body).metadata()).channels).toBe(2); // grey and alpha
+    expect((await sharp(body).metadata()).channels).toBe(1); // grey, opaque everywhere: no alpha
     const { data, info } = await sharp(body).raw().toBuffer({ resolveWithObject: true });
     for (const i of [1000, 30000, 60000]) {
       if (!warped.valid[0][i]) continue;
@@ -157,7 +173,7 @@ describe("rendered tiles", () => {
     const warped = await warpTile(cog, request(tile));
     expect(warped.bands).toHaveLength(1); // band 1 of a 4-band grey image
     const body = (await renderTile(cog, request(tile))).body;
-    expect((await sharp(body).metadata()).channels).toBe(2);
+    expect((await sharp(body).metadata()).channels).toBe(1);
     const { data, info } = await sharp(body).raw().toBuffer({ resolveWithObject: true });
     const i = 40000;
     expect(data[i * info.channels]).toBe(Math.round((warped.bands[0][i] * 255) / 65535));

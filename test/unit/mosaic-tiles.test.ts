@@ -68,7 +68,8 @@ async function tile(d: Decoder, id: string, [z, x, y]: number[], query = "", set
   const res = await signedGet(d, `/v1/tiles/${id}/${set}/${z}/${x}/${y}.png${query ? `?${query}` : ""}`);
   const requestId = res.headers.get("x-request-id");
   if (res.status !== 200) return { status: res.status, width: 0, channels: 0, data: Buffer.from(await res.text()), requestId };
-  const { data, info } = await sharp(Buffer.from(await res.arrayBuffer())).raw().toBuffer({ resolveWithObject: true });
+  // With alpha always: a tile opaque everywhere comes without it.
+  const { data, info } = await sharp(Buffer.from(await res.arrayBuffer())).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
   return { status: 200, width: info.width, channels: info.channels, data, requestId };
 }
 

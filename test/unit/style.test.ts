@@ -277,8 +277,9 @@ async function render(planes: number[][], query: string, ranges: [number, number
   const req: TileRequest = parse(query, y);
   const tile = { width, height: 1, bands: planes.map(plane), valid: planes.map((c, i) => validity(valid?.[i] ?? c.map(() => 1))) };
   const { body } = await encodeTile(tile, req, ranges, new Slices(new AbortController().signal));
-  // Decoded as RGB(A): a grey tile's one value repeats in R, G and B.
-  const { data, info } = await sharp(body).raw().toBuffer({ resolveWithObject: true });
+  // Decoded with alpha where the format has it (a tile opaque everywhere comes without): a grey tile's is grey and alpha.
+  const image = req.format === "jpg" ? sharp(body) : sharp(body).ensureAlpha();
+  const { data, info } = await image.raw().toBuffer({ resolveWithObject: true });
   const { channels } = await sharp(body).metadata();
   return { pixels: Array.from({ length: width }, (_, i) => Array.from(data.subarray(i * info.channels, (i + 1) * info.channels))), channels };
 }
@@ -297,7 +298,7 @@ describe("colouring after reduction", () => {
 
   it("brightens with gamma > 1: out = v^(1/gamma) on the 0–1 value", async () => {
     const { pixels, channels } = await render([[25, 50, 100]], "rescale=0,100&gamma=2", [[0, 100]]);
-    expect(channels).toBe(2); // grey and alpha
+    expect(channels).toBe(1); // grey, opaque everywhere: no alpha
     expect(pixels.map(([g]) => g)).toEqual([Math.round(255 * Math.sqrt(0.25)), Math.round(255 * Math.sqrt(0.5)), 255]);
   });
 
