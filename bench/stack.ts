@@ -22,7 +22,8 @@
 //             stub call and its fetch to the decoder.
 //   Cache API the probe making one Cache API lookup (a miss) and one store of a body that size,
 //             minus the probe alone: Miniflare's local Cache API service, which on Cloudflare is
-//             not the Worker's CPU.
+//             not the Worker's CPU; counted once for the edge's cache and once more for each
+//             lookup in the DO's upper tier (its metrics say how many a miss made).
 //   Worker    what is left of workerd's per miss: the edge's own code.
 //
 //   npm run bench:stack    (BENCH_TILES tiles per list, default all 1024; BENCH_ROUNDS, default 4)
@@ -121,7 +122,16 @@ async function main(): Promise<void> {
       const text = await (await fetch(`${stack.decoders[0].url}/metrics`)).text();
       return [...text.matchAll(/^tessera_decoder_requests_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
     };
+    // Lookups in the admission DO's upper tier: each is one more Miniflare Cache API lookup (and,
+    // the answer kept, one more store) in a miss, beside the edge's own.
+    const tierLookups = async () => {
+      const res = await fetch(`${stack.url}/metrics`);
+      if (!res.ok) throw new Error(`the edge's /metrics answered ${res.status}`);
+      const text = await res.text();
+      return ["hits", "misses"].reduce((n, kind) => n + Number(new RegExp(`^tessera_admission_upper_tier_${kind}_total (\\d+)$`, "m").exec(text)?.[1] ?? 0), 0);
+    };
     const requestsBefore = await decoderRequests();
+    const lookupsBefore = await tierLookups();
     // 1. The stack against iipsrv, chunks alternating.
     const versus = await interleaved(
       TILES,
@@ -133,6 +143,7 @@ async function main(): Promise<void> {
       { ...pids, iipsrv: iipsrv.pids[0], lighttpd: iipsrv.pids[1] },
     );
     const decoderRequestsPerMiss = ((await decoderRequests()) - requestsBefore) / TILES.length;
+    const tierLookupsPerMiss = ((await tierLookups()) - lookupsBefore) / TILES.length;
     const meanBytes = Math.round(versus.stack.bytes / TILES.length);
     // 2. The decoder alone, the same tiles of another copy: its CPU per tile without the stack.
     // (Signed ahead, so the client's work stays out of the timed windows.)
@@ -157,7 +168,8 @@ async function main(): Promise<void> {
     const iipRate = n / versus.iipsrv.seconds;
     const workerdPerMiss = versus.stack.cpu.workerd;
     const doCpu = split.admission.cpu.workerd - split.baseline.cpu.workerd;
-    const cacheCpu = split.cache.cpu.workerd - split.baseline.cpu.workerd;
+    // A miss makes the edge's lookup and store, and the DO's in its upper tier when it is on.
+    const cacheCpu = (split.cache.cpu.workerd - split.baseline.cpu.workerd) * (1 + tierLookupsPerMiss);
     const workerCpu = workerdPerMiss - doCpu - cacheCpu - split.baseline.cpu.workerd;
     // Tiles per CPU-second of all each side's processes: what other load on the machine moves
     // much less than tiles per wall-second.
@@ -165,13 +177,13 @@ async function main(): Promise<void> {
     const iipCpu = versus.iipsrv.cpu.iipsrv + versus.iipsrv.cpu.lighttpd;
     log(`${n} distinct native 256² tiles per list, 8 in flight, servers on cpu ${SERVER_CPUS}, ${ROUNDS} alternating chunks; mean tile ${meanBytes} bytes`);
     log(`stack   ${stackRate.toFixed(0)} tiles/s: decoder ${ms(versus.stack.cpu.decoder)} ms/tile, workerd ${ms(workerdPerMiss)} ms/miss (${ms(stackCpu)} ms/tile in all)`);
-    log(`decoder requests per miss: ${decoderRequestsPerMiss.toFixed(2)}`);
+    log(`decoder requests per miss: ${decoderRequestsPerMiss.toFixed(2)}; upper-tier lookups per miss: ${tierLookupsPerMiss.toFixed(2)}`);
     log(`iipsrv  ${iipRate.toFixed(0)} tiles/s: iipsrv ${ms(versus.iipsrv.cpu.iipsrv)} ms/tile, lighttpd ${ms(versus.iipsrv.cpu.lighttpd)} ms/tile`);
     log(`per CPU-second: stack ${(n / stackCpu).toFixed(0)} tiles, iipsrv ${(n / iipCpu).toFixed(0)} tiles, ratio ${(iipCpu / stackCpu).toFixed(2)}`);
     log(`decoder alone (signed requests, no edge) ${(n / direct.direct.seconds).toFixed(0)} tiles/s: ${ms(direct.direct.cpu.decoder)} ms/tile`);
     log(
       `workerd per miss ${ms(workerdPerMiss)} ms: DO ${ms(doCpu)} ms (probe→DO ${ms(split.admission.cpu.workerd)} ms − probe alone ${ms(split.baseline.cpu.workerd)} ms), ` +
-        `Miniflare's Cache API lookup + store ${ms(cacheCpu)} ms, Miniflare's entry and HTTP in/out ${ms(split.baseline.cpu.workerd)} ms, the Worker's own code the rest, ${ms(workerCpu)} ms`,
+        `Miniflare's Cache API lookups + stores (${(1 + tierLookupsPerMiss).toFixed(2)} of each) ${ms(cacheCpu)} ms, Miniflare's entry and HTTP in/out ${ms(split.baseline.cpu.workerd)} ms, the Worker's own code the rest, ${ms(workerCpu)} ms`,
     );
     log(`stack_tiles_per_s=${stackRate.toFixed(1)} iipsrv_tiles_per_s=${iipRate.toFixed(1)} ratio=${(stackRate / iipRate).toFixed(2)} do_cpu_ms_per_miss=${ms(doCpu)}`);
   } finally {
