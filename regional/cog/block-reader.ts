@@ -255,7 +255,7 @@ export class BlockReader {
     const { tileWidth: width, tileHeight: height, params } = this.layout;
     if (r.count === 0) return data.fill(0); // a sparse block (GDAL's SPARSE_OK): all zeros
     const expected = blockBytes(params);
-    const wrongSize = (got: number) => malformed(this.source.label, `block ${r.index} decodes to ${got} bytes, not the declared ${expected}`);
+    const wrongSize = (got: number) => malformed(this.source.label, `block ${r.index} decodes to ${got} bytes, not the declared ${expected} bytes`);
     if (this.layout.compression === COMPRESSION.jpeg) {
       const decoded = await decodeJpegBlock(stored, params, data);
       if (decoded.byteLength !== expected) throw wrongSize(decoded.byteLength);
