@@ -105,6 +105,10 @@ export class SourceStore {
     const key = contentVersionKey(this.prefix, id, version);
     // The same bytes are already that version: an immutable object is never written twice.
     if (await this.exists(key)) return version;
+    // Another publisher is storing these same bytes: its upload is awaited, not repeated. A store
+    // that ignores If-None-Match on a multipart upload's completion (Ceph RGW) would otherwise
+    // write the object again over readers already served it, who then find it missing (404).
+    if (await this.storedByAnother(key, signal)) return version;
     await this.uploadTo(key, file, progress, signal, { IfNoneMatch: "*" }).catch((e: unknown) => {
       if (statusOf(e) !== 412) throw e; // 412: a racing writer stored these same bytes first
     });
@@ -249,6 +253,21 @@ export class SourceStore {
     }
     const found = await Promise.all(sourceFileKeys(this.prefix, id).map((key) => this.exists(key)));
     if (!found.includes(true)) throw notFound(`unknown source "${id}"`);
+  }
+
+  /** Whether another upload of `key` is under way and ends with the object stored (waited for). */
+  private async storedByAnother(key: string, signal?: AbortSignal): Promise<boolean> {
+    while (await this.uploading(key)) {
+      if (signal?.aborted) throw signal.reason;
+      await new Promise((r) => setTimeout(r, 200));
+      if (await this.exists(key)) return true;
+    }
+    return this.exists(key); // it may have completed between the two looks
+  }
+
+  private async uploading(key: string): Promise<boolean> {
+    const { Uploads = [] } = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: key }));
+    return Uploads.some((u) => u.Key === key);
   }
 
   private async exists(key: string): Promise<boolean> {
