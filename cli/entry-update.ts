@@ -10,6 +10,7 @@
 //   (16.2) honours neither header on a versioned bucket, so this asks nothing of the store.
 // Either way a bounded number of attempts, then a clear error.
 import { GetObjectCommand, ListObjectVersionsCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { statusOf } from "../regional/source/s3-location";
 import { NO_ENTRY, parseCatalogEntry, type CatalogEntry } from "../shared/catalog";
 import type { VersionLayout } from "./source-store";
 
@@ -19,8 +20,6 @@ export type EntryChange = (entry: CatalogEntry) => CatalogEntry;
 /** Attempts before giving up: each lost one means another writer's update went in. */
 export const ENTRY_ATTEMPTS = 10;
 
-/** The HTTP status of a failed store call. */
-const statusOf = (e: unknown) => (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
 /** An entry as read, with what identifies that state of the object (absent: no entry stored). */
 interface ReadEntry {

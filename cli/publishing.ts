@@ -2,7 +2,7 @@
 // and the store's refusals (unknown id or version) as the command's.
 import { GetBucketVersioningCommand, type S3Client } from "@aws-sdk/client-s3";
 import { HttpError } from "../shared/errors";
-import { s3ClientFor } from "../regional/source/s3-location";
+import { s3ClientFor, statusOf } from "../regional/source/s3-location";
 import { Refusal } from "./refusal";
 import { SourceStore, type VersionLayout } from "./source-store";
 import { readEdgeConfig, readStoreConfig } from "./store-config";
@@ -23,7 +23,7 @@ export async function versionLayoutOf(client: S3Client, bucket: string): Promise
     const { Status } = await client.send(new GetBucketVersioningCommand({ Bucket: bucket }));
     return Status === "Enabled" ? "versioned" : "content";
   } catch (e) {
-    if ((e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 501) return "content";
+    if (statusOf(e) === 501) return "content";
     throw e;
   }
 }

@@ -18,6 +18,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { contentVersionKey, contentVersionOfKey, contentVersionsPrefix, isContentVersion } from "../regional/source/content-versions";
+import { statusOf } from "../regional/source/s3-location";
 import { sourceFileKeys } from "../regional/source/source";
 import { catalogKey, rollbackVersion, withAccess, withPin, type CatalogEntry } from "../shared/catalog";
 import { HttpError, notFound, versionGone } from "../shared/errors";
@@ -38,8 +39,6 @@ export interface StoredVersion {
 /** How far the store's clock may be behind ours when telling this upload's parts from others'. */
 const CLOCK_SKEW_MS = 60_000;
 
-/** The HTTP status of a failed store call. */
-const statusOf = (e: unknown) => (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
 /** What `gc` found: the versions it removed (or, on a dry run, would remove) and those it keeps. */
 export interface Collected {
@@ -143,8 +142,7 @@ export class SourceStore {
 
   /** Aborts the multipart uploads of `key` begun since `since` (this upload's): no parts are left. */
   private async abortUploadsSince(key: string, since: Date): Promise<void> {
-    const { Uploads = [] } = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: key }));
-    const ours = Uploads.filter((u) => u.Key === key && u.UploadId && (u.Initiated ?? since) >= since);
+    const ours = (await this.multipartUploads(key)).filter((u) => u.UploadId && (u.Initiated ?? since) >= since);
     await Promise.all(
       ours.map((u) => this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: u.UploadId }))),
     );
@@ -266,8 +264,13 @@ export class SourceStore {
   }
 
   private async uploading(key: string): Promise<boolean> {
+    return (await this.multipartUploads(key)).length > 0;
+  }
+
+  /** The multipart uploads of `key` under way (begun, neither completed nor aborted). */
+  private async multipartUploads(key: string) {
     const { Uploads = [] } = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: key }));
-    return Uploads.some((u) => u.Key === key);
+    return Uploads.filter((u) => u.Key === key);
   }
 
   private async exists(key: string): Promise<boolean> {

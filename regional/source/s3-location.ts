@@ -50,3 +50,13 @@ export function s3ClientFor(location: S3Location, requestHandler?: S3ClientConfi
     requestHandler,
   });
 }
+
+/** What the SDK puts on a failed command (no credentials in any of these fields). */
+interface SdkError {
+  name?: string;
+  $metadata?: { httpStatusCode?: number };
+}
+/** The HTTP status of a failed S3 command, if it got an answer. */
+export const statusOf = (e: unknown) => (e as SdkError).$metadata?.httpStatusCode;
+/** The name of a failed S3 command's error (NoSuchKey, NotFound…). */
+export const nameOf = (e: unknown) => (e as SdkError).name ?? "Error";

@@ -23,6 +23,7 @@ import { catalogKey, NO_ENTRY, parseCatalogEntry, type CatalogEntry, type Snapsh
 import type { Description } from "../../shared/description.js";
 import { HttpError, notFound, versionGone } from "../../shared/errors.js";
 import { parseContentRange } from "./content-range.js";
+import { nameOf, statusOf } from "./s3-location.js";
 import { contentVersionKey, contentVersionsPrefix, idOfVersionsFolder, isContentVersion } from "./content-versions.js";
 import { assertOpenFile } from "./restricted-files.js";
 import type { SourceListing } from "../../shared/protocol.js";
@@ -50,13 +51,6 @@ const ENTRY_SUFFIX = ".tessera.json";
 /** Enough for the header, every IFD and the tile tables of a COG of a few thousand tiles. */
 export const DEFAULT_FIRST_READ_BYTES = 64 * 1024;
 
-/** What the SDK puts on a failed command (no credentials in any of these fields). */
-interface SdkError {
-  name?: string;
-  $metadata?: { httpStatusCode?: number };
-}
-const statusOf = (e: unknown) => (e as SdkError).$metadata?.httpStatusCode;
-const nameOf = (e: unknown) => (e as SdkError).name ?? "Error";
 
 /** An aborted call rejects with the signal's reason (e.g. the deadline's own HttpError). */
 function rethrowIfAborted(signal: AbortSignal | undefined, e: unknown): void {
