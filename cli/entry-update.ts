@@ -17,8 +17,11 @@ import type { VersionLayout } from "./source-store";
 /** What a command makes of a source's entry, given it as stored. */
 export type EntryChange = (entry: CatalogEntry) => CatalogEntry;
 
-/** Attempts before giving up: each lost one means another writer's update went in. */
-export const ENTRY_ATTEMPTS = 10;
+/**
+ * Attempts before giving up. Each lost one means another writer's update went in, so N writers at
+ * once need up to N; ten ran out under CI's load with thirteen racing one entry.
+ */
+export const ENTRY_ATTEMPTS = 30;
 
 
 /** An entry as read, with what identifies that state of the object (absent: no entry stored). */
