@@ -22,11 +22,25 @@ export function servedLimits(operator: SizeLimits, info: SourceInfo, workLimit?:
   return { ...operator, maxArea: areas.length > 0 ? Math.min(...areas) : undefined };
 }
 
-/** The largest whole-image output area one core renders within `work` units (its memory aside). */
+/**
+ * The largest whole-image output area one core renders within `work` units (its memory aside).
+ * Remembered by everything it depends on: the search behind it makes some fifty estimates, and
+ * every image request of a source asks it again.
+ */
 function areaWithinWork(info: SourceInfo, work: number): number {
   const source = { levels: info.levels, tileWidth: info.tileWidth, tileHeight: info.tileHeight };
-  return maxRenderArea(source, info.channels ?? ASSUMED_CHANNELS, info.codec, { bytes: Number.MAX_SAFE_INTEGER, work });
+  const channels = info.channels ?? ASSUMED_CHANNELS;
+  const key = JSON.stringify([source, channels, info.codec, work]);
+  let area = areasWithinWork.get(key);
+  if (area === undefined) {
+    area = maxRenderArea(source, channels, info.codec, { bytes: Number.MAX_SAFE_INTEGER, work });
+    if (areasWithinWork.size >= REMEMBERED_AREAS) areasWithinWork.clear(); // bounded: an isolate serves many sources
+    areasWithinWork.set(key, area);
+  }
+  return area;
 }
+const areasWithinWork = new Map<string, number>();
+const REMEMBERED_AREAS = 1024;
 
 /** Formats beyond level 2's jpg and png: every other format of the Image API. */
 export const EXTRA_FORMATS = ["webp", "tif", "gif", "pdf", "jp2"] as const;

@@ -3,6 +3,7 @@ import { parseImageRequest } from "../../shared/iiif/image-request";
 import { canonicalParts, resolveImageRequest, type ImageLimits } from "../../shared/iiif/resolve";
 import { HttpError } from "../../shared/errors";
 import { servedLimits } from "../../shared/iiif/info";
+import { maxRenderArea } from "../../shared/cost";
 
 const img = { width: 1000, height: 800 };
 const parse = (path: string, version: 2 | 3 = 3) => {
@@ -133,5 +134,24 @@ describe("the limits a source is served under", () => {
     expect(at(60)).toBeLessThan(4_000_000_000);
     expect(at(10)).toBeLessThan(at(60));
     expect(at(600)).toBeGreaterThan(at(60));
+  });
+
+  it("are worked out for each source's own shape: two sources under one id and version never share a bound", () => {
+    // The edge remembers each bound it has worked out (a search of about fifty estimates per request otherwise).
+    const shaped = (side: number, channels: number, codec: "jpeg" | "deflate", tile = 256) => ({
+      ...info,
+      levels: [side, side / 4].map((s) => ({ width: s, height: s })),
+      tileWidth: tile,
+      tileHeight: tile,
+      channels,
+      codec,
+    });
+    const shapes = [shaped(40000, 3, "jpeg"), shaped(8000, 3, "jpeg"), shaped(40000, 1, "jpeg"), shaped(40000, 3, "deflate"), shaped(40000, 3, "jpeg", 1024)];
+    const direct = (i: (typeof shapes)[number], workMs: number) => maxRenderArea(i, i.channels, i.codec, { bytes: Number.MAX_SAFE_INTEGER, work: workMs });
+    const expected = shapes.flatMap((i) => [direct(i, 10_000), direct(i, 20_000)]);
+    expect(new Set(expected).size).toBeGreaterThanOrEqual(5); // the shapes' bounds differ, so a shared one would show
+    for (let round = 0; round < 2; round++) {
+      expect(shapes.flatMap((i) => [servedLimits({}, i, 10_000).maxArea, servedLimits({}, i, 20_000).maxArea])).toEqual(expected);
+    }
   });
 });
