@@ -8,14 +8,32 @@ export const PROBE_HOST = "probe.bench";
 
 /**
  * Sends each request to the admission DO as the edge does on a miss; or answers a body of the
- * same size without it (/baseline), or after a Cache API lookup that misses and a store (/cache).
+ * same size without it (/baseline), or after a Cache API lookup that misses and a store (/cache);
+ * or fetches it from the decoder (DECODER_URL) itself, signed by the caller, as the DO would
+ * (/decoder/…): what the DO's call to the decoder costs workerd, apart from the DO's own work.
  */
 export const PROBE_WORKER = `
+import { DurableObject } from "cloudflare:workers";
+const sized = (bytes) => new Response(new Uint8Array(bytes), { headers: { "content-type": "image/jpeg", "cache-control": "max-age=3600" } });
+export class Echo extends DurableObject {
+  fetch(request) { return sized(Number(new URL(request.url).searchParams.get("bytes"))); }
+  answer(bytes) { return sized(bytes); }
+}
 export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
     const body = () => new Response(new Uint8Array(Number(url.searchParams.get("bytes"))), { headers: { "content-type": "image/jpeg", "cache-control": "max-age=3600" } });
     if (url.pathname === "/baseline") return body();
+    if (url.pathname.startsWith("/echo-")) {
+      const echo = env.ECHO.get(env.ECHO.idFromName("echo"));
+      const bytes = Number(url.searchParams.get("bytes"));
+      return url.pathname === "/echo-rpc" ? echo.answer(bytes) : echo.fetch(new Request("https://echo/?bytes=" + bytes, { signal: request.signal }));
+    }
+    if (url.pathname.startsWith("/decoder/")) {
+      const headers = new Headers(request.headers);
+      headers.delete("host");
+      return fetch(env.DECODER_URL + url.pathname.slice("/decoder".length) + url.search, { headers, signal: request.signal });
+    }
     if (url.pathname === "/cache") {
       const key = "https://probe.bench/stored/" + url.searchParams.get("key");
       if (await caches.default.match(key)) throw new Error("every key is new: a hit is a bench bug");

@@ -19,7 +19,10 @@
 //             does on a miss, and streams the answer back; interleaved with it, the probe answers
 //             as many requests with a body of the same size without the DO. The DO's share is the
 //             difference of workerd's CPU between the two, per request: the DO's own code, its
-//             stub call and its fetch to the decoder.
+//             stub call and its fetch to the decoder. A third phase has the probe fetch the same
+//             tiles from the decoder itself, signed ahead by this client: the fetch alone, so the
+//             DO's share splits into its call to the decoder and the rest (the stub call in and
+//             out, admission, signing, relaying the answer).
 //   Cache API the probe making one Cache API lookup (a miss) and one store of a body that size,
 //             minus the probe alone: Miniflare's local Cache API service, which on Cloudflare is
 //             not the Worker's CPU; counted once for the edge's cache and once more for each
@@ -72,7 +75,7 @@ async function signedDecoderPath(pathAndQuery: string): Promise<Record<string, s
 async function main(): Promise<void> {
   execFileSync("taskset", ["-cp", CLIENT_CPUS, String(process.pid)], { stdio: "ignore" });
   makeFixture();
-  const ids = { stack: freshCopy("edge"), probe: freshCopy("probe"), direct: freshCopy("direct") };
+  const ids = { stack: freshCopy("edge"), probe: freshCopy("probe"), direct: freshCopy("direct"), fetched: freshCopy("fetched") };
   // Removed however the run ends, a failed start included.
   process.once("exit", () => Object.values(ids).forEach((id) => rmSync(path.join(DIR, `${id}.tif`), { force: true })));
   const stack = await startStack({
@@ -85,9 +88,11 @@ async function main(): Promise<void> {
       {
         name: "probe",
         modules: true,
+        compatibilityDate: "2026-11-17",
         script: PROBE_WORKER,
         routes: [`${PROBE_HOST}/*`],
-        durableObjects: { ADMISSION: { className: "AdmissionDO", scriptName: "tessera" } },
+        durableObjects: { ADMISSION: { className: "AdmissionDO", scriptName: "tessera" }, ECHO: { className: "Echo" } },
+        bindings: { DECODER_URL: `http://127.0.0.1:${DECODER_PORT}` },
       },
     ],
   });
@@ -102,7 +107,7 @@ async function main(): Promise<void> {
       const res = await fetch(`${stack.decoders[0].url}${p}`, { headers: await signedDecoderPath(p) });
       return ((await res.json()) as { version: string }).version;
     };
-    const versions = { warm: await version(WARM_ID), probe: await version(ids.probe), direct: await version(ids.direct) };
+    const versions = { warm: await version(WARM_ID), probe: await version(ids.probe), direct: await version(ids.direct), fetched: await version(ids.fetched) };
     const decoderPath = (id: string, t: Tile, v: string) => DECODER.image(id, `${t.region.join(",")}/${t.out},${t.out}/0/default.jpg`, v);
 
     // Warm-up, untimed: JIT, connections, the source opens, and the decoder's block cache filled
@@ -149,8 +154,12 @@ async function main(): Promise<void> {
     // (Signed ahead, so the client's work stays out of the timed windows.)
     const directRequests = new Map(await Promise.all(TILES.map(async (t) => [t, await signedGet(decoderPath(ids.direct, t, versions.direct))] as const)));
     const direct = await interleaved(TILES, ROUNDS, { direct: (t) => directRequests.get(t)! }, pids);
-    // 3. The DO alone (through the probe) against the probe answering alike without it.
+    // 3. The DO alone (through the probe) against the probe answering alike without it, and the
+    // probe fetching the decoder itself (signed ahead, a copy of its own: first decodes too).
     const probeHeaders = { host: PROBE_HOST };
+    const fetchedHeaders = new Map(
+      await Promise.all(TILES.map(async (t) => [t, { ...(await signedDecoderPath(decoderPath(ids.fetched, t, versions.fetched))), ...probeHeaders }] as const)),
+    );
     const split = await interleaved(
       TILES,
       ROUNDS,
@@ -158,6 +167,9 @@ async function main(): Promise<void> {
         admission: (t) => () => get(EDGE_PORT, decoderPath(ids.probe, t, versions.probe), probeHeaders),
         cache: (t) => () => get(EDGE_PORT, `/cache?bytes=${meanBytes}&key=${process.pid}-${t.region.join("-")}`, probeHeaders),
         baseline: () => () => get(EDGE_PORT, `/baseline?bytes=${meanBytes}`, probeHeaders),
+        echoFetch: () => () => get(EDGE_PORT, `/echo-fetch?bytes=${meanBytes}`, probeHeaders),
+        echoRpc: () => () => get(EDGE_PORT, `/echo-rpc?bytes=${meanBytes}`, probeHeaders),
+        fetch: (t) => () => get(EDGE_PORT, `/decoder${decoderPath(ids.fetched, t, versions.fetched)}`, fetchedHeaders.get(t)!),
       },
       pids,
     );
@@ -168,6 +180,7 @@ async function main(): Promise<void> {
     const iipRate = n / versus.iipsrv.seconds;
     const workerdPerMiss = versus.stack.cpu.workerd;
     const doCpu = split.admission.cpu.workerd - split.baseline.cpu.workerd;
+    const fetchCpu = split.fetch.cpu.workerd - split.baseline.cpu.workerd;
     // A miss makes the edge's lookup and store, and the DO's in its upper tier when it is on.
     const cacheCpu = (split.cache.cpu.workerd - split.baseline.cpu.workerd) * (1 + tierLookupsPerMiss);
     const workerCpu = workerdPerMiss - doCpu - cacheCpu - split.baseline.cpu.workerd;
@@ -185,7 +198,9 @@ async function main(): Promise<void> {
       `workerd per miss ${ms(workerdPerMiss)} ms: DO ${ms(doCpu)} ms (probe→DO ${ms(split.admission.cpu.workerd)} ms − probe alone ${ms(split.baseline.cpu.workerd)} ms), ` +
         `Miniflare's Cache API lookups + stores (${(1 + tierLookupsPerMiss).toFixed(2)} of each) ${ms(cacheCpu)} ms, Miniflare's entry and HTTP in/out ${ms(split.baseline.cpu.workerd)} ms, the Worker's own code the rest, ${ms(workerCpu)} ms`,
     );
-    log(`stack_tiles_per_s=${stackRate.toFixed(1)} iipsrv_tiles_per_s=${iipRate.toFixed(1)} ratio=${(stackRate / iipRate).toFixed(2)} do_cpu_ms_per_miss=${ms(doCpu)}`);
+    log(`the DO's ${ms(doCpu)} ms: its fetch to the decoder and relay of the answer ${ms(fetchCpu)} ms (probe→decoder ${ms(split.fetch.cpu.workerd)} ms − probe alone), the stub call and admission ${ms(doCpu - fetchCpu)} ms`);
+    log(`a DO that answers alike: by stub fetch ${ms(split.echoFetch.cpu.workerd - split.baseline.cpu.workerd)} ms, by RPC ${ms(split.echoRpc.cpu.workerd - split.baseline.cpu.workerd)} ms`);
+    log(`stack_tiles_per_s=${stackRate.toFixed(1)} iipsrv_tiles_per_s=${iipRate.toFixed(1)} ratio=${(stackRate / iipRate).toFixed(2)} do_cpu_ms_per_miss=${ms(doCpu)} do_fetch_ms_per_miss=${ms(fetchCpu)} worker_cpu_ms_per_miss=${ms(workerCpu)}`);
   } finally {
     await iipsrv?.stop();
     await stack.stop();

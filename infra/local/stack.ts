@@ -32,6 +32,8 @@ export interface StackOptions {
    * registry: Cloudflare's other locations, faked on this machine.
    */
   locations?: number;
+  /** workerd's V8 inspector on this port (the first location), for profiling the Worker and the DO. */
+  inspectorPort?: number;
 }
 
 export interface Stack {
@@ -69,7 +71,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const edge = await edgeWorker({ DECODER_SECRET: secret, ...opts.vars });
   const registry = (opts.locations ?? 1) > 1 ? mkdtempSync(path.join(tmpdir(), "tessera-locations-")) : undefined;
   const sharing = registry ? { unsafeDevRegistryPath: registry } : {};
-  const miniflares = [new Miniflare(convertV4MiniflareOptions({ host: "127.0.0.1", port: opts.port ?? 0, ...sharing, workers: [edge, ...(opts.workers ?? [])] }))];
+  const miniflares = [new Miniflare(convertV4MiniflareOptions({ host: "127.0.0.1", port: opts.port ?? 0, inspectorPort: opts.inspectorPort, ...sharing, workers: [edge, ...(opts.workers ?? [])] }))];
   for (let i = 1; i < (opts.locations ?? 1); i++) {
     // The same Worker under a name of its own, its ADMISSION binding the first location's DO.
     const elsewhere: V4WorkerOptions = { ...edge, name: `tessera-location-${i}`, durableObjects: { ADMISSION: { className: "AdmissionDO", scriptName: edge.name } } };
