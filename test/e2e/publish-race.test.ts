@@ -20,7 +20,12 @@ describe.each<BucketKind>(["versioned", "unversioned"])("on a %s bucket", (kind)
     const { client, bucket, stack, token, negative } = publishing;
     const store = new SourceStore(client, bucket, "", await versionLayoutOf(client, bucket));
     const published = new Map<string, "A" | "B">();
-    published.set(await store.upload("race", PATTERN), "A");
+    // Published (uploaded and pinned) before anyone reads: without versions a source exists only
+    // once pinned, and a reader asking before that is rightly answered 404, which the edge keeps
+    // for ERROR_MAX_AGE (a request answered before a publish's invalidation can store it after).
+    const first = await store.upload("race", PATTERN);
+    published.set(first, "A");
+    await store.pin("race", first);
     const end = Date.now() + 4000;
     // Four seconds, or on a loaded machine until readers have been answered both pictures (at most 20 s):
     // the race must show both, or it shows nothing about mixing them.
