@@ -117,10 +117,13 @@ export function decoderRegion(p: Placement, declared: string | undefined): strin
   return p.configured && p.regions.some((r) => r.name === declared) ? declared : undefined;
 }
 
+/** One encoder for every hash: every request to admission hashes its source's id. */
+const utf8 = new TextEncoder();
+
 /** 32-bit FNV-1a of the text's UTF-8 bytes: cheap, stable, and spreads similar ids apart. */
 export function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(text)) {
+  for (const byte of utf8.encode(text)) {
     hash ^= byte;
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }
