@@ -13,11 +13,19 @@
 import type { BaseDecoder, ImageFileDirectory } from "geotiff";
 import { untilAborted } from "../../shared/abort";
 import type { Source } from "../source/source";
+import { BufferPool } from "../runtime/buffer-pool";
 import type { Reservation } from "../runtime/work-budget";
 import type { DecodedBlock, DecodedBlockCache } from "./block-cache";
 import { blockBytes, COMPRESSION, decodeJpegBlock, type BlockParameters } from "./codecs";
 import type { BlockView } from "./pixels";
 import { malformed } from "./tiff-guard";
+
+/**
+ * Memory stored blocks are read into (to decode them, or to pass a tile on as stored), reused
+ * from one read to the next: one spare per read or answer in flight (a viewer or the edge keeps
+ * dozens), each up to 512 KiB (a 512² JPEG block is ~200 KB).
+ */
+export const storedBytes = new BufferPool(32, 512 * 1024);
 
 /** Largest gap (bytes) between two blocks' ranges that still joins them into one read. */
 const MAX_GAP_BYTES = 64 * 1024;
@@ -87,11 +95,14 @@ export class BlockReader {
     return this.tablesPromise;
   }
 
-  /** The stored (compressed) bytes of block (bx, by), for codec passthrough. */
-  async storedBlock(bx: number, by: number, signal: AbortSignal): Promise<Uint8Array> {
+  /**
+   * The stored (compressed) bytes of block (bx, by), for codec passthrough; read into
+   * `room(bytes)` when given, if the source reads into the caller's memory.
+   */
+  async storedBlock(bx: number, by: number, signal: AbortSignal, room?: (bytes: number) => Uint8Array): Promise<Uint8Array> {
     const index = by * this.tilesAcross + bx;
     const { offset, count } = this.range(await untilAborted(this.tables(), signal), index);
-    return this.source.read(offset, count, signal);
+    return this.source.read(offset, count, signal, room?.(count));
   }
 
   /** Pixels of window [x0, y0, x1, y1) of this level, copied into `into` when given. */
@@ -201,7 +212,10 @@ export class BlockReader {
     const signal = fetch.controller.signal;
     const start = run[0].offset;
     const end = run[run.length - 1].offset + run[run.length - 1].count;
-    const bytes = end > start ? this.source.read(start, end - start, signal) : Promise.resolve(new Uint8Array(0));
+    // Read into reused memory where the source allows (a local file), given back once every
+    // block of the run is decoded: nothing reads the stored bytes after their decode.
+    const room = end > start ? storedBytes.take(end - start) : undefined;
+    const bytes = room ? this.source.read(start, end - start, signal, room) : Promise.resolve(new Uint8Array(0));
     const settled: Promise<unknown>[] = [];
     for (const r of run) {
       const block = bytes.then((all) => {
@@ -229,6 +243,7 @@ export class BlockReader {
     void Promise.all(settled).finally(() => {
       fetch.settled = true;
       hold.release();
+      if (room) storedBytes.giveBack(room);
     });
     return fetch;
   }

@@ -15,6 +15,7 @@ import { chooseLevel, windowAtLevel } from "../../shared/levels";
 import { rendersInStrips } from "../../shared/cost";
 import { compactWindow, type PixelView } from "../cog/pixels";
 import type { EncodedAnswer } from "./prepared-decode";
+import { BufferPool } from "../runtime/buffer-pool";
 import type { Reservation } from "../runtime/work-budget";
 
 // CommonJS whose exports Node's ESM loader cannot detect statically: take them off the default.
@@ -26,15 +27,11 @@ const JPEG_QUALITY = 85;
 /**
  * Worst-case output buffers, reused. TurboJPEG encodes into a buffer of its worst-case size
  * (~200 KB for a 256² tile whose JPEG is ~25 KB); allocating one per tile (or copying the
- * JPEG out of it) made V8 run a full GC every few dozen requests. At most MAX_SPARE buffers of
- * at most MAX_SPARE_BYTES are kept, one per answer being written at once.
+ * JPEG out of it) made V8 run a full GC every few dozen requests. At most 16 buffers of at most
+ * 1 MiB are kept, one per answer being written at once; `allocated` counts the rest
+ * (tessera_decoder_jpeg_buffers_allocated_total).
  */
-const spare: Buffer[] = [];
-const MAX_SPARE = 16;
-const MAX_SPARE_BYTES = 1 << 20;
-
-/** Output buffers allocated (not taken from the spares), for tessera_decoder_jpeg_buffers_allocated_total. */
-export let jpegBuffersAllocated = 0;
+export const jpegBuffers = new BufferPool(16, 1 << 20);
 
 /**
  * The answer to `req` encoded by TurboJPEG, or undefined when it needs libvips. Its body lies in
@@ -84,24 +81,13 @@ async function encode(view: PixelView): Promise<{ body: Buffer; done: () => void
     subsampling: gray ? SAMP_GRAY : SAMP_420, // as sharp's default
     quality: JPEG_QUALITY,
   };
-  const out = takeSpare(bufferSize(options));
+  const out = jpegBuffers.take(bufferSize(options));
   try {
-    return { body: await compress(input, out, options), done: () => giveBack(out) };
+    return { body: await compress(input, out, options), done: () => jpegBuffers.giveBack(out) };
   } catch (e) {
-    giveBack(out);
+    jpegBuffers.giveBack(out);
     throw e;
   }
-}
-
-function takeSpare(bytes: number): Buffer {
-  const i = spare.findIndex((b) => b.length >= bytes);
-  if (i >= 0) return spare.splice(i, 1)[0];
-  jpegBuffersAllocated++;
-  return Buffer.allocUnsafe(bytes);
-}
-
-function giveBack(out: Buffer): void {
-  if (out.length <= MAX_SPARE_BYTES && spare.length < MAX_SPARE) spare.push(out);
 }
 
 const toBuffer = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength);

@@ -1,7 +1,8 @@
 // Codec passthrough: a request that is exactly one stored JPEG or WebP tile at its native size
 // (the usual viewer and map-tile request on a COG whose tiles match the client's) is answered
 // with the stored bytes (JPEG: JPEGTables merged in, sent as the tables then the tile, both as
-// read, never copied into one buffer): no decode, no re-encode, no generation loss.
+// read, never copied into one buffer; the tile read into reused memory): no decode, no
+// re-encode, no generation loss.
 //
 // Exactly means: the output format is the stored codec's, default quality (or color for a
 // colour source), no rotation or mirror, the region maps onto one whole block of the level
@@ -10,6 +11,7 @@
 
 import sharp from "sharp";
 import type { ResolvedImageRequest } from "../../shared/iiif/resolve";
+import { storedBytes } from "../cog/block-reader";
 import type { Cog } from "../cog/cog";
 import { COMPRESSION } from "../cog/codecs";
 import { jpegFrame, tablesPrefix, tileSegments } from "../cog/jpeg-tables";
@@ -78,22 +80,30 @@ async function storedWebp(cog: Cog, tile: StoredTile, signal: AbortSignal): Prom
 }
 
 /**
- * The stored bytes of `tile` as a standalone JPEG. Its frame header must declare exactly the
- * block's shape: a lying tile is a 502, not a different picture passed on.
+ * The stored bytes of `tile` as a standalone JPEG, read into reused memory that `done` gives
+ * back once the answer is written. Its frame header must declare exactly the block's shape: a
+ * lying tile is a 502, not a different picture passed on.
  */
-async function storedJpeg(cog: Cog, tile: StoredTile, signal: AbortSignal): Promise<{ head?: Buffer; body: Buffer }> {
+async function storedJpeg(cog: Cog, tile: StoredTile, signal: AbortSignal): Promise<{ head?: Buffer; body: Buffer; done: () => void }> {
   const blocks = cog.levels[tile.level].blocks!;
-  const stored = await blocks.storedBlock(tile.bx, tile.by, signal);
-  const { tileWidth, tileHeight, params } = blocks.layout;
-  const frame = jpegFrame(stored);
-  if (frame?.width !== tileWidth || frame.height !== tileHeight || frame.components !== params.samplesPerPixel) {
-    const found = frame ? `${frame.width}x${frame.height}x${frame.components}` : "no frame header";
-    throw malformed(cog.source.label, `JPEG block is ${found}, declared ${tileWidth}x${tileHeight}x${params.samplesPerPixel}`);
+  let taken: Buffer | undefined;
+  const done = () => taken && storedBytes.giveBack(taken);
+  try {
+    const stored = await blocks.storedBlock(tile.bx, tile.by, signal, (bytes) => (taken = storedBytes.take(bytes)));
+    const { tileWidth, tileHeight, params } = blocks.layout;
+    const frame = jpegFrame(stored);
+    if (frame?.width !== tileWidth || frame.height !== tileHeight || frame.components !== params.samplesPerPixel) {
+      const found = frame ? `${frame.width}x${frame.height}x${frame.components}` : "no frame header";
+      throw malformed(cog.source.label, `JPEG block is ${found}, declared ${tileWidth}x${tileHeight}x${params.samplesPerPixel}`);
+    }
+    const prefix = tablesPrefix(params.JPEGTables);
+    const rest = tileSegments(stored); // there is one: the frame was found after an SOI
+    if (!prefix || !rest) return { body: asBuffer(stored), done };
+    return { head: asBuffer(prefix), body: asBuffer(rest), done };
+  } catch (e) {
+    done();
+    throw e;
   }
-  const prefix = tablesPrefix(params.JPEGTables);
-  const rest = tileSegments(stored); // there is one: the frame was found after an SOI
-  if (!prefix || !rest) return { body: asBuffer(stored) };
-  return { head: asBuffer(prefix), body: asBuffer(rest) };
 }
 
 /** A view, not a copy. */

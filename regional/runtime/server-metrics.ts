@@ -4,7 +4,7 @@
 import { Counter, Gauge, Registry } from "prom-client";
 import type { Partition } from "../../shared/cost";
 import type { DecodedBlockCache } from "../cog/block-cache";
-import { jpegBuffersAllocated } from "../render/jpeg-encode";
+import { jpegBuffers } from "../render/jpeg-encode";
 import type { RequestLimiter } from "./request-limiter";
 import type { WorkBudget } from "./work-budget";
 
@@ -93,7 +93,7 @@ export function serverMetrics(
   counter("tessera_decoder_block_cache_misses_total", "Blocks not in the cache (fetched, or joined to a fetch in progress).", () => cache.misses);
   counter("tessera_decoder_blocks_decoded_total", "Blocks fetched and decoded.", () => cache.decoded);
   counter("tessera_decoder_block_buffers_recycled_total", "Blocks decoded into the memory of an evicted block rather than new memory.", () => cache.recycled);
-  counter("tessera_decoder_jpeg_buffers_allocated_total", "TurboJPEG output buffers allocated (process-wide); the rest were reused.", () => jpegBuffersAllocated);
+  counter("tessera_decoder_jpeg_buffers_allocated_total", "TurboJPEG output buffers allocated (process-wide); the rest were reused.", () => jpegBuffers.allocated);
   return {
     registry,
     rejected: new Counter({

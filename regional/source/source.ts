@@ -20,9 +20,11 @@ export interface Source extends EntryDescription {
   readonly label: string;
   /**
    * Reads `length` bytes at `offset` from exactly this snapshot. Fails (never returns bytes
-   * of another version) if the object changed underneath; aborts promptly on `signal`.
+   * of another version) if the object changed underneath; aborts promptly on `signal`. Given
+   * `into` (at least `length` bytes), a source may read into it and return a view of it: memory
+   * the caller reuses (a local file's reads do; a store's answer arrives in buffers of its own).
    */
-  read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
+  read(offset: number, length: number, signal?: AbortSignal, into?: Uint8Array): Promise<Uint8Array>;
   close(): Promise<void>;
   /**
    * The object's first bytes (any length, maybe none), read when it was opened: a remote store's

@@ -300,6 +300,23 @@ describe("codec passthrough", () => {
     }
   });
 
+  it("answers stored tiles many at a time from reused memory, each with its own bytes", async () => {
+    const d = await startDecoder(new LocalCatalog(fixtures.dir));
+    try {
+      const file = path.join(fixtures.dir, "jpeg.tif");
+      // The nine whole blocks of the full level (four across, the fourth padded).
+      const blocks = [0, 1, 2].flatMap((by) => [0, 1, 2].map((bx) => ({ bx, by })));
+      const want = await Promise.all(blocks.map(({ bx, by }) => storedTile(file, 0, by * 4 + bx)));
+      // Each pass's answers are in flight together; later passes read into the memory earlier ones gave back.
+      for (let pass = 0; pass < 3; pass++) {
+        const got = await Promise.all(blocks.map(({ bx, by }) => image(d, "jpeg", `${bx * 256},${by * 256},256,256/max/0/default.jpg`)));
+        got.forEach((bytes, i) => expect(bytes.equals(want[i]), `block ${blocks[i].bx},${blocks[i].by} pass ${pass}`).toBe(true));
+      }
+    } finally {
+      await d.close();
+    }
+  });
+
   it("answers a request that is exactly one stored WebP tile, as webp, with the stored bytes", async () => {
     const file = path.join(fixtures.dir, "webp.tif");
     execFileSync("gdal_translate", ["-q", "-of", "COG", "-co", "COMPRESS=WEBP", "-co", "QUALITY=90", "-co", "BLOCKSIZE=256", REFERENCE_PNG, file]);
