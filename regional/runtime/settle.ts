@@ -11,7 +11,7 @@
 // above its idle figure for good; settled (with the allocator settings, allocator.ts), −4 to
 // +25 MiB within 30 s.
 
-import { setFlagsFromString } from "node:v8";
+import { getHeapStatistics, setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
 /** A spell of decodes whose largest reservation is above this settles; less leaves too little to be worth a thread's start. */
@@ -60,10 +60,14 @@ export class Settle {
   }
 }
 
-/** What a collection of the main thread may return: its heap and the buffers its objects hold. */
+/**
+ * What a collection of the main thread may return: its heap and the buffers its objects hold.
+ * Read at every spell's start and end, often under load: V8's figures only, not
+ * process.memoryUsage(), which also reads the RSS from /proc (an open, a read and a close).
+ */
 function mainThreadBytes(): number {
-  const { heapTotal, external } = process.memoryUsage();
-  return heapTotal + external;
+  const { total_heap_size, external_memory } = getHeapStatistics();
+  return total_heap_size + external_memory;
 }
 
 /**
