@@ -178,9 +178,10 @@ export class BlockReader {
     }
     const leave = () => {
       for (const f of joined) {
-        // The last request to leave passes its reason on (client gone, deadline) to the GETs.
-        const reason = signal.aborted ? signal.reason : new DOMException("no request waits for these blocks", "AbortError");
-        if (--f.waiters === 0 && !f.settled) f.controller.abort(reason);
+        // The last request to leave passes its reason on (client gone, deadline) to the GETs;
+        // made only then: an exception captures a stack, work every request would do for nothing.
+        if (--f.waiters !== 0 || f.settled) continue;
+        f.controller.abort(signal.aborted ? signal.reason : new DOMException("no request waits for these blocks", "AbortError"));
       }
     };
     try {

@@ -25,6 +25,7 @@ import { deadlineOf, grantOf, headerValue, SIGNED_PREFIX, SignedHeadersRefused, 
 /** One request as the plumbing sees it. */
 interface Exchange {
   req: IncomingMessage;
+  /** Its path and query; UNPARSABLE when its target does not parse. */
   url: URL;
   /** Aborts when the client goes away, the DO cancels it or the drain's deadline passes. */
   controller: AbortController;
@@ -46,7 +47,9 @@ function serve(decoder: DecoderContext, req: IncomingMessage, res: ServerRespons
   const held = decoder.drain.hold(controller);
   // The edge's id for the client's request; a request without a valid one (no edge in front) gets its own.
   const sent = headerValue(req.headers[X_REQUEST_ID]);
-  const exchange: Exchange = { req, url: targetOf(req), controller, requestId: isValidRequestId(sent) ? sent : randomUUID() };
+  // Only the path and query are ours to read: parsed once, against a base of our own.
+  const url = URL.parse(req.url ?? "/", "http://decoder") ?? UNPARSABLE;
+  const exchange: Exchange = { req, url, controller, requestId: isValidRequestId(sent) ? sent : randomUUID() };
   // 'close' before the answer finished means the client went away: stop the work.
   res.on("close", () => {
     if (!res.writableFinished) controller.abort(new DOMException("client disconnected", "AbortError"));
@@ -72,14 +75,12 @@ function serve(decoder: DecoderContext, req: IncomingMessage, res: ServerRespons
     .finally(held);
 }
 
-/** Only the path and query are ours to read; an unparsable target is answered like any 400. */
-function targetOf(req: IncomingMessage): URL {
-  return URL.canParse(req.url ?? "/", "http://decoder") ? new URL(req.url ?? "/", "http://decoder") : new URL("http://decoder/");
-}
+/** An unparsable target, answered like any 400 (its log line and metrics name it "/"). */
+const UNPARSABLE = new URL("http://decoder/");
 
 async function answer(decoder: DecoderContext, exchange: Exchange): Promise<Answer> {
   const { req, url } = exchange;
-  if (!URL.canParse(req.url ?? "/", "http://decoder")) throw badRequest("unparsable request target");
+  if (url === UNPARSABLE) throw badRequest("unparsable request target");
   const route = findRoute(ROUTES, req.method ?? "GET", url.pathname);
   if (decoder.drain.draining && !route?.whileDraining) return drainingAnswer(exchange.requestId);
   const limits = url.pathname.startsWith(SIGNED_PREFIX) ? await verifiedLimits(req, decoder.secret, decoder.acceptedIds) : {};
