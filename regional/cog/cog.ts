@@ -85,6 +85,8 @@ export interface CogLevel extends LevelSize {
 
 export class Cog {
   private resolvedLimits: ImageLimits | undefined;
+  /** What keeps the 8-bit pipeline from this source's samples, found once: every image request asks. */
+  private unsupported: UnsupportedSamples[] | undefined;
   /** Its bands as /info reports them, read at open. */
   private bandsDescription: BandsDescription | undefined;
 
@@ -215,7 +217,8 @@ export class Cog {
 
   /** Why the 8-bit IIIF pipeline cannot render this source (501), or undefined when it can. */
   get imageRefusal(): HttpError | undefined {
-    return unsupportedSamples(this.levels[0].image)[0]?.error;
+    this.unsupported ??= unsupportedSamples(this.levels[0].image);
+    return this.unsupported[0]?.error;
   }
 
   /**
