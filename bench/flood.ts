@@ -7,21 +7,27 @@
 // then basic), ROUNDS times: a viewer workload alone (distinct tiles, all cache misses), then
 // the same workload on a fresh copy of the image while crawlers flood full-size pct: requests
 // and the 11000 px image's /full/max/ at many times the full partition's capacity. Figures are
-// ratios within the same run. The last line is the summary: tile p99 flooded/alone, tile
-// errors, the crawlers' 503s and 413s, the decoders' peak RSS (sum of both, sampled) and the
-// limit, the requests the decoders found in another partition than the edge did (each
-// re-admitted once), the decoders' longest event-loop stall, and basic mode's ratio. TILES_THREAD_RATIO is the product's default unless
-// BENCH_TILES_THREAD_RATIO says otherwise; BENCH_ROUNDS (3) and BENCH_VIEWER_SECONDS (10) shorten
-// a run while developing.
+// ratios within the same run. The last line is the summary: tile p99 flooded/alone, tile errors,
+// the crawlers' 503s and 413s, the decoders' peak RSS (sum of both, sampled) and the limit, the
+// requests the decoders found in another partition than the edge did (each re-admitted once), the
+// decoders' longest event-loop stall, and basic mode's ratio. TILES_THREAD_RATIO is the product's
+// default unless BENCH_TILES_THREAD_RATIO says otherwise; BENCH_ROUNDS (3) and
+// BENCH_VIEWER_SECONDS (10) shorten a run while developing.
+//
+// The crawlers run elsewhere, as on Cloudflare, where a flood's clients are on the internet and
+// its requests run in edge isolates of their own (crawlers-elsewhere.ts: a thread and a second
+// edge location, both at nice 19): every refused full's edge work (its 503) is then not taken
+// from the viewers' workerd. BENCH_LOCATIONS=1 runs them as before: on this thread, through the
+// viewers' edge, at the stack's priority.
 
 import { execFileSync } from "node:child_process";
 import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ROOT } from "../infra/root";
-import { startStack } from "../infra/local/stack";
 import { ADMISSION_DEFAULTS } from "../shared/admission-config";
-import { crawl, edgeMetric, loopLagSampler, median, p99, progress, rssSampler, sleep, viewers, viewerTiles, type Flood, type Phase } from "./load";
+import { startFlood, startLoadStack } from "./crawlers-elsewhere";
+import { edgeMetric, loopLagSampler, median, p99, progress, rssSampler, sleep, viewers, viewerTiles, type Flood, type Phase } from "./load";
 
 const MEMORY_LIMIT = 1.5 * 2 ** 30;
 const DECODER_CAPACITY = 2; // per decoder: n = 4 permits
@@ -37,19 +43,8 @@ const CRAWLERS = 24; // 12 times the full partition at the default ratio, 6 time
 const BIG = 6000;
 const HUGE = 11000; // full/max: 6720², read from the full level in bands, ~512 MiB by the estimate
 
-/** The crawlers' URLs: distinct pct: regions at max size, and the huge image's max. */
-function crawlerUrl(id: string): (i: number) => string {
-  return (i) => {
-    if (i % 4 === 3) return `/iiif/3/huge-${id}/full/max/0/default.jpg`;
-    const w = 50 + (i % 41); // 50..90 % of each side: a 3000–5400 px output, always a full
-    const x = (i * 13) % (101 - w);
-    const y = (i * 7) % (101 - w);
-    return `/iiif/3/${id}/pct:${x},${y},${w},${w}/max/0/default.jpg`;
-  };
-}
-
 async function runMode(mode: "advanced" | "basic", dir: string) {
-  const stack = await startStack({
+  const stack = await startLoadStack({
     decoders: 2,
     decoderEnv: { TESSERA_DATA_DIR: dir, TESSERA_DECODER_CAPACITY: String(DECODER_CAPACITY) },
     vars: { ADMISSION_MODE: mode, MEMORY_LIMIT: String(MEMORY_LIMIT), TILES_THREAD_RATIO },
@@ -70,13 +65,11 @@ async function runMode(mode: "advanced" | "basic", dir: string) {
       progress(`${mode} round ${round + 1}/${ROUNDS}: viewers alone`);
       merge(alone, await viewers(stack, viewerTiles(aloneId, BIG), { viewers: VIEWERS, seconds: VIEWER_SECONDS }));
       progress(`${mode} round ${round + 1}/${ROUNDS}: viewers under the crawler flood`);
-      const stop = new AbortController();
-      const crawler = crawl(stack.url, crawlerUrl(floodId), CRAWLERS, stop.signal);
+      const crawler = await startFlood(stack, { module: new URL("./flood-urls.ts", import.meta.url).href, name: "fullUrls", arg: floodId }, CRAWLERS);
       await sleep(2000); // let the flood build up
       merge(flooded, await viewers(stack, viewerTiles(floodId, BIG), { viewers: VIEWERS, seconds: VIEWER_SECONDS }));
-      stop.abort();
-      await crawler.done;
-      for (const k of Object.keys(flood) as (keyof Flood)[]) flood[k] += crawler.flood[k];
+      const answered = await crawler.stop();
+      for (const k of Object.keys(flood) as (keyof Flood)[]) flood[k] += answered[k];
     }
     const result = {
       mode,

@@ -1,6 +1,6 @@
 // The kinds of costly URL bench:hostile floods with, each what a hostile client would send to buy
 // the most work or memory for the least effort; a module of its own, so that the crawlers'
-// thread (crawl-thread.ts) builds the same URLs as the bench.
+// thread (crawl-thread.ts) builds the same URLs as the bench (`kindUrls`).
 import { expressionBomb } from "../test/support/expression-bomb";
 
 /** The side of the bench's large pattern images. */
@@ -24,3 +24,10 @@ export const KINDS: Record<string, (i: number) => string> = {
   "large answers": (i) => `/iiif/3/big-png/full/${BIG - (i % 8)},/0/default.png`,
 };
 
+
+/** The URLs of `kind`, as the crawlers' thread asks for them (crawlers-elsewhere.ts). */
+export function kindUrls(kind: string): (i: number) => string {
+  const urls = KINDS[kind];
+  if (!urls) throw new Error(`no kind of URL "${kind}" (the kinds: ${Object.keys(KINDS).join(", ")})`);
+  return urls;
+}

@@ -17,30 +17,25 @@
 // (a comma-separated list of the kinds' names) runs only those.
 //
 // The crawlers are elsewhere, as on Cloudflare, where a flood's clients are on the internet and
-// its requests run in edge isolates of their own, meeting the viewers only in the admission DO
-// and the decoders: they reach the stack through an edge location of their own (faked: a second
-// workerd on this machine, sharing the first's DO), and they and that workerd run at nice 19, so
-// they get the CPU the stack leaves idle. With both at the stack's priority, the crawlers' client
-// and edge took over a core of the two (a flood of 404s: 60 % its workerd, 53 % its client), and
-// that flood alone lifted the viewers' p99 twofold. BENCH_LOCATIONS=1 runs them as before: on this
+// its requests run in edge isolates of their own (crawlers-elsewhere.ts: a thread and a second
+// edge location, both at nice 19). With both at the stack's priority, the crawlers' client and
+// edge took over a core of the two (a flood of 404s: 60 % its workerd, 53 % its client), and that
+// flood alone lifted the viewers' p99 twofold. BENCH_LOCATIONS=1 runs them as before: on this
 // thread, through the viewers' edge, at the same priority.
 
-import { readdirSync } from "node:fs";
 import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { setPriority, tmpdir } from "node:os";
-import { Worker } from "node:worker_threads";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { ROOT } from "../infra/root";
-import { startStack, type Stack } from "../infra/local/stack";
+import type { Stack } from "../infra/local/stack";
 import { patternCog } from "../test/support/pattern-cog";
 import { flatTiff } from "../test/support/tiff-builder";
 import { BIG, KINDS } from "./hostile-kinds";
-import { workerdPid } from "../test/support/workerd-process";
-import { crawl, decodersRss, edgeMetric, healthSampler, loopLagSampler, p99, progress, rssSampler, sleep, viewers, viewerTiles, type Flood } from "./load";
+import { startFlood, startLoadStack } from "./crawlers-elsewhere";
+import { decodersRss, edgeMetric, healthSampler, loopLagSampler, p99, progress, rssSampler, sleep, viewers, viewerTiles, type Flood } from "./load";
 
 const VIEWER_SECONDS = Number(process.env.BENCH_VIEWER_SECONDS ?? 10);
 const CRAWLERS = Number(process.env.BENCH_CRAWLERS ?? 8);
-const LOCATIONS = Number(process.env.BENCH_LOCATIONS ?? 2);
 const VIEWERS = Number(process.env.BENCH_VIEWERS ?? 3);
 const DECODERS = 2;
 /** The decoders' decoded-block cache cap (TESSERA_BLOCK_CACHE_MB's default), each. */
@@ -94,40 +89,12 @@ function liveSampler(stack: Stack): { min(): number; stop(): void } {
   return { min: () => min, stop: () => clearInterval(timer) };
 }
 
-/**
- * The crawlers of `kind`. With more than one location, on a thread at nice 19 through the last
- * location, whose workerd runs at nice 19 too (`elsewhere`): a flood's clients and edge isolates
- * are not on the decoders' machine. With one, on this thread through the viewers' edge.
- */
-function floodOf(stack: Stack, kind: string): { stop(): Promise<Flood> } {
-  if (LOCATIONS === 1) {
-    const stop = new AbortController();
-    const crawler = crawl(stack.url, KINDS[kind], CRAWLERS, stop.signal);
-    return { stop: async () => (stop.abort(), await crawler.done, crawler.flood) };
-  }
-  const thread = new Worker(new URL("./crawl-thread.ts", import.meta.url), { workerData: { base: stack.locations.at(-1), kind, crawlers: CRAWLERS } });
-  return {
-    async stop() {
-      const answered = new Promise<Flood>((resolve) => thread.once("message", resolve));
-      thread.postMessage("stop");
-      const flood = await answered;
-      await thread.terminate();
-      return flood;
-    },
-  };
-}
-
-/** Every thread of the process `pid` at nice 19. */
-function elsewhere(pid: number): void {
-  for (const tid of readdirSync(`/proc/${pid}/task`)) setPriority(Number(tid), 19);
-}
-
 async function runKind(stack: Stack, kind: string, k: number, idleRss: number): Promise<Result> {
   progress(`${kind}: viewers alone`);
   const alone = await viewers(stack, phaseTiles(`alone-${k}`), { viewers: VIEWERS, seconds: VIEWER_SECONDS });
   const [rss, lag, health, live] = [rssSampler(stack), loopLagSampler(stack), healthSampler(stack), liveSampler(stack)];
   progress(`${kind}: viewers under the flood`);
-  const crawler = floodOf(stack, kind);
+  const crawler = await startFlood(stack, { module: new URL("./hostile-kinds.ts", import.meta.url).href, name: "kindUrls", arg: kind }, CRAWLERS);
   await sleep(2000);
   const flooded = await viewers(stack, phaseTiles(`flooded-${k}`), { viewers: VIEWERS, seconds: VIEWER_SECONDS });
   const flood = await crawler.stop();
@@ -169,8 +136,7 @@ async function main(): Promise<void> {
   let stack: Stack | undefined;
   try {
     await fixtures(dir);
-    stack = await startStack({ decoders: DECODERS, locations: LOCATIONS, decoderEnv: { TESSERA_DATA_DIR: dir, TESSERA_DECODER_CAPACITY: "2" } });
-    if (LOCATIONS > 1) elsewhere(workerdPid(stack.locations.at(-1)!));
+    stack = await startLoadStack({ decoders: DECODERS, decoderEnv: { TESSERA_DATA_DIR: dir, TESSERA_DECODER_CAPACITY: "2" } });
     // Idle before any decode: the memory bound counts the block caches apart.
     const idleRss = await decodersRss(stack);
     // Unmeasured: the first phases alone had a p99 of 150–180 ms against 55–65 once the decoders'

@@ -1,7 +1,7 @@
 // What the load benches share (bench:flood, bench:hostile): viewers fetching distinct tiles and
 // timing each, crawlers flooding costly URLs and counting how each was answered, and samplers of
 // the decoders' resident memory, event-loop stalls and /health latency, all against a local
-// stack (infra/local/stack.ts).
+// stack (infra/local/stack.ts). Where the crawlers run is crawlers-elsewhere.ts.
 
 import { readFile } from "node:fs/promises";
 import type { Stack } from "../infra/local/stack";
@@ -66,6 +66,21 @@ export async function viewers(stack: Stack, tiles: string[], options: { viewers:
     }),
   );
   return phase;
+}
+
+/**
+ * A flood's URLs, named so that a crawlers' thread can build them itself: `name`, exported by
+ * `module` (a file URL), called with `arg`, gives the function of i that is the i-th URL.
+ */
+export interface CrawlerUrls {
+  module: string;
+  name: string;
+  arg: string;
+}
+
+export async function crawlerUrls(urls: CrawlerUrls): Promise<(i: number) => string> {
+  const make = (await import(urls.module))[urls.name] as (arg: string) => (i: number) => string;
+  return make(urls.arg);
 }
 
 /**
