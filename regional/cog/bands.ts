@@ -1,5 +1,5 @@
 // Raw band reads for map tiles: the samples of the bands a tile renders over one level's window,
-// as float planes, each with its validity. A pixel is invalid where the level's transparency
+// as planes (8-bit samples as bytes, others as floats), each with its validity. A pixel is invalid where the level's transparency
 // mask (GDAL writes one per level) or an alpha band says so, where its value is the nodata
 // value (the request's, else the file's GDAL_NODATA), or where it is NaN. Tiled chunky levels
 // of every sample type go through the block readers (decoded-block cache, coalesced reads);
@@ -14,11 +14,14 @@ import { compactWindow, copyWindow, type BlockView, type PixelView } from "./pix
 
 export type SampleKind = "uint" | "int" | "float";
 
-/** One band of a window read: its values and where they are valid (1) or not (0). */
+/**
+ * One band of a window read: its values and where they are valid (1) or not (0). 8-bit samples
+ * stay bytes: any float sum of them is the same as of their floats, in a quarter of the memory.
+ */
 export interface Plane {
   width: number;
   height: number;
-  values: Float32Array;
+  values: Float32Array | Uint8Array;
   valid: Uint8Array;
 }
 
@@ -86,7 +89,7 @@ export async function readBands(
     const type = sampleType(level.image);
     const missing = nodata ?? level.image.getGDALNoData() ?? undefined;
     return bands.map((band) => {
-      const values = toFloat(raw[samples.indexOf(band - 1)]);
+      const values = planeValues(raw[samples.indexOf(band - 1)]);
       return { width, height, values, valid: validity(values, common, missing, type) };
     });
   } catch (e) {
@@ -113,21 +116,27 @@ async function readMask(cog: Cog, index: number, window: LevelWindow, signal: Ab
   return undefined;
 }
 
-/** Samples `samples` of a window's pixels (8-bit unless `type` says) as float planes, deinterleaved in one pass. */
-function planesOf(pixels: BlockView, samples: number[], type?: SampleType): Float32Array[] {
-  const { width: stride, channels, crop } = pixels;
+/** Samples `samples` of a window's pixels (8-bit unless `type` says) as planes, bytes or floats (Plane). */
+function planesOf(pixels: BlockView, samples: number[], type?: SampleType): (Float32Array | Uint8Array)[] {
+  const bytes = !type || (type.kind === "uint" && type.bits === 8);
   const data = type ? typedSamples(pixels.data, type) : pixels.data;
-  const planes = samples.map(() => new Float32Array(crop.width * crop.height));
-  const n = samples.length;
-  let to = 0;
-  for (let y = 0; y < crop.height; y++) {
-    let from = ((crop.top + y) * stride + crop.left) * channels;
-    for (let x = 0; x < crop.width; x++, from += channels, to++) {
-      for (let k = 0; k < n; k++) planes[k][to] = data[from + samples[k]];
-    }
-  }
+  const size = pixels.crop.width * pixels.crop.height;
+  const planes = samples.map((sample) => deinterleaved(data, sample, pixels, bytes ? new Uint8Array(size) : new Float32Array(size)));
   pixels.release?.(); // copied: a cached block's memory may be reused once evicted
   return planes;
+}
+
+/**
+ * Sample `sample` of each pixel of the view's crop into `plane`. One sample a pass: a loop over
+ * the samples inside the pixel loop kept leaving V8's optimised code (one deopt a tile).
+ */
+function deinterleaved<T extends Float32Array | Uint8Array>(data: ArrayLike<number>, sample: number, { width: stride, channels, crop }: BlockView, plane: T): T {
+  let to = 0;
+  for (let y = 0; y < crop.height; y++) {
+    let from = ((crop.top + y) * stride + crop.left) * channels + sample;
+    for (let x = 0; x < crop.width; x++, from += channels) plane[to++] = data[from];
+  }
+  return plane;
 }
 
 /** The constructors of typed arrays over samples of each kind and size, as a file stores them. */
@@ -158,15 +167,16 @@ function and(valid: Uint8Array, plane: ArrayLike<number>): void {
   for (let i = 0; i < valid.length; i++) if (plane[i] === 0) valid[i] = 0;
 }
 
-function toFloat(plane: ArrayLike<number>): Float32Array {
-  return plane instanceof Float32Array ? plane : Float32Array.from(plane);
+/** A plane's values as Plane keeps them: bytes and floats as they are, other samples as floats. */
+function planeValues(plane: ArrayLike<number>): Float32Array | Uint8Array {
+  return plane instanceof Float32Array || plane instanceof Uint8Array ? plane : Float32Array.from(plane);
 }
 
 /**
  * 1 where `common` allows, the value is not NaN and not `nodata` (compared as the samples are
  * stored). Integer samples without a nodata they can hold share `common` itself: no test to make.
  */
-function validity(values: Float32Array, common: Uint8Array, nodata: number | undefined, type: SampleType): Uint8Array {
+function validity(values: ArrayLike<number>, common: Uint8Array, nodata: number | undefined, type: SampleType): Uint8Array {
   const missing = nodata === undefined ? undefined : Math.fround(nodata);
   const nanMissing = nodata !== undefined && Number.isNaN(nodata);
   // An integer band's nodata that its type cannot hold never matches (GDAL ignores it too).

@@ -60,8 +60,11 @@ export async function resample(planes: Plane[], sampling: Sampling, values: Floa
   // made for each tile, their optimised code is kept from one tile to the next.
   if (sampling.resampling === "nearest") return slices.each(pixels, 2 * planes.length, (start, end) => nearest(planes, sampling, out, start, end));
   const taps = tapsOf(sampling, sampling.resampling);
-  // Bands valid over the whole window never need their neighbours' validity looked at.
-  const invalid = planes.map((p) => (p.valid.includes(0) ? invalidSums(p) : undefined));
+  // Bands valid over the whole window never need their neighbours' validity looked at; bands
+  // sharing a validity share its table.
+  const tables = new Map<Uint8Array, Int32Array | undefined>();
+  for (const p of planes) if (!tables.has(p.valid)) tables.set(p.valid, p.valid.includes(0) ? invalidSums(p) : undefined);
+  const invalid = planes.map((p) => tables.get(p.valid));
   await slices.each(pixels, taps.nx + taps.ny + taps.nx * taps.ny * planes.length, (start, end) => convolve(planes, sampling, taps, invalid, out, start, end));
 }
 
@@ -141,7 +144,7 @@ function tapsOf({ scaleX, scaleY }: Sampling, kernel: Exclude<Resampling, "neare
  * `width` wide, every pixel in it valid. The 2 × 2 of bilinear and the 4 × 4 of cubic at scale
  * 1 or more (most tiles) are written out: a loop of two or four steps costs more than its sums.
  */
-function boxSum(src: Float32Array, row: number, width: number, { nx, ny, wx, wy }: Taps): number {
+function boxSum(src: Float32Array | Uint8Array, row: number, width: number, { nx, ny, wx, wy }: Taps): number {
   if (nx === 2 && ny === 2) {
     const below = row + width;
     return wy[0] * (wx[0] * src[row] + wx[1] * src[row + 1]) + wy[1] * (wx[0] * src[below] + wx[1] * src[below + 1]);
@@ -184,13 +187,20 @@ function convolve(planes: Plane[], sampling: Sampling, taps: Taps, invalid: (Int
     for (let k = 0; k < nx; k++) sumX += wx[k] = kernelWeight(kernel, (k + 1 - rx - fx) * sx);
     for (let k = 0; k < ny; k++) sumY += wy[k] = kernelWeight(kernel, (k + 1 - ry - fy) * sy);
     const inside = x0 >= 0 && y0 >= 0 && x0 + nx <= width && y0 + ny <= height;
+    // Bands sharing a table (an 8-bit source's share its mask's validity) look at the box once.
+    let tested: Int32Array | undefined;
+    let clear = inside;
     for (let b = 0; b < planes.length; b++) {
       const { values: src, valid: ok } = planes[b];
       if (!ok[centre]) continue;
       let sum = 0;
       let weights = 0;
       const sums = invalid[b];
-      if (inside && (!sums || allValid(sums, width, x0, y0, nx, ny))) {
+      if (sums !== tested) {
+        tested = sums;
+        clear = inside && (!sums || allValid(sums, width, x0, y0, nx, ny));
+      }
+      if (clear) {
         sum = boxSum(src, y0 * width + x0, width, taps);
         weights = sumX * sumY;
       } else {

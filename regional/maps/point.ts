@@ -127,7 +127,7 @@ async function readPixel(reads: PixelRead[], req: PointRequest, slices: Slices, 
   const planes = new Map<string, BandPlane>();
   for (const { cog, bands, pixel } of reads) {
     const read = await readBands(cog, 0, window(pixel), bands.map((b) => b.band), req.nodata, slices.signal, work);
-    bands.forEach((b, i) => planes.set(b.name, { values: read[i].values, valid: read[i].valid }));
+    bands.forEach((b, i) => planes.set(b.name, { values: Float32Array.from(read[i].values), valid: read[i].valid }));
   }
   return planes;
 }

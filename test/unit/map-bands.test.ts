@@ -86,6 +86,14 @@ describe("band reads", () => {
     planes.forEach((p, i) => expect(differences(p.values, gdal.values[i]), `band ${[4, 2][i]}`).toBe(0));
     expect(planes[0].values.some((v) => v > 255)).toBe(true);
   });
+
+  it("keep 8-bit samples as bytes (exact in the kernels' float sums), every other type as floats", async () => {
+    const bytes = await bandsOf("rgb-utm", 1, [100, 150, 410, 581], [1, 2, 3]);
+    expect(bytes.map((p) => p.values.constructor.name)).toEqual(["Uint8Array", "Uint8Array", "Uint8Array"]);
+    const [dem] = await bandsOf("dem", 0, [180, 80, 330, 180], [1]);
+    const u16 = await bandsOf("u16", 0, [250, 100, 400, 300], [4, 2]);
+    expect([dem, ...u16].map((p) => p.values.constructor.name)).toEqual(["Float32Array", "Float32Array", "Float32Array"]);
+  });
 });
 
 describe("decoded blocks of every sample type", () => {

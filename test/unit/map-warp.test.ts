@@ -111,6 +111,44 @@ describe("kernels", () => {
     // The pixel's own source pixel invalid: the output is invalid.
     expect(await sampleAt({ width: 6, height: 6, values, valid }, 3.5, 2.5, "cubic")).toBeUndefined();
   });
+  /** Every output pixel of a 64² grid turned by 10° over `plane` at `scale`, with `resampling`: each band's values and validity. */
+  async function warpedGrid(planes: Plane[], scale: number, resampling: Resampling) {
+    const side = 64;
+    const xs = new Float64Array(side * side);
+    const ys = new Float64Array(side * side);
+    const [cos, sin] = [Math.cos(0.17), Math.sin(0.17)];
+    for (let i = 0; i < xs.length; i++) {
+      const [u, v] = [((i % side) + 0.5) / scale, (Math.floor(i / side) + 0.5) / scale];
+      xs[i] = 12 + u * cos - v * sin;
+      ys[i] = 1 + u * sin + v * cos;
+    }
+    const values = planes.map(() => new Float32Array(xs.length));
+    const valid = planes.map(() => new Uint8Array(xs.length));
+    const sampling = { xs, ys, covered: new Uint8Array(xs.length).fill(1), resampling, scaleX: scale, scaleY: scale };
+    await resample(planes, sampling, values, valid, slices());
+    return { values, valid };
+  }
+
+  it("give byte planes the values of the same samples as floats, across a mask's edge and one band's own nodata", async () => {
+    // 8-bit samples over a disc-shaped mask shared by the bands; band 2 also has scattered nodata.
+    const [width, height] = [120, 120];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+    const mask = Uint8Array.from({ length: width * height }, (_, i) => (Math.hypot((i % width) - 60, Math.floor(i / width) - 60) < 50 ? 1 : 0));
+    const own = mask.map((m) => (next() < 0.05 ? 0 : m));
+    const bytes = [0, 1, 2].map(() => Uint8Array.from({ length: width * height }, () => Math.floor(256 * next())));
+    const valid = [mask, own, mask];
+    const asBytes = bytes.map((values, b) => ({ width, height, values, valid: valid[b] }));
+    // The floats, each band with a validity of its own (no table shared).
+    const asFloats = bytes.map((values, b) => ({ width, height, values: Float32Array.from(values), valid: valid[b].slice() }));
+    for (const scale of [1.48, 0.74, 0.4]) {
+      for (const resampling of ["nearest", "bilinear", "cubic"] as const) {
+        const [got, expected] = [await warpedGrid(asBytes, scale, resampling), await warpedGrid(asFloats, scale, resampling)];
+        expect(got, `${resampling} at scale ${scale}`).toEqual(expected);
+        expect(got.valid[1].includes(0) && got.valid[1].includes(1), "the tile crosses the edges").toBe(true);
+      }
+    }
+  });
 });
 
 describe("rendered tiles", () => {
