@@ -97,12 +97,12 @@ export class BlockReader {
 
   /**
    * The stored (compressed) bytes of block (bx, by), for codec passthrough; read into
-   * `room(bytes)` when given, if the source reads into the caller's memory.
+   * `room(bytes)` when given, if the source reads into the caller's memory (Source.read).
    */
   async storedBlock(bx: number, by: number, signal: AbortSignal, room?: (bytes: number) => Uint8Array): Promise<Uint8Array> {
     const index = by * this.tilesAcross + bx;
     const { offset, count } = this.range(await untilAborted(this.tables(), signal), index);
-    return this.source.read(offset, count, signal, room?.(count));
+    return this.source.read(offset, count, signal, room);
   }
 
   /** Pixels of window [x0, y0, x1, y1) of this level, copied into `into` when given. */
@@ -213,10 +213,12 @@ export class BlockReader {
     const signal = fetch.controller.signal;
     const start = run[0].offset;
     const end = run[run.length - 1].offset + run[run.length - 1].count;
-    // Read into reused memory where the source allows (a local file), given back once every
-    // block of the run is decoded: nothing reads the stored bytes after their decode.
-    const room = end > start ? storedBytes.take(end - start) : undefined;
-    const bytes = room ? this.source.read(start, end - start, signal, room) : Promise.resolve(new Uint8Array(0));
+    // Read into reused memory where the source reads into the caller's (a local file; a store
+    // asks for none), given back once every block of the run is decoded: nothing reads the
+    // stored bytes after their decode.
+    let room: Buffer | undefined;
+    const take = (bytes: number) => (room = storedBytes.take(bytes));
+    const bytes = end > start ? this.source.read(start, end - start, signal, take) : Promise.resolve(new Uint8Array(0));
     const settled: Promise<unknown>[] = [];
     for (const r of run) {
       const block = bytes.then((all) => {

@@ -166,7 +166,7 @@ class LocalSource implements Source {
     this.unreadableDescription = unreadableDescription;
   }
 
-  async read(offset: number, length: number, signal?: AbortSignal, into?: Uint8Array): Promise<Uint8Array> {
+  async read(offset: number, length: number, signal?: AbortSignal, room?: (bytes: number) => Uint8Array): Promise<Uint8Array> {
     throwIfAborted(signal);
     if (this.closed) throw sourceFault(this.label, "source closed");
     if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0) {
@@ -177,7 +177,8 @@ class LocalSource implements Source {
     }
     // Not zero-filled: a short read fails below, so no byte of it is ever returned unwritten. A
     // plain Uint8Array either way (a Buffer's slice() would be a view, not a copy).
-    const memory = into && into.length >= length ? into : Buffer.allocUnsafeSlow(length);
+    const given = room?.(length);
+    const memory = given && given.length >= length ? given : Buffer.allocUnsafeSlow(length);
     const buf = new Uint8Array(memory.buffer, memory.byteOffset, length);
     let done = 0;
     while (done < length) {

@@ -21,10 +21,11 @@ export interface Source extends EntryDescription {
   /**
    * Reads `length` bytes at `offset` from exactly this snapshot. Fails (never returns bytes
    * of another version) if the object changed underneath; aborts promptly on `signal`. Given
-   * `into` (at least `length` bytes), a source may read into it and return a view of it: memory
-   * the caller reuses (a local file's reads do; a store's answer arrives in buffers of its own).
+   * `room`, a source that reads into memory of the caller's asks it for `length` bytes and
+   * returns a view of them: memory the caller reuses (a local file's reads do; a store's answer
+   * arrives in buffers of its own, and asks none).
    */
-  read(offset: number, length: number, signal?: AbortSignal, into?: Uint8Array): Promise<Uint8Array>;
+  read(offset: number, length: number, signal?: AbortSignal, room?: (bytes: number) => Uint8Array): Promise<Uint8Array>;
   close(): Promise<void>;
   /**
    * The object's first bytes (any length, maybe none), read when it was opened: a remote store's

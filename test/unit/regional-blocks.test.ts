@@ -10,7 +10,7 @@ import { fromFile } from "geotiff";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecodedBlockCache, snapshotIdentity } from "../../regional/cog/block-cache";
-import { coalesce } from "../../regional/cog/block-reader";
+import { coalesce, storedBytes } from "../../regional/cog/block-reader";
 import { Cog } from "../../regional/cog/cog";
 import { collectGarbage } from "../../regional/runtime/settle";
 import { LocalCatalog } from "../../regional/source/local";
@@ -398,6 +398,23 @@ describe("reused memory", () => {
     } finally {
       await reference.close();
       await d.close();
+    }
+  });
+
+  it("takes no reused memory for a source that reads into buffers of its own, as a store's answers arrive", async () => {
+    const local = await new LocalCatalog(fixtures.dir).open("jpeg", undefined);
+    // The same file, read as S3 and HTTP sources read: into memory of the source's, never the caller's.
+    const storeLike = Object.assign(Object.create(local) as typeof local, {
+      read: (offset: number, length: number, signal?: AbortSignal) => local.read(offset, length, signal),
+    });
+    const cog = await Cog.open(storeLike, { cache: new DecodedBlockCache(0), prefetchRing: 0 });
+    try {
+      const allocated = storedBytes.allocated;
+      const pixels = await cog.readWindow(0, { x: 0, y: 0, w: 1000, h: 768 }); // a run of twelve blocks
+      expect(pixels.width).toBe(1000);
+      expect(storedBytes.allocated).toBe(allocated);
+    } finally {
+      await cog.close();
     }
   });
 
