@@ -380,17 +380,9 @@ export class S3SourceCatalog implements SourceCatalog {
 
   /** The source's catalog entry; none stored means the latest version under RequireValidator. */
   private async entry(id: string, signal?: AbortSignal): Promise<CatalogEntry> {
-    const { client, bucket, prefix } = this.cfg;
-    const key = catalogKey(prefix, id);
-    try {
-      const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal });
-      return parseCatalogEntry((await out.Body?.transformToString()) ?? "", `s3://${bucket}/${key}`);
-    } catch (e) {
-      rethrowIfAborted(signal, e);
-      if (e instanceof HttpError) throw e;
-      if (statusOf(e) === 404 || nameOf(e) === "NoSuchKey") return NO_ENTRY;
-      throw storeFailure("GetObject", `s3://${bucket}/${key}`, e);
-    }
+    const text = await this.entryText(id, signal);
+    const { bucket, prefix } = this.cfg;
+    return text === undefined ? NO_ENTRY : parseCatalogEntry(text, `s3://${bucket}/${catalogKey(prefix, id)}`);
   }
 }
 
