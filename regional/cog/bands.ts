@@ -1,12 +1,11 @@
 // Raw band reads for map tiles: the samples of the bands a tile renders over one level's window,
 // as planes (8-bit samples as bytes, others as floats), each with its validity. A pixel is
 // invalid where the level's transparency mask (GDAL writes one per level) or an alpha band says
-// so, where its value is the nodata
-// value (the request's, else the file's GDAL_NODATA), or where it is NaN. Tiled chunky levels
-// of every sample type go through the block readers (decoded-block cache, coalesced reads);
-// everything else (strips, planar, big-endian) through geotiff.js's readRasters with the
-// bounded codecs. Every read goes through the Source and
-// stops at the signal.
+// so, where its value is the nodata value (the request's, else the file's GDAL_NODATA), or
+// where it is NaN. Tiled chunky levels of every sample type go through the block readers
+// (decoded-block cache, coalesced reads); everything else (strips, planar, big-endian) through
+// geotiff.js's readRasters with the bounded codecs. Every read goes through the Source and stops
+// at the signal.
 import type { GeoTIFFImage } from "geotiff";
 import { heldRead } from "./geotiff-source";
 import type { Reservation } from "../runtime/work-budget";
